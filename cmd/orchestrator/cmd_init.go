@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/orchestrator/orchestrator/queue"
+	"github.com/orchestrator/orchestrator/templates"
+	"github.com/spf13/cobra"
+)
+
+// initOptions are the options of `orchestrator init`.
+type initOptions struct {
+	*globalOptions
+}
+
+func newInitCommand(g *globalOptions) *cobra.Command {
+	opts := &initOptions{globalOptions: g}
+	return &cobra.Command{
+		Use:   "init",
+		Short: "Create .orchestrator/ with empty queues, session state and a commented config",
+		Long: `Create .orchestrator/ in the repository root (the git root, or --dir) with an empty task
+queue, issue queue, session state and a commented config.yaml. Files that exist are kept as
+they are, so running init again is safe.`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runInit(c.Context(), opts)
+		},
+	}
+}
+
+func runInit(_ context.Context, opts *initOptions) error {
+	root := opts.Dir
+	if root == "" {
+		root = os.Getenv("ORCHESTRATOR_DIR")
+	}
+	if root == "" {
+		root = gitRoot()
+	}
+	if root == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		root = wd
+	}
+	l := queue.Layout{Root: root}
+	for _, d := range []string{l.Dir(), l.Markers(), l.Runs()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	for _, name := range templates.Names {
+		dst := filepath.Join(l.Dir(), name)
+		rel, _ := filepath.Rel(root, dst)
+		if _, err := os.Stat(dst); err == nil {
+			fmt.Fprintf(opts.Stdout, "kept    %s\n", rel)
+			continue
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		data, err := fs.ReadFile(templates.Files(), name)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.Stdout, "created %s\n", rel)
+	}
+	return nil
+}
+
+// gitRoot returns the top of the git work tree around the working directory, or "".
+func gitRoot() string {
+	out, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/orchestrator/orchestrator/queue"
+	"github.com/spf13/cobra"
+)
+
+// statusOptions are the options of `orchestrator status`.
+type statusOptions struct {
+	*globalOptions
+	JSON bool
+}
+
+func newStatusCommand(g *globalOptions) *cobra.Command {
+	opts := &statusOptions{globalOptions: g}
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "Show every task with its status, attempts and dependencies, and what is ready",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runStatus(c.Context(), opts)
+		},
+	}
+	c.Flags().BoolVar(&opts.JSON, "json", false, "print JSON with every task's fields")
+	return c
+}
+
+// statusTask is one task of `status --json`.
+type statusTask struct {
+	ID        string            `json:"id"`
+	Title     string            `json:"title,omitempty"`
+	Line      int               `json:"line"`
+	Status    string            `json:"status"`
+	Kind      string            `json:"kind"`
+	Attempts  int               `json:"attempts"`
+	DependsOn []string          `json:"depends_on"`
+	Fields    map[string]string `json:"fields"`
+}
+
+// statusReport is the whole of `status --json`.
+type statusReport struct {
+	Tasks   []statusTask   `json:"tasks"`
+	Counts  map[string]int `json:"counts"`
+	Ready   []string       `json:"ready"`
+	Running []string       `json:"running"`
+	Halted  []string       `json:"halted"`
+}
+
+func runStatus(_ context.Context, opts *statusOptions) error {
+	l, err := opts.layout()
+	if err != nil {
+		return err
+	}
+	q, err := loadQueues(l)
+	if err != nil {
+		return err
+	}
+	rep := buildStatus(q)
+	if opts.JSON {
+		return writeJSON(opts.Stdout, rep)
+	}
+	w := tabwriter.NewWriter(opts.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "TASK\tSTATUS\tKIND\tATTEMPTS\tDEPENDS ON")
+	for _, t := range rep.Tasks {
+		deps := strings.Join(t.DependsOn, ", ")
+		if deps == "" {
+			deps = "-"
+		}
+		status := t.Status
+		if status == "" {
+			status = "-"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", t.ID, status, t.Kind, t.Attempts, deps)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	var counts []string
+	for _, s := range []string{queue.StatusPending, queue.StatusInProgress, queue.StatusCompleted, queue.StatusFailed, queue.StatusHalted, queue.StatusBlocked, queue.StatusSkipped} {
+		if n := rep.Counts[s]; n > 0 {
+			counts = append(counts, fmt.Sprintf("%d %s", n, s))
+		}
+	}
+	fmt.Fprintf(opts.Stdout, "\n%d tasks: %s\n", len(rep.Tasks), joinOr(counts, "none"))
+	fmt.Fprintf(opts.Stdout, "ready: %s\n", joinOr(rep.Ready, "none"))
+	fmt.Fprintf(opts.Stdout, "running: %s\n", joinOr(rep.Running, "none"))
+	fmt.Fprintf(opts.Stdout, "halted: %s\n", joinOr(rep.Halted, "none"))
+	return nil
+}
+
+func joinOr(list []string, empty string) string {
+	if len(list) == 0 {
+		return empty
+	}
+	return strings.Join(list, ", ")
+}
+
+func buildStatus(q *queues) statusReport {
+	rep := statusReport{Counts: map[string]int{}, Ready: []string{}, Running: []string{}, Halted: []string{}}
+	d := q.tasks
+	for _, t := range d.Tasks() {
+		st := statusTask{
+			ID: t.ID, Title: d.TitleText(t.Record), Line: t.Line, Status: t.Status,
+			Kind: t.Kind.String(), Attempts: countAttempts(q.layout, t.ID),
+			DependsOn: t.Deps, Fields: map[string]string{},
+		}
+		if st.DependsOn == nil {
+			st.DependsOn = []string{}
+		}
+		for _, f := range d.Fields(t.Record) {
+			st.Fields[d.Name(f)] = d.Value(f)
+		}
+		for _, f := range d.Prose(t.Record) {
+			if _, ok := st.Fields[d.Name(f)]; !ok {
+				st.Fields[d.Name(f)] = d.Value(f)
+			}
+		}
+		rep.Tasks = append(rep.Tasks, st)
+		rep.Counts[t.Status]++
+		if t.Status == queue.StatusInProgress {
+			rep.Running = append(rep.Running, t.ID)
+		}
+		if t.Halted || t.Status == queue.StatusHalted {
+			rep.Halted = append(rep.Halted, t.ID)
+		}
+	}
+	if q.issues != nil {
+		for i := range q.issues.Records {
+			r := &q.issues.Records[i]
+			if h, _ := queue.Bool(q.issues.Get(r, "Halted")); h {
+				rep.Halted = append(rep.Halted, r.ID)
+			}
+		}
+	}
+	for _, t := range queue.Ready(q.tasks, q.issues, nil) {
+		rep.Ready = append(rep.Ready, t.ID)
+	}
+	if rep.Tasks == nil {
+		rep.Tasks = []statusTask{}
+	}
+	return rep
+}
+
+// countAttempts counts the attempt folders of a task under .orchestrator/runs/<ID>/.
+func countAttempts(l queue.Layout, id string) int {
+	entries, err := os.ReadDir(filepath.Join(l.Runs(), id))
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		if e.IsDir() {
+			n++
+		}
+	}
+	return n
+}

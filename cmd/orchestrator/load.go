@@ -1,0 +1,43 @@
+package main
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+
+	"github.com/orchestrator/orchestrator/queue"
+)
+
+// queues holds the parsed queue files of a repository.
+type queues struct {
+	layout queue.Layout
+	tasks  *queue.Doc
+	issues *queue.Doc // nil when the repository has no issue queue
+}
+
+// loadQueues reads both queue files. A parse error of either is returned as is (exit 2).
+func loadQueues(l queue.Layout) (*queues, error) {
+	q := &queues{layout: l}
+	var err error
+	if q.tasks, err = queue.Load(l.Tasks()); err != nil {
+		return q, err
+	}
+	if q.issues, err = loadOptional(l.Issues()); err != nil {
+		return q, err
+	}
+	return q, nil
+}
+
+// loadOptional parses a queue file that may be missing (then it returns nil, nil).
+func loadOptional(path string) (*queue.Doc, error) {
+	src, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return queue.Parse(path, src, queue.KindOf(path))
+}
+
+var errMissing = fs.ErrNotExist

@@ -1,0 +1,47 @@
+package queue
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/orchestrator/orchestrator/queue/queuegen"
+)
+
+func genQueue(tb testing.TB, n int) []byte {
+	tb.Helper()
+	var buf bytes.Buffer
+	if err := queuegen.WriteQueue(&buf, n); err != nil {
+		tb.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// BenchmarkParse measures parsing and indexing generated queues of 1k, 10k and 50k tasks.
+// The target is 20 ms for 10k, and linear growth.
+func BenchmarkParse(b *testing.B) {
+	for _, n := range []int{1000, 10000, 50000} {
+		src := genQueue(b, n)
+		b.Run(fmt.Sprintf("tasks=%d", n), func(b *testing.B) {
+			b.SetBytes(int64(len(src)))
+			b.ReportAllocs()
+			for b.Loop() {
+				d, err := Parse("task_queue.md", src, Tasks)
+				if err != nil || !d.Fast || len(d.Records) != n {
+					b.Fatalf("parse: %v fast=%v records=%d", err, d.Fast, len(d.Records))
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkParseGoldmark is the same parse through goldmark, for comparison.
+func BenchmarkParseGoldmark(b *testing.B) {
+	src := genQueue(b, 10000)
+	b.SetBytes(int64(len(src)))
+	for b.Loop() {
+		if _, err := parseGoldmark("task_queue.md", src, Tasks); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

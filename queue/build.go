@@ -1,0 +1,323 @@
+package queue
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// A builder turns the top-level blocks that either parser finds (headings, paragraph lines,
+// tables) into records and fields. Both parsers feed it the same calls for the same input, so
+// they produce the same Doc.
+type builder struct {
+	d    *Doc
+	cur  int // index of the open record, or -1
+	rows []Row
+	span []Span
+	errs ParseErrors
+}
+
+func newBuilder(d *Doc) *builder {
+	return &builder{d: d, cur: -1}
+}
+
+func (b *builder) heading(level, line, start int, text Span) {
+	b.d.Headings = append(b.d.Headings, Heading{Level: level, Line: line, Start: start, Text: text})
+	if b.cur >= 0 {
+		r := &b.d.Records[b.cur]
+		if level <= r.Level || b.recordHeading(level, text) {
+			b.closeRecord(start)
+		}
+	}
+	if !b.recordHeading(level, text) {
+		return
+	}
+	t := text.Bytes(b.d.Src)
+	n, title := matchID(t)
+	tstart := text.Start + (len(t) - len(title))
+	b.d.Records = append(b.d.Records, Record{
+		ID:     string(t[:n]),
+		Level:  level,
+		Line:   line,
+		Start:  start,
+		Title:  Span{tstart, text.Stop},
+		tables: [2]int{len(b.d.Tables), len(b.d.Tables)},
+		fields: [2]int{len(b.d.fields), len(b.d.fields)},
+		prose:  [2]int{len(b.d.prose), len(b.d.prose)},
+	})
+	b.cur = len(b.d.Records) - 1
+}
+
+func (b *builder) recordHeading(level int, text Span) bool {
+	if level < 2 || level > 4 {
+		return false
+	}
+	n, _ := matchID(text.Bytes(b.d.Src))
+	return n > 0
+}
+
+func (b *builder) closeRecord(end int) {
+	r := &b.d.Records[b.cur]
+	r.End = end
+	r.tables[1] = len(b.d.Tables)
+	r.fields[1] = len(b.d.fields)
+	r.prose[1] = len(b.d.prose)
+	b.cur = -1
+}
+
+// paragraph takes the lines of a top-level paragraph and finds a table in it as goldmark's
+// table extension does: the first delimiter row whose previous line is a header with as many
+// cells; every later line of the paragraph is a row.
+func (b *builder) paragraph(lines []lineSpan) {
+	src := b.d.Src
+	for i := 1; i < len(lines); i++ {
+		aligns := delimiterCells(src, lines[i])
+		if aligns == 0 {
+			continue
+		}
+		// goldmark pads a short header with empty cells, so only a longer one is refused.
+		header, ok := b.splitRow(lines[i-1], aligns, true)
+		if !ok {
+			break
+		}
+		b.prose(lines[:i-1])
+		t := Table{Header: header, Start: lines[i-1].start, End: lines[i].end}
+		lo := len(b.rows)
+		for _, l := range lines[i+1:] {
+			row, _ := b.splitRow(l, aligns, false)
+			b.rows = append(b.rows, row)
+			t.End = l.end
+		}
+		t.Rows = b.rows[lo:len(b.rows):len(b.rows)]
+		b.table(t)
+		return
+	}
+	b.prose(lines)
+}
+
+// delimiterCells returns the number of columns of a GFM delimiter row, or 0 if the line is
+// not one. It follows goldmark's parseDelimiter.
+func delimiterCells(src []byte, l lineSpan) int {
+	// goldmark looks at the paragraph line before trimming it: four spaces of indentation
+	// make it text.
+	if l.end-l.start >= 4 && bytes.HasPrefix(src[l.start:l.end], []byte("    ")) {
+		return 0
+	}
+	line := trimSpace(src[l.start:l.end])
+	allDash := true
+	for _, c := range line {
+		if c != '-' {
+			allDash = false
+		}
+		if !(isSpace(c) || c == '-' || c == '|' || c == ':') {
+			return 0
+		}
+	}
+	if allDash {
+		return 0
+	}
+	// Split on '|', dropping a blank first and a blank last part.
+	n := 0
+	parts := bytes.Count(line, []byte{'|'}) + 1
+	for i, rest := 0, line; i < parts; i++ {
+		col := rest
+		if k := bytes.IndexByte(rest, '|'); k >= 0 {
+			col, rest = rest[:k], rest[k+1:]
+		}
+		if (i == 0 || i == parts-1) && isBlank(col) {
+			continue
+		}
+		c := trimSpace(col)
+		if len(c) > 0 && c[0] == ':' {
+			c = c[1:]
+		}
+		if len(c) > 0 && c[len(c)-1] == ':' {
+			c = c[:len(c)-1]
+		}
+		if len(c) == 0 {
+			return 0
+		}
+		for _, x := range c {
+			if x != '-' {
+				return 0
+			}
+		}
+		n++
+	}
+	return n
+}
+
+// splitRow splits a table line into cells as goldmark's parseRow does: a leading and a
+// trailing pipe are dropped, a pipe after a backslash does not split, and a data row keeps at
+// most cols cells. It reports false for a header with more cells than cols.
+func (b *builder) splitRow(l lineSpan, cols int, header bool) (Row, bool) {
+	src := b.d.Src
+	s, e := l.start, l.end
+	for s < e && isSpace(src[s]) {
+		s++
+	}
+	for e > s && isSpace(src[e-1]) {
+		e--
+	}
+	row := Row{Line: l.line, Start: l.start, End: l.end}
+	pos, limit := s, e
+	if pos < limit && src[pos] == '|' {
+		pos++
+	}
+	if e > s && src[limit-1] == '|' {
+		limit--
+	}
+	lo := len(b.span)
+	for pos < limit {
+		closure := pos
+		for closure < limit {
+			if src[closure] == '|' && (closure == s || src[closure-1] != '\\') {
+				break
+			}
+			closure++
+		}
+		row.Raw++
+		if row.Raw <= cols || header {
+			cs, ce := pos, closure
+			for cs < ce && isSpace(src[cs]) {
+				cs++
+			}
+			for ce > cs && isSpace(src[ce-1]) {
+				ce--
+			}
+			b.span = append(b.span, Span{cs, ce})
+		}
+		pos = closure + 1
+	}
+	row.Cells = b.span[lo:len(b.span):len(b.span)]
+	return row, !header || row.Raw <= cols
+}
+
+// prose records the bold-label lines (`**Dependencies:** TASK-1`) of a paragraph.
+func (b *builder) prose(lines []lineSpan) {
+	if b.cur < 0 {
+		return
+	}
+	src := b.d.Src
+	for _, l := range lines {
+		s := l.start
+		for s < l.end && isSpace(src[s]) {
+			s++
+		}
+		line := src[s:l.end]
+		if len(line) < 6 || line[0] != '*' || line[1] != '*' {
+			continue
+		}
+		k := bytes.Index(line[2:], []byte(":**"))
+		if k <= 0 {
+			continue
+		}
+		name := trimSpan(src, Span{s + 2, s + 2 + k})
+		if name.Stop == name.Start || bytes.IndexByte(name.Bytes(src), '*') >= 0 {
+			continue
+		}
+		val := trimSpan(src, Span{s + 2 + k + 3, l.end})
+		b.d.prose = append(b.d.prose, Field{Name: name, Value: val, Line: l.line, key: fieldKey(name.Bytes(src))})
+	}
+}
+
+func (b *builder) table(t Table) {
+	b.d.Tables = append(b.d.Tables, t)
+	ti := len(b.d.Tables) - 1
+	if b.cur < 0 || !b.d.isFieldTable(ti) {
+		return
+	}
+	src := b.d.Src
+	rec := &b.d.Records[b.cur]
+	for _, row := range t.Rows {
+		if row.Raw != 2 || len(row.Cells) != 2 {
+			b.errorf(row.Line, rec.ID, "malformed field row: %d cells, want 2 (Field | Value)", row.Raw)
+			continue
+		}
+		name := row.Cells[0]
+		if name.Start == name.Stop {
+			b.errorf(row.Line, rec.ID, "malformed field row: the field name is empty")
+			continue
+		}
+		f := Field{Name: name, Value: row.Cells[1], Line: row.Line, key: fieldKey(name.Bytes(src))}
+		for _, g := range b.d.fields[rec.fields[0]:] {
+			if g.key == f.key && normalizeName(string(g.Name.Bytes(src))) == normalizeName(string(name.Bytes(src))) {
+				b.errorf(row.Line, rec.ID, "field %q repeated (first at line %d)", name.Bytes(src), g.Line)
+				break
+			}
+		}
+		b.d.fields = append(b.d.fields, f)
+	}
+}
+
+func (b *builder) finish() {
+	if b.cur >= 0 {
+		b.closeRecord(len(b.d.Src))
+	}
+	d := b.d
+	d.index = make(map[string]int, len(d.Records))
+	statusKey := fieldKey([]byte("status"))
+	for i := range d.Records {
+		r := &d.Records[i]
+		if first, dup := d.index[r.ID]; dup {
+			b.errorf(r.Line, r.ID, "duplicate ID (first at line %d)", d.Records[first].Line)
+		} else {
+			d.index[r.ID] = i
+		}
+		fieldTable := false
+		for t := r.tables[0]; t < r.tables[1]; t++ {
+			if d.isFieldTable(t) {
+				fieldTable = true
+				break
+			}
+		}
+		if !fieldTable {
+			b.errorf(r.Line, r.ID, "record has no field table (| Field | Value |)")
+			continue
+		}
+		for _, f := range d.Fields(r) {
+			if f.key != statusKey || !equalFoldASCII(f.Name.Bytes(d.Src), "status") {
+				continue
+			}
+			if v := d.Value(f); !IsEmpty(v) {
+				if _, ok := NormalizeStatus(d.Kind, v); !ok {
+					b.errorf(f.Line, r.ID, "unknown status %q", v)
+				}
+			}
+		}
+	}
+}
+
+func (b *builder) errorf(line int, id, format string, args ...any) {
+	b.errs = append(b.errs, &ParseError{Path: b.d.Path, Line: line, ID: id, Msg: fmt.Sprintf(format, args...)})
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func isBlank(b []byte) bool {
+	for _, c := range b {
+		if !isSpace(c) {
+			return false
+		}
+	}
+	return true
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func trimSpan(src []byte, s Span) Span {
+	for s.Start < s.Stop && isSpace(src[s.Start]) {
+		s.Start++
+	}
+	for s.Stop > s.Start && isSpace(src[s.Stop-1]) {
+		s.Stop--
+	}
+	return s
+}

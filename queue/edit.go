@@ -1,0 +1,440 @@
+package queue
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// Sentinel errors of edits.
+var (
+	// ErrConflict means a compare-and-set found another value than the one expected.
+	ErrConflict = errors.New("value changed")
+	// ErrNotFound means an edit named a record the file does not have.
+	ErrNotFound = errors.New("no such record")
+)
+
+// A ConflictError reports a compare-and-set that declined. It matches ErrConflict.
+type ConflictError struct {
+	ID, Field, Want, Got string
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("%s: %s is %q, not %q", e.ID, e.Field, e.Got, e.Want)
+}
+
+// Is makes a ConflictError match ErrConflict.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// An Op is one edit of a queue file (SPEC §3.5). Ops are computed against a parsed Doc and
+// applied to its bytes; nothing is re-rendered.
+type Op interface {
+	splices(d *Doc) ([]splice, error)
+}
+
+// A splice replaces src[start:end] with text.
+type splice struct {
+	start, end int
+	text       string
+	seq        int
+}
+
+// SetField sets a field of a record: it splices the cell of an existing row, or adds a row at
+// the end of the record's first field table.
+type SetField struct {
+	ID, Field, Value string
+}
+
+// CompareAndSet sets a field only if its current value is Expect. Statuses are compared in
+// their canonical form; an empty Expect matches an empty or missing field.
+type CompareAndSet struct {
+	ID, Field, Expect, Value string
+}
+
+// Expect changes nothing: it fails with a ConflictError unless the field holds Value now.
+// Put it before other ops to make them conditional.
+type Expect struct {
+	ID, Field, Value string
+}
+
+func (op Expect) splices(d *Doc) ([]splice, error) {
+	r, ok := d.Record(op.ID)
+	if !ok {
+		return nil, fmt.Errorf("%s: %w: %s", d.Path, ErrNotFound, op.ID)
+	}
+	if got := d.Get(r, op.Field); !sameValue(d.Kind, op.Field, got, op.Value) {
+		return nil, &ConflictError{ID: op.ID, Field: op.Field, Want: op.Value, Got: got}
+	}
+	return nil, nil
+}
+
+// AppendRecord adds a record (markdown text starting with its heading) at the end of the
+// file, or before the coverage matrix section where there is one.
+type AppendRecord struct {
+	Text string
+}
+
+// ReplaceSection replaces the top-level section whose heading text is Title with Text (which
+// starts with the heading line), keeping the blank lines that follow it. A missing section is
+// appended at the end of the file.
+type ReplaceSection struct {
+	Title, Text string
+}
+
+// CoverageTitle is the heading of the coverage matrix section (SPEC §5.2).
+const CoverageTitle = "Test Coverage Matrix"
+
+// Apply computes ops against d and returns the edited bytes. When nothing changes, it
+// returns d.Src itself.
+func Apply(d *Doc, ops ...Op) ([]byte, error) {
+	var all []splice
+	for i, op := range ops {
+		ss, err := op.splices(d)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range ss {
+			s.seq = i
+			all = append(all, s)
+		}
+	}
+	if len(all) == 0 {
+		return d.Src, nil
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].start < all[j].start })
+	// Two edits of the same bytes: the later one wins.
+	out := all[:0]
+	for _, s := range all {
+		if n := len(out); n > 0 && out[n-1].start == s.start && out[n-1].end == s.end && s.end > s.start {
+			if s.seq >= out[n-1].seq {
+				out[n-1] = s
+			}
+			continue
+		}
+		if n := len(out); n > 0 && s.start < out[n-1].end {
+			return nil, fmt.Errorf("%s: overlapping edits", d.Path)
+		}
+		out = append(out, s)
+	}
+	var b bytes.Buffer
+	b.Grow(len(d.Src) + 256)
+	last := 0
+	for _, s := range out {
+		b.Write(d.Src[last:s.start])
+		b.WriteString(s.text)
+		last = s.end
+	}
+	b.Write(d.Src[last:])
+	if bytes.Equal(b.Bytes(), d.Src) {
+		return d.Src, nil
+	}
+	return b.Bytes(), nil
+}
+
+func (op SetField) splices(d *Doc) ([]splice, error) {
+	r, ok := d.Record(op.ID)
+	if !ok {
+		return nil, fmt.Errorf("%s: %w: %s", d.Path, ErrNotFound, op.ID)
+	}
+	if err := checkFieldName(op.Field); err != nil {
+		return nil, err
+	}
+	if err := CheckValue(d.Kind, op.Field, op.Value); err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", d.Path, op.ID, err)
+	}
+	value := EscapeCell(strings.TrimSpace(op.Value))
+	for _, f := range d.Fields(r) {
+		if SameName(d.Name(f), op.Field) {
+			return d.spliceCell(f, value), nil
+		}
+	}
+	return d.addRow(r, CanonicalName(op.Field), value)
+}
+
+func (op CompareAndSet) splices(d *Doc) ([]splice, error) {
+	if _, err := (Expect{ID: op.ID, Field: op.Field, Value: op.Expect}).splices(d); err != nil {
+		return nil, err
+	}
+	return SetField{ID: op.ID, Field: op.Field, Value: op.Value}.splices(d)
+}
+
+func sameValue(k Kind, field, a, b string) bool {
+	if IsEmpty(a) || IsEmpty(b) {
+		return IsEmpty(a) && IsEmpty(b)
+	}
+	if SameName(field, "status") {
+		na, oka := NormalizeStatus(k, a)
+		nb, okb := NormalizeStatus(k, b)
+		if oka && okb {
+			return na == nb
+		}
+	}
+	return strings.TrimSpace(a) == strings.TrimSpace(b)
+}
+
+var fieldNameOK = func(s string) bool {
+	if s == "" || !(s[0] >= 'A' && s[0] <= 'Z' || s[0] >= 'a' && s[0] <= 'z') {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(isAlnum(c) || c == ' ' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func checkFieldName(name string) error {
+	if !fieldNameOK(strings.TrimSpace(name)) {
+		return fmt.Errorf("bad field name %q: use letters, digits, spaces, '-' and '_'", name)
+	}
+	return nil
+}
+
+// spliceCell replaces the value cell of field f, keeping the cell's padding (SPEC §3.5).
+func (d *Doc) spliceCell(f Field, value string) []splice {
+	src := d.Src
+	if string(f.Value.Bytes(src)) == value {
+		return nil
+	}
+	row := d.RowSpan(f)
+	// The cell's interior runs from the pipe after the name to the next pipe or the line end.
+	in := bytes.IndexByte(src[f.Name.Stop:row.Stop], '|')
+	if in < 0 {
+		return nil // not reachable for a well-formed row
+	}
+	inStart := f.Name.Stop + in + 1
+	inEnd := row.Stop
+	if k := bytes.IndexByte(src[f.Value.Stop:row.Stop], '|'); k >= 0 {
+		inEnd = f.Value.Stop + k
+	}
+	left := string(src[inStart:f.Value.Start])
+	right := string(src[f.Value.Stop:inEnd])
+	if f.Value.Start == f.Value.Stop {
+		left, right = " ", " "
+	}
+	width := utf8.RuneCount(src[inStart:inEnd])
+	text := left + value + right
+	if d.alignedAt(row.Start, inEnd) {
+		need := utf8.RuneCountInString(left) + utf8.RuneCountInString(value) + 1
+		if need <= width {
+			text = left + value + strings.Repeat(" ", width-need+1)
+		} else {
+			text = left + value + " "
+		}
+	}
+	if strings.HasSuffix(value, `\`) && inEnd < row.Stop && !strings.HasSuffix(text, " ") {
+		text += " " // a trailing backslash would escape the pipe
+	}
+	return []splice{{start: inStart, end: inEnd, text: text}}
+}
+
+// alignedAt reports whether every line of the table holding the row that starts at rowStart
+// has a pipe at the same column as offset pipe.
+func (d *Doc) alignedAt(rowStart, pipe int) bool {
+	src := d.Src
+	col := utf8.RuneCount(src[rowStart:pipe])
+	for i := range d.Tables {
+		t := &d.Tables[i]
+		if rowStart < t.Start || rowStart > t.End {
+			continue
+		}
+		for off := t.Start; off <= t.End; {
+			e := bytes.IndexByte(src[off:], '\n')
+			line := src[off:]
+			if e >= 0 {
+				line = src[off : off+e]
+			}
+			if !pipeAtColumn(line, col) {
+				return false
+			}
+			if e < 0 {
+				break
+			}
+			off += e + 1
+		}
+		return true
+	}
+	return false
+}
+
+func pipeAtColumn(line []byte, col int) bool {
+	c := 0
+	for i := 0; i < len(line); {
+		if c == col {
+			return line[i] == '|'
+		}
+		_, n := utf8.DecodeRune(line[i:])
+		i += n
+		c++
+	}
+	return false
+}
+
+// addRow adds `| name | value |` at the end of r's first field table, in the table's style.
+func (d *Doc) addRow(r *Record, name, value string) ([]splice, error) {
+	ts := d.FieldTables(r)
+	if len(ts) == 0 {
+		return nil, fmt.Errorf("%s:%d: %s: record has no field table", d.Path, r.Line, r.ID)
+	}
+	t := &d.Tables[ts[0]]
+	src := d.Src
+	header := src[t.Header.Start:t.Header.End]
+	lead := len(bytes.TrimLeft(header, " ")) > 0 && bytes.TrimLeft(header, " ")[0] == '|'
+	trail := bytes.HasSuffix(bytes.TrimRight(header, " \t"), []byte("|"))
+	nameCell, valueCell := " "+name+" ", " "+value+" "
+	if w := d.columnWidths(t); w != nil {
+		nameCell = padCell(name, w[0])
+		valueCell = padCell(value, w[1])
+	}
+	var b strings.Builder
+	b.WriteString(d.eol())
+	if lead {
+		b.WriteByte('|')
+	}
+	b.WriteString(nameCell)
+	b.WriteByte('|')
+	b.WriteString(valueCell)
+	if trail {
+		b.WriteByte('|')
+	}
+	return []splice{{start: t.End, end: t.End, text: strings.TrimRight(b.String(), " ")}}, nil
+}
+
+// columnWidths returns the interior widths of an aligned two-column table's cells, or nil
+// when its rows are not aligned.
+func (d *Doc) columnWidths(t *Table) []int {
+	src := d.Src
+	header := src[t.Header.Start:t.Header.End]
+	var pipes []int
+	c := 0
+	for i := 0; i < len(header); {
+		if header[i] == '|' {
+			pipes = append(pipes, c)
+		}
+		_, n := utf8.DecodeRune(header[i:])
+		i += n
+		c++
+	}
+	if len(pipes) != 3 {
+		return nil
+	}
+	for _, p := range pipes {
+		if !d.alignedAt(t.Header.Start, t.Header.Start+byteOffsetOfColumn(header, p)) {
+			return nil
+		}
+	}
+	return []int{pipes[1] - pipes[0] - 1, pipes[2] - pipes[1] - 1}
+}
+
+func byteOffsetOfColumn(line []byte, col int) int {
+	c := 0
+	for i := 0; i < len(line); {
+		if c == col {
+			return i
+		}
+		_, n := utf8.DecodeRune(line[i:])
+		i += n
+		c++
+	}
+	return len(line)
+}
+
+func padCell(v string, width int) string {
+	n := utf8.RuneCountInString(v) + 2
+	if n >= width {
+		return " " + v + " "
+	}
+	return " " + v + strings.Repeat(" ", width-n+1)
+}
+
+// eol returns the file's line ending: CRLF when its first line ends so.
+func (d *Doc) eol() string {
+	if i := bytes.IndexByte(d.Src, '\n'); i > 0 && d.Src[i-1] == '\r' {
+		return "\r\n"
+	}
+	return "\n"
+}
+
+// withEOL converts text's line endings to the file's and makes it end with one.
+func (d *Doc) withEOL(text string) string {
+	text = strings.ReplaceAll(text, "\r\n", "\n")
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	if d.eol() == "\r\n" {
+		text = strings.ReplaceAll(text, "\n", "\r\n")
+	}
+	return text
+}
+
+func (op AppendRecord) splices(d *Doc) ([]splice, error) {
+	text := d.withEOL(strings.TrimLeft(op.Text, "\r\n"))
+	if sp, _, ok := d.Section(CoverageTitle); ok {
+		prefix := ""
+		if !endsWithBlankLine(d.Src[:sp.Start]) {
+			prefix = d.eol()
+		}
+		return []splice{{start: sp.Start, end: sp.Start, text: prefix + text + d.eol()}}, nil
+	}
+	return []splice{d.appendAtEnd(text)}, nil
+}
+
+// appendAtEnd adds text (ending with a line ending) after a blank line at the end of the file;
+// a file without a final newline keeps having none.
+func (d *Doc) appendAtEnd(text string) splice {
+	src, eol := d.Src, d.eol()
+	n := len(src)
+	switch {
+	case n == 0:
+		return splice{start: 0, end: 0, text: text}
+	case src[n-1] != '\n':
+		return splice{start: n, end: n, text: eol + eol + strings.TrimSuffix(text, eol)}
+	case endsWithBlankLine(src):
+		return splice{start: n, end: n, text: text}
+	}
+	return splice{start: n, end: n, text: eol + text}
+}
+
+func endsWithBlankLine(b []byte) bool {
+	b = bytes.TrimRight(b, " \t")
+	if len(b) == 0 {
+		return true
+	}
+	if b[len(b)-1] != '\n' {
+		return false
+	}
+	b = bytes.TrimRight(b[:len(b)-1], " \t\r")
+	return len(b) == 0 || b[len(b)-1] == '\n'
+}
+
+func (op ReplaceSection) splices(d *Doc) ([]splice, error) {
+	text := d.withEOL(op.Text)
+	sp, _, ok := d.Section(op.Title)
+	if !ok {
+		return []splice{d.appendAtEnd(text)}, nil
+	}
+	// Keep the blank lines that separate the section from what follows.
+	end := sp.Stop
+	for end > sp.Start {
+		i := bytes.LastIndexByte(d.Src[sp.Start:end-1], '\n')
+		if i < 0 {
+			break
+		}
+		if !isBlank(d.Src[sp.Start+i+1 : end]) {
+			break
+		}
+		end = sp.Start + i + 1
+	}
+	if end == len(d.Src) && !bytes.HasSuffix(d.Src, []byte("\n")) {
+		text = strings.TrimSuffix(text, d.eol())
+	}
+	if string(d.Src[sp.Start:end]) == text {
+		return nil, nil
+	}
+	return []splice{{start: sp.Start, end: end, text: text}}, nil
+}

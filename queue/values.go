@@ -1,0 +1,274 @@
+package queue
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// IDPattern is the shape of a record ID (SPEC §3.1).
+var IDPattern = regexp.MustCompile(`^[A-Z][A-Z0-9]*(-[A-Za-z0-9]+)+$`)
+
+// ValidID reports whether s is a record ID.
+func ValidID(s string) bool { return IDPattern.MatchString(s) }
+
+// matchID finds an ID at the start of heading text b. It returns the ID's length and the
+// title that follows it, or 0 when b does not begin with an ID. After the ID comes the end of
+// the text, a space, a tab or a colon.
+func matchID(b []byte) (n int, title []byte) {
+	if len(b) == 0 || b[0] < 'A' || b[0] > 'Z' {
+		return 0, nil
+	}
+	i := 1
+	for i < len(b) && (isUpper(b[i]) || isDigit(b[i])) {
+		i++
+	}
+	groups := 0
+	for i+1 < len(b) && b[i] == '-' && isAlnum(b[i+1]) {
+		i++
+		for i < len(b) && isAlnum(b[i]) {
+			i++
+		}
+		groups++
+	}
+	if groups == 0 {
+		return 0, nil
+	}
+	if i < len(b) && b[i] != ' ' && b[i] != '\t' && b[i] != ':' {
+		return 0, nil
+	}
+	rest := b[i:]
+	for len(rest) > 0 && (rest[0] == ' ' || rest[0] == '\t' || rest[0] == ':') {
+		rest = rest[1:]
+	}
+	// "TASK-1 — Title": drop the dash that separates ID and title.
+	for _, sep := range [][]byte{[]byte("— "), []byte("– "), []byte("- ")} {
+		if bytes.HasPrefix(rest, sep) {
+			rest = rest[len(sep):]
+			break
+		}
+	}
+	return i, rest
+}
+
+func isUpper(c byte) bool { return c >= 'A' && c <= 'Z' }
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+func isAlnum(c byte) bool { return isDigit(c) || isUpper(c) || (c >= 'a' && c <= 'z') }
+
+// normalizeName returns a field name in the form used to compare names: lower case, with
+// space, '-' and '_' all read as ' '.
+func normalizeName(s string) string {
+	b := []byte(strings.TrimSpace(s))
+	for i, c := range b {
+		b[i] = normByte(c)
+	}
+	return string(b)
+}
+
+func normByte(c byte) byte {
+	switch {
+	case c >= 'A' && c <= 'Z':
+		return c + 'a' - 'A'
+	case c == '-' || c == '_':
+		return ' '
+	}
+	return c
+}
+
+// fieldKey hashes a field name's normalized form (FNV-1a) without allocating.
+func fieldKey(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(normByte(c))
+		h *= 1099511628211
+	}
+	return h
+}
+
+func equalFoldASCII(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		c := b[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// canonicalNames gives the spelling written for a new row of a known field (SPEC §3.3).
+var canonicalNames = func() map[string]string {
+	m := map[string]string{}
+	for _, n := range []string{
+		"Status", "Category", "Mode", "Complexity", "Priority", "Depends On", "Test IDs",
+		"Test File", "Test Command", "Build Command", "Integration Level",
+		"External Dependencies", "Mock Policy", "Required Services", "Skip If Unavailable",
+		"Agent", "Source Issue", "Remediation", "Retry-Count", "Max-Retries",
+		"Failure-Signature", "Previous-Signatures", "Signature-Repeat-Count", "Halted",
+		"Halt-Reason", "Auto-Retry", "Type", "Source", "Created", "Source Task", "Task Ref",
+		"Root Cause", "Blocking", "TDD",
+	} {
+		m[normalizeName(n)] = n
+	}
+	return m
+}()
+
+// CanonicalName returns the spelling of a known field name, or name itself.
+func CanonicalName(name string) string {
+	if c, ok := canonicalNames[normalizeName(name)]; ok {
+		return c
+	}
+	return strings.TrimSpace(name)
+}
+
+// SameName reports whether two field names name the same field.
+func SameName(a, b string) bool { return normalizeName(a) == normalizeName(b) }
+
+// Task statuses (SPEC §3.3).
+const (
+	StatusPending    = "pending"
+	StatusInProgress = "in_progress"
+	StatusCompleted  = "completed"
+	StatusFailed     = "failed"
+	StatusHalted     = "halted"
+	StatusBlocked    = "blocked"
+	StatusSkipped    = "skipped"
+)
+
+var taskStatuses = map[string]string{
+	"pending": StatusPending, "in_progress": StatusInProgress, "in-progress": StatusInProgress,
+	"completed": StatusCompleted, "complete": StatusCompleted, "done": StatusCompleted,
+	"failed": StatusFailed, "halted": StatusHalted, "blocked": StatusBlocked,
+	"skipped": StatusSkipped,
+}
+
+var issueStatuses = map[string]string{
+	"pending": "pending", "accepted": "accepted", "in_progress": "in_progress",
+	"in-progress": "in_progress", "completed": "completed", "complete": "completed",
+	"duplicate": "duplicate", "wont_fix": "wont_fix",
+}
+
+// NormalizeStatus returns the canonical form of a status of the given kind of queue, and
+// whether it is one.
+func NormalizeStatus(k Kind, s string) (string, bool) {
+	m := taskStatuses
+	if k == Issues {
+		m = issueStatuses
+	}
+	v, ok := m[strings.ToLower(strings.TrimSpace(s))]
+	return v, ok
+}
+
+// IsEmpty reports whether a value means empty (SPEC §3.2).
+func IsEmpty(v string) bool {
+	switch strings.TrimSpace(v) {
+	case "", "-", "None", "none", "[]":
+		return true
+	}
+	return false
+}
+
+// List splits a list value: `A, B, C` or `[A, B, C]`.
+func List(v string) []string {
+	v = strings.TrimSpace(v)
+	if IsEmpty(v) {
+		return nil
+	}
+	if strings.HasPrefix(v, "[") && strings.HasSuffix(v, "]") {
+		v = v[1 : len(v)-1]
+	}
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Bool reads a boolean value; empty reads as false.
+func Bool(v string) (bool, error) {
+	if IsEmpty(v) {
+		return false, nil
+	}
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q is not true or false", v)
+}
+
+// Int reads a non-negative integer value; empty reads as 0.
+func Int(v string) (int, error) {
+	if IsEmpty(v) {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a non-negative integer", v)
+	}
+	return n, nil
+}
+
+var hex16 = regexp.MustCompile(`^[0-9a-f]{16}$`)
+
+// CheckValue checks a value against the syntax of the field it is written to (SPEC §3.2,
+// §3.3, §8). It returns nil for fields it does not know.
+func CheckValue(k Kind, name, v string) error {
+	if strings.ContainsAny(v, "\r\n") {
+		return fmt.Errorf("value of %s has a line break", name)
+	}
+	switch normalizeName(name) {
+	case "status":
+		if _, ok := NormalizeStatus(k, v); !ok {
+			return fmt.Errorf("unknown status %q", v)
+		}
+	case "retry count", "max retries", "signature repeat count":
+		if _, err := Int(v); err != nil {
+			return fmt.Errorf("%s: %v", name, err)
+		}
+	case "halted", "auto retry", "blocking", "skip if unavailable":
+		if _, err := Bool(v); err != nil {
+			return fmt.Errorf("%s: %v", name, err)
+		}
+	case "failure signature":
+		if !IsEmpty(v) && !hex16.MatchString(strings.TrimSpace(v)) {
+			return fmt.Errorf("%s: %q is not 16 lower-case hex digits", name, v)
+		}
+	case "previous signatures":
+		for _, s := range List(v) {
+			if !hex16.MatchString(s) {
+				return fmt.Errorf("%s: %q is not 16 lower-case hex digits", name, s)
+			}
+		}
+	case "mode":
+		if !IsEmpty(v) {
+			switch strings.ToLower(strings.TrimSpace(v)) {
+			case "write", "verify":
+			default:
+				return fmt.Errorf("mode %q is not write or verify", v)
+			}
+		}
+	case "complexity":
+		if !IsEmpty(v) {
+			switch strings.ToLower(strings.TrimSpace(v)) {
+			case "easy", "normal", "complex":
+			default:
+				return fmt.Errorf("complexity %q is not easy, normal or complex", v)
+			}
+		}
+	}
+	return nil
+}
+
+// EscapeCell escapes a value for a table cell: `|` becomes `\|`.
+func EscapeCell(v string) string { return strings.ReplaceAll(v, "|", `\|`) }
