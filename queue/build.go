@@ -14,10 +14,19 @@ type builder struct {
 	rows []Row
 	span []Span
 	errs ParseErrors
+
+	// keep says which records keep their fields in the Doc; the others are checked and
+	// then dropped, which saves memory when only one record will be edited.
+	keep    func(id string) bool
+	keeping bool
+	scratch []Field // fields of a record that is not kept
+	hasFT   bool    // the open record has a field table
+	rowBuf  []Row   // rows of the table being built
+	spanBuf []Span
 }
 
 func newBuilder(d *Doc) *builder {
-	return &builder{d: d, cur: -1}
+	return &builder{d: d, cur: -1, keeping: true}
 }
 
 func (b *builder) heading(level, line, start int, text Span) {
@@ -45,6 +54,9 @@ func (b *builder) heading(level, line, start int, text Span) {
 		prose:  [2]int{len(b.d.prose), len(b.d.prose)},
 	})
 	b.cur = len(b.d.Records) - 1
+	b.keeping = b.keep == nil || b.keep(b.d.Records[b.cur].ID)
+	b.scratch = b.scratch[:0]
+	b.hasFT = false
 }
 
 func (b *builder) recordHeading(level int, text Span) bool {
@@ -56,13 +68,34 @@ func (b *builder) recordHeading(level int, text Span) bool {
 }
 
 func (b *builder) closeRecord(end int) {
-	r := &b.d.Records[b.cur]
+	d := b.d
+	r := &d.Records[b.cur]
 	r.End = end
-	r.tables[1] = len(b.d.Tables)
-	r.fields[1] = len(b.d.fields)
-	r.prose[1] = len(b.d.prose)
+	r.tables[1] = len(d.Tables)
+	r.fields[1] = len(d.fields)
+	r.prose[1] = len(d.prose)
 	b.cur = -1
+	fields := b.scratch
+	if b.keeping {
+		fields = d.Fields(r)
+	}
+	if !b.hasFT {
+		b.errorf(r.Line, r.ID, "record has no field table (| Field | Value |)")
+		return
+	}
+	for _, f := range fields {
+		if f.key != statusKey || !equalFoldASCII(f.Name.Bytes(d.Src), "status") {
+			continue
+		}
+		if v := d.Value(f); !IsEmpty(v) {
+			if _, ok := NormalizeStatus(d.Kind, v); !ok {
+				b.errorf(f.Line, r.ID, "unknown status %q", v)
+			}
+		}
+	}
 }
+
+var statusKey = fieldKey([]byte("status"))
 
 // paragraph takes the lines of a top-level paragraph and finds a table in it as goldmark's
 // table extension does: the first delimiter row whose previous line is a header with as many
@@ -81,13 +114,14 @@ func (b *builder) paragraph(lines []lineSpan) {
 		}
 		b.prose(lines[:i-1])
 		t := Table{Header: header, Start: lines[i-1].start, End: lines[i].end}
-		lo := len(b.rows)
+		b.rowBuf = b.rowBuf[:0]
+		b.spanBuf = b.spanBuf[:0]
 		for _, l := range lines[i+1:] {
-			row, _ := b.splitRow(l, aligns, false)
-			b.rows = append(b.rows, row)
+			row := b.splitRowInto(&b.spanBuf, l, aligns, false)
+			b.rowBuf = append(b.rowBuf, row)
 			t.End = l.end
 		}
-		t.Rows = b.rows[lo:len(b.rows):len(b.rows)]
+		t.Rows = b.rowBuf
 		b.table(t)
 		return
 	}
@@ -150,6 +184,12 @@ func delimiterCells(src []byte, l lineSpan) int {
 // trailing pipe are dropped, a pipe after a backslash does not split, and a data row keeps at
 // most cols cells. It reports false for a header with more cells than cols.
 func (b *builder) splitRow(l lineSpan, cols int, header bool) (Row, bool) {
+	row := b.splitRowInto(&b.span, l, cols, header)
+	return row, !header || row.Raw <= cols
+}
+
+// splitRowInto splits a table line, appending its cells to *arena.
+func (b *builder) splitRowInto(arena *[]Span, l lineSpan, cols int, header bool) Row {
 	src := b.d.Src
 	s, e := l.start, l.end
 	for s < e && isSpace(src[s]) {
@@ -166,7 +206,7 @@ func (b *builder) splitRow(l lineSpan, cols int, header bool) (Row, bool) {
 	if e > s && src[limit-1] == '|' {
 		limit--
 	}
-	lo := len(b.span)
+	lo := len(*arena)
 	for pos < limit {
 		closure := pos
 		for closure < limit {
@@ -184,17 +224,17 @@ func (b *builder) splitRow(l lineSpan, cols int, header bool) (Row, bool) {
 			for ce > cs && isSpace(src[ce-1]) {
 				ce--
 			}
-			b.span = append(b.span, Span{cs, ce})
+			*arena = append(*arena, Span{cs, ce})
 		}
 		pos = closure + 1
 	}
-	row.Cells = b.span[lo:len(b.span):len(b.span)]
-	return row, !header || row.Raw <= cols
+	row.Cells = (*arena)[lo:len(*arena):len(*arena)]
+	return row
 }
 
 // prose records the bold-label lines (`**Dependencies:** TASK-1`) of a paragraph.
 func (b *builder) prose(lines []lineSpan) {
-	if b.cur < 0 {
+	if b.cur < 0 || !b.keeping {
 		return
 	}
 	src := b.d.Src
@@ -220,15 +260,41 @@ func (b *builder) prose(lines []lineSpan) {
 	}
 }
 
+// table records a top-level table. The rows of a record's field table become fields and are
+// not kept as rows; other tables keep their rows (copied out of the caller's buffers).
 func (b *builder) table(t Table) {
-	b.d.Tables = append(b.d.Tables, t)
-	ti := len(b.d.Tables) - 1
-	if b.cur < 0 || !b.d.isFieldTable(ti) {
+	d := b.d
+	field := b.cur >= 0 && isFieldHeader(d.Src, t.Header)
+	if field {
+		b.hasFT = true
+	}
+	if field && !b.keeping {
+		b.fieldRows(t.Rows)
+		return // the Doc keeps nothing of a record it does not keep
+	}
+	d.Tables = append(d.Tables, t)
+	ti := len(d.Tables) - 1
+	if !field {
+		lo := len(b.rows)
+		for _, row := range t.Rows {
+			c := len(b.span)
+			b.span = append(b.span, row.Cells...)
+			row.Cells = b.span[c:len(b.span):len(b.span)]
+			b.rows = append(b.rows, row)
+		}
+		d.Tables[ti].Rows = b.rows[lo:len(b.rows):len(b.rows)]
 		return
 	}
-	src := b.d.Src
-	rec := &b.d.Records[b.cur]
-	for _, row := range t.Rows {
+	d.Tables[ti].Rows = nil
+	b.fieldRows(t.Rows)
+}
+
+// fieldRows turns the rows of the open record's field table into its fields.
+func (b *builder) fieldRows(rows []Row) {
+	d := b.d
+	src := d.Src
+	rec := &d.Records[b.cur]
+	for _, row := range rows {
 		if row.Raw != 2 || len(row.Cells) != 2 {
 			b.errorf(row.Line, rec.ID, "malformed field row: %d cells, want 2 (Field | Value)", row.Raw)
 			continue
@@ -239,50 +305,72 @@ func (b *builder) table(t Table) {
 			continue
 		}
 		f := Field{Name: name, Value: row.Cells[1], Line: row.Line, key: fieldKey(name.Bytes(src))}
-		for _, g := range b.d.fields[rec.fields[0]:] {
+		seen := b.scratch
+		if b.keeping {
+			seen = d.fields[rec.fields[0]:]
+		}
+		for _, g := range seen {
 			if g.key == f.key && normalizeName(string(g.Name.Bytes(src))) == normalizeName(string(name.Bytes(src))) {
 				b.errorf(row.Line, rec.ID, "field %q repeated (first at line %d)", name.Bytes(src), g.Line)
 				break
 			}
 		}
-		b.d.fields = append(b.d.fields, f)
+		if b.keeping {
+			d.fields = append(d.fields, f)
+		} else {
+			b.scratch = append(b.scratch, f)
+		}
+	}
+}
+
+// sibling returns a builder for src[from:] of the same source.
+func (b *builder) sibling(from int) *builder {
+	d := &Doc{Path: b.d.Path, Src: b.d.Src, Kind: b.d.Kind, Partial: b.d.Partial}
+	n := newBuilder(d)
+	n.keep = b.keep
+	n.presize(d.Src[from:])
+	return n
+}
+
+// merge appends what b2 found in src[split:] to what b found before it.
+func (b *builder) merge(b2 *builder, split int) {
+	b.end(split)
+	b2.end(len(b2.d.Src))
+	d, d2 := b.d, b2.d
+	nt, nf, np := len(d.Tables), len(d.fields), len(d.prose)
+	d.Headings = append(d.Headings, d2.Headings...)
+	d.Tables = append(d.Tables, d2.Tables...)
+	d.fields = append(d.fields, d2.fields...)
+	d.prose = append(d.prose, d2.prose...)
+	for _, r := range d2.Records {
+		r.tables[0] += nt
+		r.tables[1] += nt
+		r.fields[0] += nf
+		r.fields[1] += nf
+		r.prose[0] += np
+		r.prose[1] += np
+		d.Records = append(d.Records, r)
+	}
+	b.errs = append(b.errs, b2.errs...)
+}
+
+// end closes the record open at offset at, if any.
+func (b *builder) end(at int) {
+	if b.cur >= 0 {
+		b.closeRecord(at)
 	}
 }
 
 func (b *builder) finish() {
-	if b.cur >= 0 {
-		b.closeRecord(len(b.d.Src))
-	}
+	b.end(len(b.d.Src))
 	d := b.d
 	d.index = make(map[string]int, len(d.Records))
-	statusKey := fieldKey([]byte("status"))
 	for i := range d.Records {
 		r := &d.Records[i]
 		if first, dup := d.index[r.ID]; dup {
 			b.errorf(r.Line, r.ID, "duplicate ID (first at line %d)", d.Records[first].Line)
 		} else {
 			d.index[r.ID] = i
-		}
-		fieldTable := false
-		for t := r.tables[0]; t < r.tables[1]; t++ {
-			if d.isFieldTable(t) {
-				fieldTable = true
-				break
-			}
-		}
-		if !fieldTable {
-			b.errorf(r.Line, r.ID, "record has no field table (| Field | Value |)")
-			continue
-		}
-		for _, f := range d.Fields(r) {
-			if f.key != statusKey || !equalFoldASCII(f.Name.Bytes(d.Src), "status") {
-				continue
-			}
-			if v := d.Value(f); !IsEmpty(v) {
-				if _, ok := NormalizeStatus(d.Kind, v); !ok {
-					b.errorf(f.Line, r.ID, "unknown status %q", v)
-				}
-			}
 		}
 	}
 }

@@ -90,6 +90,41 @@ const CoverageTitle = "Test Coverage Matrix"
 // Apply computes ops against d and returns the edited bytes. When nothing changes, it
 // returns d.Src itself.
 func Apply(d *Doc, ops ...Op) ([]byte, error) {
+	p, err := patch(d, ops)
+	if err != nil || p == nil {
+		return d.Src, err
+	}
+	return p.Bytes(), nil
+}
+
+// A patched file is its source with splices applied, kept as pieces so that a large file
+// can be written without building a second copy of it.
+type patched struct {
+	src     []byte
+	splices []splice
+}
+
+// Bytes returns the patched file.
+func (p *patched) Bytes() []byte {
+	var b bytes.Buffer
+	b.Grow(len(p.src) + 256)
+	p.each(func(piece []byte) { b.Write(piece) })
+	return b.Bytes()
+}
+
+// each calls fn with the pieces of the patched file in order.
+func (p *patched) each(fn func([]byte)) {
+	last := 0
+	for _, s := range p.splices {
+		fn(p.src[last:s.start])
+		fn([]byte(s.text))
+		last = s.end
+	}
+	fn(p.src[last:])
+}
+
+// patch computes ops against d. It returns nil when they change nothing.
+func patch(d *Doc, ops []Op) (*patched, error) {
 	var all []splice
 	for i, op := range ops {
 		ss, err := op.splices(d)
@@ -101,11 +136,8 @@ func Apply(d *Doc, ops ...Op) ([]byte, error) {
 			all = append(all, s)
 		}
 	}
-	if len(all) == 0 {
-		return d.Src, nil
-	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].start < all[j].start })
-	// Two edits of the same bytes: the later one wins.
+	// Two edits of the same bytes: the later one wins. Edits that change nothing go.
 	out := all[:0]
 	for _, s := range all {
 		if n := len(out); n > 0 && out[n-1].start == s.start && out[n-1].end == s.end && s.end > s.start {
@@ -119,19 +151,16 @@ func Apply(d *Doc, ops ...Op) ([]byte, error) {
 		}
 		out = append(out, s)
 	}
-	var b bytes.Buffer
-	b.Grow(len(d.Src) + 256)
-	last := 0
+	kept := out[:0]
 	for _, s := range out {
-		b.Write(d.Src[last:s.start])
-		b.WriteString(s.text)
-		last = s.end
+		if string(d.Src[s.start:s.end]) != s.text {
+			kept = append(kept, s)
+		}
 	}
-	b.Write(d.Src[last:])
-	if bytes.Equal(b.Bytes(), d.Src) {
-		return d.Src, nil
+	if len(kept) == 0 {
+		return nil, nil
 	}
-	return b.Bytes(), nil
+	return &patched{src: d.Src, splices: kept}, nil
 }
 
 func (op SetField) splices(d *Doc) ([]splice, error) {

@@ -47,7 +47,7 @@ func FuzzParse(f *testing.F) {
 func FuzzFastAgreesWithGoldmark(f *testing.F) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, src []byte) {
-		d, b := newDoc("q.md", src, Tasks)
+		d, b := newDoc("q.md", src, Tasks, nil)
 		if !scanFast(src, b) {
 			return
 		}

@@ -69,16 +69,15 @@ func (d *Doc) RowSpan(f Field) Span {
 // A Record is a heading whose text begins with an ID, and the content up to the next heading
 // of the same or a higher level (SPEC §3.1).
 type Record struct {
-	ID      string
-	Level   int
-	Line    int
-	Start   int // offset of the heading line
-	End     int // offset where the next record or section begins (or len(src))
-	Title   Span
-	tables  [2]int // [lo, hi) into Doc.Tables: the record's field tables
-	fields  [2]int // [lo, hi) into Doc.fields
-	prose   [2]int // [lo, hi) into Doc.prose
-	hasBody bool
+	ID     string
+	Level  int
+	Line   int
+	Start  int // offset of the heading line
+	End    int // offset where the next record or section begins (or len(src))
+	Title  Span
+	tables [2]int // [lo, hi) into Doc.Tables: the record's field tables
+	fields [2]int // [lo, hi) into Doc.fields
+	prose  [2]int // [lo, hi) into Doc.prose
 }
 
 // A Doc is a parsed queue file. It keeps the source bytes; every position in it refers to
@@ -93,10 +92,11 @@ type Doc struct {
 	fields   []Field
 	prose    []Field
 	index    map[string]int
-	tableTag []int // for each table, the index of the heading it follows (-1 if none)
 
 	// Fast reports whether the line scanner read the file (true) or goldmark did.
 	Fast bool
+	// Partial reports that only some records kept their fields (see ParseOnly).
+	Partial bool
 }
 
 // Kind says which queue a file is, and so which statuses are valid in it.
@@ -250,13 +250,12 @@ func (d *Doc) CellText(row Row, i int) string {
 // LineOf returns the 1-based line number of offset off.
 func (d *Doc) LineOf(off int) int { return bytes.Count(d.Src[:off], []byte{'\n'}) + 1 }
 
-func (d *Doc) isFieldTable(i int) bool {
-	t := &d.Tables[i]
-	if len(t.Header.Cells) != 2 {
-		return false
-	}
-	return equalFoldASCII(t.Header.Cells[0].Bytes(d.Src), "field") &&
-		equalFoldASCII(t.Header.Cells[1].Bytes(d.Src), "value")
+func (d *Doc) isFieldTable(i int) bool { return isFieldHeader(d.Src, d.Tables[i].Header) }
+
+// isFieldHeader reports whether a table's header row is `Field | Value`.
+func isFieldHeader(src []byte, h Row) bool {
+	return len(h.Cells) == 2 && equalFoldASCII(h.Cells[0].Bytes(src), "field") &&
+		equalFoldASCII(h.Cells[1].Bytes(src), "value")
 }
 
 // IDs returns the record IDs in file order.

@@ -44,59 +44,84 @@ type EditFunc func(d *Doc) ([]Op, error)
 // Update edits the queue file at path safely (SPEC §4.2, §4.3): under the folder's lock it
 // reads the file, parses it, applies the edits to its bytes and, if anything changed, writes
 // a temp file, fsyncs it and swaps it in, then fsyncs the folder. It reports whether the file
-// changed.
+// changed. A file that does not parse is left alone and its ParseErrors returned.
 //
 // Editors take no lock. If a person saved the file between our read and our swap, the swap
 // hands us their version back: we apply the edits to it instead and swap again, so a
 // person's edit is never lost. An edit that no longer applies (a compare-and-set that
 // declines) leaves their version in place.
 func Update(ctx context.Context, path string, kind Kind, edit EditFunc) (bool, error) {
+	return UpdateRecords(ctx, path, kind, nil, edit)
+}
+
+// UpdateRecords is Update for edits that touch only the records named by ids: the file is
+// still checked whole, but only those records keep their fields in the Doc (see ParseOnly).
+func UpdateRecords(ctx context.Context, path string, kind Kind, ids []string, edit EditFunc) (bool, error) {
 	l, err := Lock(ctx, filepath.Dir(path))
 	if err != nil {
 		return false, err
 	}
 	defer l.Unlock()
-	return updateLocked(path, kind, edit)
+	return updateLocked(path, kind, ids, edit)
 }
 
-func updateLocked(path string, kind Kind, edit EditFunc) (bool, error) {
+func updateLocked(path string, kind Kind, ids []string, edit EditFunc) (bool, error) {
 	info, err := os.Stat(path)
 	if err != nil {
 		return false, err
 	}
+	readAt := time.Now()
 	base, err := os.ReadFile(path)
 	if err != nil {
 		return false, err
 	}
-	atPath := base // what we believe the file holds now
-	changed := false
+	p, err := compute(path, base, kind, ids, edit)
+	if err != nil || p == nil {
+		return false, err
+	}
+	displaced, same, err := swapIn(path, p, info.Mode(), base, info, readAt)
+	if err != nil || same {
+		return err == nil, err
+	}
+	// Someone saved the file after we read it, and their bytes came back to us. From here
+	// on, work with whole copies: this is rare.
+	atPath := p.Bytes()
+	base = displaced
 	for round := 0; ; round++ {
 		if round > 50 {
-			return changed, fmt.Errorf("%s: the file keeps changing; giving up", path)
+			return true, fmt.Errorf("%s: the file keeps changing; giving up", path)
 		}
-		want, editErr := compute(path, base, kind, edit)
-		if editErr != nil || want == nil {
-			want = base // leave (or put back) the person's version
+		var want []byte
+		p, editErr := compute(path, base, kind, ids, edit)
+		switch {
+		case editErr != nil || p == nil:
+			want = base // put the person's version back as it is
+		default:
+			want = p.Bytes()
 		}
 		if bytes.Equal(want, atPath) {
-			return changed, editErr
+			return true, editErr
 		}
-		displaced, err := swapIn(path, want, info.Mode())
+		displaced, same, err := swapIn(path, &patched{src: want}, info.Mode(), atPath, nil, readAt)
 		if err != nil {
-			return changed, err
+			return true, err
 		}
-		if bytes.Equal(displaced, atPath) {
-			return !bytes.Equal(want, base) || changed, editErr
+		if same {
+			return !bytes.Equal(want, base), editErr
 		}
-		// Someone saved the file after we read it: their bytes came back to us.
-		changed = changed || !bytes.Equal(want, base)
 		base, atPath = displaced, want
 	}
 }
 
 // compute parses src and applies the edits. It returns nil when nothing changes.
-func compute(path string, src []byte, kind Kind, edit EditFunc) ([]byte, error) {
-	d, err := Parse(path, src, kind)
+func compute(path string, src []byte, kind Kind, ids []string, edit EditFunc) (*patched, error) {
+	var d *Doc
+	var err error
+	if ids != nil {
+		d, err = ParseOnly(path, src, kind, ids...)
+	} else {
+		d, err = Parse(path, src, kind)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -104,19 +129,16 @@ func compute(path string, src []byte, kind Kind, edit EditFunc) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	out, err := Apply(d, ops...)
-	if err != nil {
+	p, err := patch(d, ops)
+	if err != nil || p == nil {
 		return nil, err
 	}
-	if bytes.Equal(out, src) {
-		return nil, nil
-	}
 	if needsReparse(ops) {
-		if _, err := Parse(path, out, kind); err != nil {
+		if _, err := Parse(path, p.Bytes(), kind); err != nil {
 			return nil, fmt.Errorf("edit would make the file invalid: %w", err)
 		}
 	}
-	return out, nil
+	return p, nil
 }
 
 // needsReparse reports whether the result of ops must be parsed again before it is written.
@@ -132,55 +154,88 @@ func needsReparse(ops []Op) bool {
 	return false
 }
 
-// swapIn writes data to a temp file beside path, fsyncs it and atomically exchanges it with
-// path. It returns the bytes that were at path just before the exchange. Where the file
-// system cannot exchange, it checks the file and renames instead.
-func swapIn(path string, data []byte, mode os.FileMode) ([]byte, error) {
+// swapIn writes p to a temp file beside path, fsyncs it and atomically exchanges it with
+// path. It reports whether what it displaced is expect (the bytes we based the edit on); when
+// it is not, it returns those bytes. expectInfo, when given, is the file's stat from before
+// reading expect: an untouched file is recognised by it without reading it back. Where the
+// file system cannot exchange, swapIn checks the file and renames instead.
+func swapIn(path string, p *patched, mode os.FileMode, expect []byte, expectInfo os.FileInfo, readAt time.Time) ([]byte, bool, error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	name := tmp.Name()
 	defer os.Remove(name)
-	// Write in moderate chunks: measured here, one multi-megabyte write(2) into a new file is
-	// sometimes ten times slower than the same bytes in 64 KiB pieces.
-	for off := 0; off < len(data); off += 64 << 10 {
-		if _, err := tmp.Write(data[off:min(off+64<<10, len(data))]); err != nil {
-			tmp.Close()
-			return nil, err
-		}
-	}
-	if err := tmp.Chmod(mode.Perm()); err != nil {
+	if err := writeAll(tmp, p, mode); err != nil {
 		tmp.Close()
-		return nil, err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return nil, err
+		return nil, false, err
 	}
 	if err := tmp.Close(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	var displaced []byte
 	err = unix.Renameat2(unix.AT_FDCWD, name, unix.AT_FDCWD, path, unix.RENAME_EXCHANGE)
 	switch {
 	case err == nil:
-		if displaced, err = os.ReadFile(name); err != nil {
-			return nil, err
+		if unchanged(name, expectInfo, readAt) {
+			return nil, true, syncDir(dir)
 		}
+		displaced, err := os.ReadFile(name)
+		if err != nil {
+			return nil, false, err
+		}
+		if bytes.Equal(displaced, expect) {
+			return nil, true, syncDir(dir)
+		}
+		return displaced, false, syncDir(dir)
 	case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP):
-		// No exchange here: read the file just before renaming over it.
-		if displaced, err = os.ReadFile(path); err != nil {
-			return nil, err
+		// No exchange here: check the file just before renaming over it.
+		displaced, err := os.ReadFile(path)
+		if err != nil {
+			return nil, false, err
 		}
 		if err := os.Rename(name, path); err != nil {
-			return nil, err
+			return nil, false, err
 		}
+		return displaced, bytes.Equal(displaced, expect), syncDir(dir)
 	default:
-		return nil, fmt.Errorf("replace %s: %w", path, err)
+		return nil, false, fmt.Errorf("replace %s: %w", path, err)
 	}
-	return displaced, syncDir(dir)
+}
+
+// unchanged reports whether the file now at name is provably the one stat'ed as before:
+// the same inode, size and modification time, and that time is well before we read it, so
+// a write during our read would have moved it (the kernel's file clock is coarse, a few ms).
+func unchanged(name string, before os.FileInfo, readAt time.Time) bool {
+	if before == nil {
+		return false
+	}
+	now, err := os.Stat(name)
+	if err != nil {
+		return false
+	}
+	return os.SameFile(before, now) && now.Size() == before.Size() &&
+		now.ModTime().Equal(before.ModTime()) && before.ModTime().Before(readAt.Add(-coarseClock))
+}
+
+// writeAll writes p in moderate chunks, sets the mode and fsyncs. (Measured here: one
+// multi-megabyte write(2) into a new file is sometimes ten times slower than 64 KiB ones.)
+func writeAll(f *os.File, p *patched, mode os.FileMode) error {
+	var werr error
+	p.each(func(piece []byte) {
+		for len(piece) > 0 && werr == nil {
+			n := min(len(piece), 64<<10)
+			_, werr = f.Write(piece[:n])
+			piece = piece[n:]
+		}
+	})
+	if werr != nil {
+		return werr
+	}
+	if err := f.Chmod(mode.Perm()); err != nil {
+		return err
+	}
+	return f.Sync()
 }
 
 func syncDir(dir string) error {
@@ -191,3 +246,7 @@ func syncDir(dir string) error {
 	defer f.Close()
 	return f.Sync()
 }
+
+// coarseClock bounds the granularity of file modification times (the kernel stamps them from
+// a clock that ticks every 1–10 ms).
+const coarseClock = 15 * time.Millisecond

@@ -28,10 +28,11 @@ const (
 )
 
 type scanner struct {
-	src   []byte
-	b     *builder
-	state scanState
-	para  []lineSpan
+	src    []byte
+	b      *builder
+	state  scanState
+	para   []lineSpan
+	lineNo int
 
 	fenceChar byte
 	fenceLen  int
@@ -46,14 +47,99 @@ type scanner struct {
 }
 
 // scanFast runs the fast path. It reports false when the file needs goldmark.
+//
+// A large file is scanned in two halves at once, split at a heading that ends any record
+// (a record heading, or a level 1 or 2 heading). The second half is kept only if the first
+// ends outside any fenced code or HTML block, where that heading is a real heading, so the
+// result is the same as one scan.
 func scanFast(src []byte, b *builder) bool {
 	if !plainBytes(src) {
 		return false
 	}
-	s := &scanner{src: src, b: b, para: make([]lineSpan, 0, 32)}
-	line := 0
-	for pos := 0; pos < len(src); {
-		line++
+	split := -1
+	if len(src) >= parallelMin {
+		split = splitPoint(src, b)
+	}
+	if split < 0 {
+		return scanRange(src, 0, len(src), 1, b) != nil
+	}
+	b2 := b.sibling(split)
+	var second *scanner
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		second = scanRange(src, split, len(src), bytes.Count(src[:split], []byte{'\n'})+1, b2)
+	}()
+	first := scanRangeOpen(src, 0, split, 1, b)
+	<-done
+	if first == nil {
+		return false
+	}
+	if first.state == stFence || first.state == stHTML || second == nil {
+		// The second half's start is not what it took it for (or it gave up): scan on
+		// from the split with the first scanner instead.
+		if scanRangeFrom(first, split, len(src)) == nil {
+			return false
+		}
+		first.closePara()
+		return true
+	}
+	first.closePara()
+	b.merge(b2, split)
+	return true
+}
+
+// parallelMin is the file size from which scanFast scans two halves at once.
+const parallelMin = 512 << 10
+
+// splitPoint finds a line near the middle of src that is an ATX heading ending any record.
+func splitPoint(src []byte, b *builder) int {
+	for pos := len(src) / 2; pos < len(src); {
+		i := bytes.Index(src[pos:], []byte("\n#"))
+		if i < 0 {
+			return -1
+		}
+		start := pos + i + 1
+		end := bytes.IndexByte(src[start:], '\n')
+		if end < 0 {
+			end = len(src) - start
+		}
+		ls := lineSpan{start: start, end: start + end}
+		if ls.end > ls.start && src[ls.end-1] == '\r' {
+			ls.end--
+		}
+		li := classify(src, ls, start)
+		if li.kind == lkATX && (li.level <= 2 || b.recordHeading(li.level, li.text)) {
+			return start
+		}
+		pos = start
+	}
+	return -1
+}
+
+// scanRange scans src[from:to], whose first line is number line, to its end. It returns nil
+// when the file needs goldmark.
+func scanRange(src []byte, from, to, line int, b *builder) *scanner {
+	s := scanRangeOpen(src, from, to, line, b)
+	if s == nil {
+		return nil
+	}
+	s.closePara()
+	return s
+}
+
+// scanRangeOpen scans like scanRange but leaves the last block open.
+func scanRangeOpen(src []byte, from, to, line int, b *builder) *scanner {
+	s := &scanner{src: src, b: b, para: make([]lineSpan, 0, 32), lineNo: line - 1}
+	return scanRangeFrom(s, from, to)
+}
+
+// scanRangeFrom goes on scanning with s from offset from; it returns nil when the file needs
+// goldmark.
+func scanRangeFrom(s *scanner, from, to int) *scanner {
+	src := s.src[:to]
+	for pos := from; pos < len(src); {
+		s.lineNo++
 		nl := bytes.IndexByte(src[pos:], '\n')
 		next := len(src)
 		end := len(src)
@@ -64,13 +150,12 @@ func scanFast(src []byte, b *builder) bool {
 		if end > pos && src[end-1] == '\r' {
 			end--
 		}
-		if !s.line(lineSpan{line, pos, end}) {
-			return false
+		if !s.line(lineSpan{s.lineNo, pos, end}) {
+			return nil
 		}
 		pos = next
 	}
-	s.closePara()
-	return true
+	return s
 }
 
 // plainBytes reports whether src has none of the bytes whose handling differs between
@@ -124,7 +209,6 @@ type lineInfo struct {
 	marker    byte
 	contentW  int
 	startOne  bool
-	empty     bool
 }
 
 func classify(src []byte, ls lineSpan, from int) lineInfo {

@@ -84,7 +84,7 @@ func runSet(ctx context.Context, opts *setOptions) error {
 				return usageErrorf("%s: %v", opts.ID, err)
 			}
 		}
-		_, err = queue.Update(ctx, path, kind, func(d *queue.Doc) ([]queue.Op, error) {
+		_, err = queue.UpdateRecords(ctx, path, kind, []string{opts.ID}, func(d *queue.Doc) ([]queue.Op, error) {
 			var ops []queue.Op
 			for _, c := range conds {
 				ops = append(ops, queue.Expect{ID: opts.ID, Field: c[0], Value: c[1]})

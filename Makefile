@@ -1,0 +1,36 @@
+# The documented way in: make build, make test, make bench, make fuzz, make lint.
+GO ?= go
+BIN := bin/orchestrator
+FUZZTIME ?= 30s
+
+.PHONY: build test bench fuzz lint bench-data clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/orchestrator
+
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+# Benchmarks of SPEC/issue figures: parsing 1k/10k/50k-task queues, and `set` against sed.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./queue ./cmd/orchestrator
+
+# Each fuzz target for a while (FUZZTIME=30s by default).
+fuzz:
+	$(GO) test ./queue -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./queue -run '^$$' -fuzz '^FuzzFastAgreesWithGoldmark$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./queue -run '^$$' -fuzz '^FuzzSplice$$' -fuzztime $(FUZZTIME)
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+
+# A generated 10,000-task queue and its test plan, to repeat the benchmarks by hand.
+bench-data:
+	mkdir -p bin/bench/.orchestrator bin/bench/projectspec
+	$(GO) run ./cmd/queuegen -tasks 10000 -o bin/bench/.orchestrator/task_queue.md -plan bin/bench/projectspec/test-plan-output.json
+
+clean:
+	rm -rf bin
