@@ -3,10 +3,14 @@ GO ?= go
 BIN := bin/orchestrator
 FUZZTIME ?= 30s
 
-.PHONY: build test bench fuzz lint bench-data clean
+.PHONY: build test bench fuzz lint bench-data demo clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/orchestrator
+
+# Build, then run the bundled example through `watch --once` with replayed agents.
+demo: build
+	./examples/demo.sh $(BIN)
 
 test:
 	$(GO) vet ./...

@@ -15,6 +15,8 @@ var (
 	ErrConflict = errors.New("value changed")
 	// ErrNotFound means an edit named a record the file does not have.
 	ErrNotFound = errors.New("no such record")
+	// ErrExists means an append named a record the file already has.
+	ErrExists = errors.New("record already exists")
 )
 
 // A ConflictError reports a compare-and-set that declined. It matches ErrConflict.
@@ -72,13 +74,16 @@ func (op Expect) splices(d *Doc) ([]splice, error) {
 }
 
 // AppendRecord adds a record (markdown text starting with its heading) at the end of the
-// file, or before the coverage matrix section where there is one.
+// file, or before the coverage matrix section where there is one, or after the records that
+// follow the IssuesMarker line where there is one. A record whose ID the file already has is
+// refused with ErrExists, so that appending twice cannot make a duplicate.
 type AppendRecord struct {
 	Text string
 }
 
 // ReplaceSection replaces the top-level section whose heading text is Title with Text (which
-// starts with the heading line), keeping the blank lines that follow it. A missing section is
+// starts with the heading line), keeping the blank lines that follow it. The section ends
+// before any record under its heading: records are never replaced. A missing section is
 // appended at the end of the file.
 type ReplaceSection struct {
 	Title, Text string
@@ -86,6 +91,10 @@ type ReplaceSection struct {
 
 // CoverageTitle is the heading of the coverage matrix section (SPEC §5.2).
 const CoverageTitle = "Test Coverage Matrix"
+
+// IssuesMarker is the line of claudestrator's issue queue below which issues are appended
+// (SPEC §3.5).
+const IssuesMarker = "<!-- Issues are appended below this line -->"
 
 // Apply computes ops against d and returns the edited bytes. When nothing changes, it
 // returns d.Src itself.
@@ -259,6 +268,16 @@ func (d *Doc) spliceCell(f Field, value string) []splice {
 	if strings.HasSuffix(value, `\`) && inEnd < row.Stop && !strings.HasSuffix(text, " ") {
 		text += " " // a trailing backslash would escape the pipe
 	}
+	switch {
+	case value == "" && inEnd < row.Stop && text == "":
+		// An empty last cell must still be there when the row is read again: `|Notes||`
+		// reads as one cell, `|Notes| |` as two.
+		text = " "
+	case inEnd == row.Stop && (value == "" || strings.HasSuffix(value, "|")):
+		// A row without a closing pipe loses a last pipe to the row (`| Notes |` is one
+		// cell; `| Notes | a \|` reads as "a \"): close the row.
+		text = strings.TrimRight(text, " \t") + " |"
+	}
 	return []splice{{start: inStart, end: inEnd, text: text}}
 }
 
@@ -316,9 +335,12 @@ func (d *Doc) addRow(r *Record, name, value string) ([]splice, error) {
 	lead := len(bytes.TrimLeft(header, " ")) > 0 && bytes.TrimLeft(header, " ")[0] == '|'
 	trail := bytes.HasSuffix(bytes.TrimRight(header, " \t"), []byte("|"))
 	nameCell, valueCell := " "+name+" ", " "+value+" "
-	if w := d.columnWidths(t); w != nil {
+	if w := d.columnWidths(t); w != nil && utf8.RuneCountInString(name)+2 <= w[0] {
+		// Padding the value keeps the table aligned only if the name fits its column.
 		nameCell = padCell(name, w[0])
 		valueCell = padCell(value, w[1])
+	} else if d.compactHeader(t) {
+		nameCell, valueCell = name, value
 	}
 	var b strings.Builder
 	b.WriteString(d.eol())
@@ -332,6 +354,17 @@ func (d *Doc) addRow(r *Record, name, value string) ([]splice, error) {
 		b.WriteByte('|')
 	}
 	return []splice{{start: t.End, end: t.End, text: strings.TrimRight(b.String(), " ")}}, nil
+}
+
+// compactHeader reports whether t's header is written without spaces around its cells, as
+// in `|Field|Value|`; rows added to it are written the same way.
+func (d *Doc) compactHeader(t *Table) bool {
+	for _, c := range t.Header.Cells {
+		if c.Start == c.Stop || c.Start == t.Header.Start || d.Src[c.Start-1] != '|' || (c.Stop < t.Header.End && d.Src[c.Stop] != '|') {
+			return false
+		}
+	}
+	return true
 }
 
 // columnWidths returns the interior widths of an aligned two-column table's cells, or nil
@@ -403,14 +436,88 @@ func (d *Doc) withEOL(text string) string {
 
 func (op AppendRecord) splices(d *Doc) ([]splice, error) {
 	text := d.withEOL(strings.TrimLeft(op.Text, "\r\n"))
-	if sp, _, ok := d.Section(CoverageTitle); ok {
+	if id := headingID(text); id != "" {
+		if _, ok := d.Record(id); ok {
+			return nil, fmt.Errorf("%s: %w: %s", d.Path, ErrExists, id)
+		}
+	}
+	at, ok := d.afterIssuesMarker()
+	if !ok {
+		if sp, _, found := d.Section(CoverageTitle); found {
+			at, ok = sp.Start, true
+		}
+	}
+	if ok && at < len(d.Src) {
 		prefix := ""
-		if !endsWithBlankLine(d.Src[:sp.Start]) {
+		if !endsWithBlankLine(d.Src[:at]) {
 			prefix = d.eol()
 		}
-		return []splice{{start: sp.Start, end: sp.Start, text: prefix + text + d.eol()}}, nil
+		return []splice{{start: at, end: at, text: prefix + text + d.eol()}}, nil
 	}
 	return []splice{d.appendAtEnd(text)}, nil
+}
+
+// headingID returns the ID of a record heading on text's first line, or "".
+func headingID(text string) string {
+	line, _, _ := strings.Cut(text, "\n")
+	level := len(line) - len(strings.TrimLeft(line, "#"))
+	if level < 2 || level > 4 || !strings.HasPrefix(line[level:], " ") {
+		return ""
+	}
+	t := []byte(strings.TrimSpace(line[level:]))
+	n, _ := matchID(t)
+	return string(t[:n])
+}
+
+// afterIssuesMarker returns where a record appended below the IssuesMarker line goes: after
+// the records that follow the line (the last such line, if the file has several). It reports
+// false when the file has no such line.
+func (d *Doc) afterIssuesMarker() (int, bool) {
+	src := d.Src
+	if !bytes.Contains(src, []byte(IssuesMarker)) {
+		return 0, false
+	}
+	pos := -1
+	for i := 0; i < len(src); {
+		e := bytes.IndexByte(src[i:], '\n')
+		next := len(src)
+		if e >= 0 {
+			next = i + e + 1
+		}
+		if string(bytes.TrimSpace(src[i:next])) == IssuesMarker {
+			pos = next
+		}
+		i = next
+	}
+	if pos < 0 {
+		return 0, false
+	}
+	for _, r := range d.Records {
+		if r.Start < pos {
+			continue
+		}
+		for pos < r.Start {
+			e := bytes.IndexByte(src[pos:], '\n')
+			if e < 0 || !isBlank(src[pos:pos+e]) {
+				break
+			}
+			pos += e + 1
+		}
+		if pos != r.Start {
+			break
+		}
+		pos = r.End
+	}
+	if isBlank(src[pos:]) {
+		return len(src), true
+	}
+	for {
+		e := bytes.IndexByte(src[pos:], '\n')
+		if e < 0 || !isBlank(src[pos:pos+e]) {
+			return pos, true
+		}
+		pos += e + 1
+	}
 }
 
 // appendAtEnd adds text (ending with a line ending) after a blank line at the end of the file;
@@ -446,6 +553,11 @@ func (op ReplaceSection) splices(d *Doc) ([]splice, error) {
 	sp, _, ok := d.Section(op.Title)
 	if !ok {
 		return []splice{d.appendAtEnd(text)}, nil
+	}
+	// A record under the section's heading is not the section's to replace: people and
+	// agents append tasks at the end of the file, after the coverage matrix.
+	if i := sort.Search(len(d.Records), func(i int) bool { return d.Records[i].Start > sp.Start }); i < len(d.Records) && d.Records[i].Start < sp.Stop {
+		sp.Stop = d.Records[i].Start
 	}
 	// Keep the blank lines that separate the section from what follows.
 	end := sp.Stop

@@ -153,15 +153,14 @@ func (d *Doc) FieldTables(r *Record) []int {
 // Lookup finds the field named name (matched as SPEC §3.1 says) in r's tables, then in its
 // prose labels.
 func (d *Doc) Lookup(r *Record, name string) (Field, bool) {
-	k := fieldKey([]byte(name))
-	norm := normalizeName(name)
+	k := fieldKey([]byte(trimASCII(name)))
 	for _, f := range d.Fields(r) {
-		if f.key == k && normalizeName(string(f.Name.Bytes(d.Src))) == norm {
+		if f.key == k && sameName(f.Name.Bytes(d.Src), name) {
 			return f, true
 		}
 	}
 	for _, f := range d.Prose(r) {
-		if f.key == k && normalizeName(string(f.Name.Bytes(d.Src))) == norm {
+		if f.key == k && sameName(f.Name.Bytes(d.Src), name) {
 			return f, true
 		}
 	}

@@ -87,3 +87,13 @@ func Load(path string) (*Doc, error) {
 	}
 	return Parse(path, src, KindOf(path))
 }
+
+// LoadOnly reads and parses a queue file keeping only the named records' fields (see
+// ParseOnly).
+func LoadOnly(path string, ids ...string) (*Doc, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read queue: %w", err)
+	}
+	return ParseOnly(path, src, KindOf(path), ids...)
+}

@@ -70,8 +70,11 @@ func kindOf(category, mode string) TaskKind {
 	return KindBuild
 }
 
-// Deps returns the IDs r depends on: the union of its `Depends On` and `Dependencies` rows
-// and its `**Dependencies:**` prose line (claudestrator writes both), in order.
+// Deps returns the IDs r depends on: the union of its `Depends On` and `Dependencies` rows,
+// in order. A `**Dependencies:**` prose line counts only when no table row names the
+// dependencies (SPEC §3.1): once `set` has written a Depends On row, the row is what counts,
+// so that a person or the orchestrator can change the dependencies of a record that
+// claudestrator wrote in prose.
 func (d *Doc) Deps(r *Record) []string {
 	var out []string
 	seen := map[string]bool{}
@@ -83,10 +86,15 @@ func (d *Doc) Deps(r *Record) []string {
 			}
 		}
 	}
+	rows := false
 	for _, f := range d.Fields(r) {
 		if n := d.Name(f); SameName(n, "Depends On") || SameName(n, "Dependencies") {
 			add(d.Value(f))
+			rows = true
 		}
+	}
+	if rows {
+		return out
 	}
 	for _, f := range d.Prose(r) {
 		if n := d.Name(f); SameName(n, "Depends On") || SameName(n, "Dependencies") {

@@ -50,6 +50,16 @@ func FindingsFromParse(err error) []Finding {
 // there is no dependency cycle, and field values are well-formed. (Unique IDs are checked by
 // Parse.)
 func CheckStructure(d *Doc) []Finding {
+	var tasks []Task
+	if d.Kind == Tasks {
+		tasks = d.Tasks()
+	}
+	return checkStructure(d, tasks)
+}
+
+// checkStructure is CheckStructure with the tasks of a task queue already read (Check shares
+// them with the other rules).
+func checkStructure(d *Doc, tasks []Task) []Finding {
 	var out []Finding
 	add := func(line int, id string, sev Severity, format string, args ...any) {
 		out = append(out, Finding{Path: d.Path, Line: line, ID: id, Severity: sev, Message: fmt.Sprintf(format, args...)})
@@ -57,6 +67,9 @@ func CheckStructure(d *Doc) []Finding {
 	for i := range d.Records {
 		r := &d.Records[i]
 		for _, f := range d.Fields(r) {
+			if !valueChecked(f) {
+				continue
+			}
 			if err := CheckValue(d.Kind, d.Name(f), d.Value(f)); err != nil {
 				add(f.Line, r.ID, Error, "%v", err)
 			}
@@ -65,7 +78,6 @@ func CheckStructure(d *Doc) []Finding {
 	if d.Kind != Tasks {
 		return sortFindings(out)
 	}
-	tasks := d.Tasks()
 	index := make(map[string]int, len(tasks))
 	for i, t := range tasks {
 		if _, dup := index[t.ID]; !dup {

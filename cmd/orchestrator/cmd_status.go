@@ -16,6 +16,7 @@ import (
 type statusOptions struct {
 	*globalOptions
 	JSON bool
+	Plan string
 }
 
 func newStatusCommand(g *globalOptions) *cobra.Command {
@@ -29,6 +30,7 @@ func newStatusCommand(g *globalOptions) *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&opts.JSON, "json", false, "print JSON with every task's fields")
+	c.Flags().StringVar(&opts.Plan, "plan", "", "test plan `file` for the coverage line (default projectspec/test-plan-output.json, if it exists)")
 	return c
 }
 
@@ -51,6 +53,9 @@ type statusReport struct {
 	Ready   []string       `json:"ready"`
 	Running []string       `json:"running"`
 	Halted  []string       `json:"halted"`
+	// Coverage is the coverage matrix (as `coverage --json` prints it) when there is a test
+	// plan.
+	Coverage *coverageJSON `json:"coverage,omitempty"`
 }
 
 func runStatus(_ context.Context, opts *statusOptions) error {
@@ -63,6 +68,16 @@ func runStatus(_ context.Context, opts *statusOptions) error {
 		return err
 	}
 	rep := buildStatus(q)
+	plan, err := loadPlan(l, opts.Plan, false)
+	if err != nil {
+		return err
+	}
+	var cov *queue.CoverageReport
+	if plan != nil {
+		cov = queue.Coverage(q.tasks, plan)
+		c := toCoverageJSON(cov)
+		rep.Coverage = &c
+	}
 	if opts.JSON {
 		return writeJSON(opts.Stdout, rep)
 	}
@@ -92,6 +107,9 @@ func runStatus(_ context.Context, opts *statusOptions) error {
 	fmt.Fprintf(opts.Stdout, "ready: %s\n", joinOr(rep.Ready, "none"))
 	fmt.Fprintf(opts.Stdout, "running: %s\n", joinOr(rep.Running, "none"))
 	fmt.Fprintf(opts.Stdout, "halted: %s\n", joinOr(rep.Halted, "none"))
+	if cov != nil {
+		fmt.Fprintln(opts.Stdout, coverageLine(cov))
+	}
 	return nil
 }
 

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"sort"
 
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/spf13/cobra"
@@ -12,6 +14,7 @@ import (
 type validateOptions struct {
 	*globalOptions
 	JSON bool
+	Plan string
 }
 
 func newValidateCommand(g *globalOptions) *cobra.Command {
@@ -19,17 +22,29 @@ func newValidateCommand(g *globalOptions) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "validate",
 		Short: "Check the queues and report every problem as path:line: ID: message",
-		Long: `Check the task and issue queues: the format (duplicate IDs, records without a field table,
-malformed rows, repeated fields, unknown statuses), that every dependency exists, that there is
-no dependency cycle, and that field values are well-formed. It prints one line per finding in
-file order and never writes. Exit 0 when there are no errors (warnings allowed), 1 when there
-are errors, 2 when a file cannot be parsed.`,
+		Long: `Check the task and issue queues (SPEC §6.1):
+
+  - the format: duplicate IDs, records without a field table, malformed rows, repeated
+    fields, unknown statuses;
+  - every dependency exists, and there is no dependency cycle (the cycle is named);
+  - field values are well-formed: statuses, integers, booleans, 16-hex signatures;
+  - TDD ordering: a TEST task depends on no BUILD task, and every BUILD task depends,
+    directly or through other tasks, on a TEST task (except devops and docs tasks, and
+    tasks with | TDD | exempt |);
+  - with a test plan (projectspec/test-plan-output.json, or --plan): every plan ID is in the
+    Test IDs of exactly one TEST task (an ID in a task but not in the plan is a warning), and
+    the coverage matrix is current.
+
+It prints one line per finding, in file order, and never writes. Exit 0 when there are no
+errors (warnings allowed), 1 when there are errors, 2 when a file cannot be parsed or the
+test plan cannot be read.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runValidate(c.Context(), opts)
 		},
 	}
 	c.Flags().BoolVar(&opts.JSON, "json", false, "print the findings as a JSON array")
+	c.Flags().StringVar(&opts.Plan, "plan", "", "test plan `file` (default projectspec/test-plan-output.json, if it exists)")
 	return c
 }
 
@@ -38,6 +53,27 @@ func runValidate(_ context.Context, opts *validateOptions) error {
 	if err != nil {
 		return err
 	}
+	// Read the plan while the queues are parsed: both are big on a big project.
+	type planResult struct {
+		plan *queue.Plan
+		err  error
+	}
+	planc := make(chan planResult, 1)
+	go func() {
+		p, err := loadPlan(l, opts.Plan, false)
+		planc <- planResult{p, err}
+	}()
+	var plan *queue.Plan
+	var planErr error
+	planRead := false
+	waitPlan := func() error {
+		if !planRead {
+			r := <-planc
+			plan, planErr, planRead = r.plan, r.err, true
+		}
+		return planErr
+	}
+
 	var findings []queue.Finding
 	parseFailed := false
 	for _, path := range []string{l.Tasks(), l.Issues()} {
@@ -56,7 +92,24 @@ func runValidate(_ context.Context, opts *validateOptions) error {
 			}
 			continue
 		}
-		findings = append(findings, queue.CheckStructure(d)...)
+		var p *queue.Plan
+		if path == l.Tasks() {
+			if err := waitPlan(); err != nil {
+				return err
+			}
+			p = plan
+		}
+		findings = append(findings, queue.Check(d, p)...)
+	}
+	if err := waitPlan(); err != nil {
+		return err
+	}
+	// File order: the task queue, the issue queue, then the plan (Check puts the plan's
+	// findings after the task queue's).
+	if plan != nil {
+		sort.SliceStable(findings, func(i, j int) bool {
+			return findings[i].Path != plan.Path && findings[j].Path == plan.Path
+		})
 	}
 	if opts.JSON {
 		if findings == nil {
@@ -66,8 +119,13 @@ func runValidate(_ context.Context, opts *validateOptions) error {
 			return err
 		}
 	} else {
+		w := bufio.NewWriter(opts.Stdout)
 		for _, f := range findings {
-			fmt.Fprintln(opts.Stdout, f)
+			w.WriteString(f.String())
+			w.WriteByte('\n')
+		}
+		if err := w.Flush(); err != nil {
+			return err
 		}
 	}
 	errs := 0

@@ -41,3 +41,25 @@ func loadOptional(path string) (*queue.Doc, error) {
 }
 
 var errMissing = fs.ErrNotExist
+
+// loadPlan reads the test plan (SPEC §5.1): the file given with --plan, else the
+// repository's projectspec/test-plan-output.json. Without --plan, a missing plan means no
+// plan (nil, nil) unless required. Any other problem is bad input (exit 2), and the error
+// names the file.
+func loadPlan(l queue.Layout, path string, required bool) (*queue.Plan, error) {
+	given := path != ""
+	if !given {
+		path = l.Plan()
+	}
+	p, err := queue.LoadPlan(path)
+	switch {
+	case err == nil:
+		return p, nil
+	case !given && errors.Is(err, fs.ErrNotExist):
+		if !required {
+			return nil, nil
+		}
+		return nil, usageErrorf("no test plan: %s does not exist (pass --plan)", path)
+	}
+	return nil, &exitError{code: exitUsage, err: err}
+}

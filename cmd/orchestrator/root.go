@@ -115,6 +115,11 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 		newSetCommand(g),
 		newNextCommand(g),
 		newValidateCommand(g),
+		newCoverageCommand(g),
+		newWatchCommand(g),
+		newRunCommand(g),
+		newPromptCommand(g),
+		newReplayCommand(g),
 	)
 	return root
 }

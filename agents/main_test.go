@@ -1,0 +1,38 @@
+package agents
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// testAgent is the path of the internal/testagent program, built once for the test run.
+var testAgent string
+
+func TestMain(m *testing.M) {
+	// The replay adapter re-executes "this program" with the replay subcommand, as the
+	// orchestrator binary does; here this program is the test binary.
+	if len(os.Args) > 1 && os.Args[1] == ReplaySubcommand {
+		os.Exit(ReplayMain(os.Args[2:], os.Stdin, os.Stdout))
+	}
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "agents-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	testAgent = filepath.Join(dir, "testagent")
+	build := exec.Command("go", "build", "-o", testAgent, "../internal/testagent")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build testagent:", err)
+		return 1
+	}
+	return m.Run()
+}

@@ -1,0 +1,339 @@
+package agents
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// MaxStdout is how much of an agent's standard output a Process keeps in memory for
+// Stdout: the last MaxStdout bytes, where the final message is. All of it goes to the log.
+const MaxStdout = 1 << 20
+
+// outputDrain is how long a Process waits, after the agent exits, for the other holders of
+// its output pipe (children it left running) to close it, before it stops reading.
+var outputDrain = 500 * time.Millisecond
+
+// StartOptions says how to start an agent.
+type StartOptions struct {
+	// Command is the program and its arguments. It is run directly, never through a shell;
+	// a relative program path is taken relative to Dir.
+	Command []string
+	// Dir is the working folder; "" is the orchestrator's own.
+	Dir string
+	// Prompt is written to the agent's standard input, which is then closed.
+	Prompt string
+	// Env is the agent's whole environment. The caller passes os.Environ() plus
+	// ORCHESTRATOR_TASK_ID, ORCHESTRATOR_MARKER_DIR, ORCHESTRATOR_ATTEMPT_DIR and
+	// ORCHESTRATOR_ROOT. nil means the orchestrator's environment as it is.
+	Env []string
+	// LogPath is the file (agent.log) that the agent's standard output and standard error
+	// are appended to; it is created if needed. "" discards them (Stdout still captures).
+	LogPath string
+}
+
+// A Process is a running agent, started by Start, in a process group of its own.
+type Process struct {
+	cmd   *exec.Cmd
+	pid   int
+	start uint64
+	out   *tailBuffer
+	log   *os.File
+	done  chan struct{}
+	code  int
+}
+
+// Start starts an agent as o says, in a new process group whose ID is the agent's PID, so
+// that Stop can end the agent and every process it started.
+func Start(o StartOptions) (*Process, error) {
+	if len(o.Command) == 0 || o.Command[0] == "" {
+		return nil, errors.New("start agent: empty command")
+	}
+	logPath := o.LogPath
+	if logPath == "" {
+		logPath = os.DevNull
+	}
+	log, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("start agent: %w", err)
+	}
+	p := &Process{out: &tailBuffer{max: MaxStdout}, log: log, done: make(chan struct{}), code: -1}
+	cmd := exec.Command(o.Command[0], o.Command[1:]...)
+	cmd.Dir = o.Dir
+	cmd.Env = o.Env
+	cmd.Stdin = strings.NewReader(o.Prompt)
+	// Standard error goes straight to the log file; standard output through us, to keep a
+	// copy. The two may interleave in the log a little differently than they were written.
+	cmd.Stdout = &teeWriter{log: log, buf: p.out}
+	cmd.Stderr = log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Children that outlive the agent inherit its output pipe; do not wait for them to
+	// close it. The same bound frees the prompt writer if nobody reads standard input.
+	cmd.WaitDelay = outputDrain
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return nil, fmt.Errorf("start agent %s: %w", o.Command[0], err)
+	}
+	p.cmd = cmd
+	p.pid = cmd.Process.Pid
+	// The agent is our unreaped child, so /proc/<pid> exists even if it has already exited.
+	p.start, _ = procStartTime(p.pid)
+	go p.wait()
+	return p, nil
+}
+
+func (p *Process) wait() {
+	p.cmd.Wait() // the exit status is in ProcessState; I/O errors are not the agent's doing
+	p.code = p.cmd.ProcessState.ExitCode()
+	p.log.Close()
+	close(p.done)
+}
+
+// PID returns the agent's process ID, which is also its process group ID.
+func (p *Process) PID() int { return p.pid }
+
+// StartTime returns the agent's start time in clock ticks since boot (field 22 of
+// /proc/<pid>/stat). With the PID it identifies the process across a restart of the
+// orchestrator, since PIDs are reused; see Alive. It is 0 where /proc is not available.
+func (p *Process) StartTime() uint64 { return p.start }
+
+// Done is closed when the agent has exited and its output has been read (or
+// outputDrain has passed, when processes it left behind keep the output open).
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// ExitCode returns the agent's exit code once Done is closed: -1 if a signal ended it, or
+// if it is still running.
+func (p *Process) ExitCode() int {
+	select {
+	case <-p.done:
+		return p.code
+	default:
+		return -1
+	}
+}
+
+// Stdout returns the last MaxStdout bytes the agent has written to standard output so far;
+// after Done, its final output.
+func (p *Process) Stdout() string { return p.out.String() }
+
+// Stop ends the agent's whole process group: SIGTERM to the group, then SIGKILL after
+// grace, and returns once no process of the group is left (grandchildren included, even if
+// the agent itself had already exited) and the agent has been reaped. A process that left
+// the group (setsid, setpgid) is out of its reach, except the agent itself.
+func (p *Process) Stop(grace time.Duration) {
+	leaderDone := func() bool {
+		select {
+		case <-p.done:
+			return true
+		default:
+			return false
+		}
+	}
+	signal := func(sig syscall.Signal) {
+		unix.Kill(-p.pid, sig)
+		if !leaderDone() {
+			// In case the agent moved itself to another group.
+			p.cmd.Process.Signal(sig)
+		}
+	}
+	gone := func() bool { return leaderDone() && !groupAlive(p.pid) }
+	signal(unix.SIGTERM)
+	if !pollUntil(gone, time.Now().Add(grace), nil) {
+		pollUntil(gone, time.Time{}, func() { signal(unix.SIGKILL) })
+	}
+	<-p.done
+}
+
+// pollUntil calls cond, with a short growing pause between calls, until it is true (then it
+// returns true) or deadline passes (false). A zero deadline means no deadline. each, if not
+// nil, runs after every call that found cond false: signals are sent only to a group that
+// was still there a moment ago.
+func pollUntil(cond func() bool, deadline time.Time, each func()) bool {
+	pause := time.Millisecond
+	for {
+		if cond() {
+			return true
+		}
+		if !deadline.IsZero() && !time.Now().Before(deadline) {
+			return false
+		}
+		if each != nil {
+			each()
+		}
+		time.Sleep(pause)
+		pause = min(pause*2, 20*time.Millisecond)
+	}
+}
+
+// StopGroup ends the process group pgid as Stop does (SIGTERM, SIGKILL after grace, wait
+// until no process of it is left), for a group that is not our child's: an agent of an
+// earlier orchestrator run found by crash recovery. The caller must first make sure, with
+// Alive and the recorded start time, that pgid is still that agent's: PIDs are reused. It
+// refuses pgid 0 and 1 and our own group, and gives up on a group it may not signal.
+func StopGroup(pgid int, grace time.Duration) {
+	if pgid <= 1 || pgid == unix.Getpgrp() {
+		return
+	}
+	permitted := true
+	signal := func(sig syscall.Signal) {
+		if err := unix.Kill(-pgid, sig); err == unix.EPERM {
+			permitted = false
+		}
+	}
+	gone := func() bool { return !permitted || !groupAlive(pgid) }
+	signal(unix.SIGTERM)
+	if !pollUntil(gone, time.Now().Add(grace), nil) {
+		pollUntil(gone, time.Time{}, func() { signal(unix.SIGKILL) })
+	}
+}
+
+// groupAlive reports whether process group pgid has a member that is not a zombie. kill(2)
+// with signal 0 says whether the group exists, but a zombie counts as a member until its
+// parent reaps it, and an orphan's new parent (init in a container) may be slow to.
+func groupAlive(pgid int) bool {
+	if err := unix.Kill(-pgid, 0); err == unix.ESRCH {
+		return false
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true // no /proc: trust kill
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := readStat(pid)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if st.pgrp == pgid && st.state != 'Z' && st.state != 'X' {
+			return true
+		}
+	}
+	return false
+}
+
+// Alive reports whether process pid is running and is the process that started at
+// startTime (see Process.StartTime), not a later one that got the same PID. A zombie is not
+// alive. Where /proc is not mounted, the start time cannot be checked and kill(2) decides.
+func Alive(pid int, startTime uint64) bool {
+	if pid <= 0 {
+		return false
+	}
+	st, err := readStat(pid)
+	if err == nil {
+		return st.state != 'Z' && st.state != 'X' && st.start == startTime
+	}
+	if _, procErr := os.Stat("/proc/self/stat"); procErr == nil {
+		return false // /proc works: the process is gone
+	}
+	err = unix.Kill(pid, 0)
+	return err == nil || err == unix.EPERM
+}
+
+// WaitGone returns a channel that is closed once the process pid that started at startTime
+// is no longer alive (see Alive), checking every poll (100 ms if poll <= 0). It is for an
+// adopted agent of an earlier run, which is not our child and so cannot be waited for.
+func WaitGone(pid int, startTime uint64, poll time.Duration) <-chan struct{} {
+	if poll <= 0 {
+		poll = 100 * time.Millisecond
+	}
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		t := time.NewTicker(poll)
+		defer t.Stop()
+		for Alive(pid, startTime) {
+			<-t.C
+		}
+	}()
+	return ch
+}
+
+type procStat struct {
+	state byte
+	pgrp  int
+	start uint64
+}
+
+// readStat reads the fields we need of /proc/<pid>/stat: state (field 3), process group
+// (field 5) and start time (field 22, clock ticks since boot).
+func readStat(pid int) (procStat, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces and parentheses
+	// itself; the fields after the last ")" are plain.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	var st procStat
+	st.state = f[0][0]
+	if st.pgrp, err = strconv.Atoi(f[2]); err != nil {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	if st.start, err = strconv.ParseUint(f[19], 10, 64); err != nil {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	return st, nil
+}
+
+func procStartTime(pid int) (uint64, error) {
+	st, err := readStat(pid)
+	return st.start, err
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > 2*t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.b) > t.max {
+		return string(t.b[len(t.b)-t.max:])
+	}
+	return string(t.b)
+}
+
+// teeWriter copies the agent's standard output to its log and to the capture buffer. A
+// failing log write must not stop the capture, nor the agent (a broken pipe would kill it).
+type teeWriter struct {
+	log io.Writer
+	buf *tailBuffer
+}
+
+func (w *teeWriter) Write(p []byte) (int, error) {
+	w.log.Write(p)
+	return w.buf.Write(p)
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/orchestrator/orchestrator/config"
+	"github.com/orchestrator/orchestrator/watch"
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+)
+
+// watchOptions are the options of `orchestrator watch` and `orchestrator run`.
+type watchOptions struct {
+	*globalOptions
+	Jobs     int
+	Once     bool
+	JSON     bool
+	Agent    string
+	Timeout  time.Duration
+	Grace    time.Duration
+	Debounce time.Duration
+	Only     string
+}
+
+func newWatchCommand(g *globalOptions) *cobra.Command {
+	opts := &watchOptions{globalOptions: g}
+	c := &cobra.Command{
+		Use:   "watch",
+		Short: "Run ready tasks through agents, check every claim, and keep watching the queue",
+		Long: `Start an agent for each ready task (up to --jobs at once), wait for its completion marker
+or its exit, and check its claim by running the task's test command: a BUILD or VERIFY claim
+passes only if the tests pass, a TEST claim only if they fail. The outcome is written to the
+task queue with compare-and-set, so a person's edit made meanwhile wins; a running task set to
+another status by hand has its agent stopped.
+
+With --once it stops when nothing is ready or running and exits 0 if every task is completed
+or skipped, 1 if any failed, 3 if any halted. SIGINT or SIGTERM stops the agents, puts their
+tasks back to pending and exits 130. A second watch on the same repository refuses to start.`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runWatch(c.Context(), opts)
+		},
+	}
+	addWatchFlags(c, opts)
+	c.Flags().IntVar(&opts.Jobs, "jobs", 0, "agents at once (default: config jobs, else 1)")
+	c.Flags().BoolVar(&opts.Once, "once", false, "stop when nothing is ready or running")
+	return c
+}
+
+func newRunCommand(g *globalOptions) *cobra.Command {
+	opts := &watchOptions{globalOptions: g}
+	c := &cobra.Command{
+		Use:   "run ID",
+		Short: "Run one attempt of one task in the foreground, and check it",
+		Long: `Run one attempt of task ID (pending, failed or blocked), whatever its dependencies, the
+way watch would: status in_progress, attempt folder, prompt, agent, gate, outcome. Exit 0 if
+the claim was verified, 1 if not.`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Only = args[0]
+			return runWatch(c.Context(), opts)
+		},
+	}
+	addWatchFlags(c, opts)
+	return c
+}
+
+func addWatchFlags(c *cobra.Command, opts *watchOptions) {
+	c.Flags().BoolVar(&opts.JSON, "json", false, "print events as JSON lines")
+	c.Flags().StringVar(&opts.Agent, "agent", "", "agent for every task without an Agent field (overrides config)")
+	c.Flags().DurationVar(&opts.Timeout, "timeout", 0, "task timeout (overrides config task_timeout)")
+	c.Flags().DurationVar(&opts.Grace, "grace", 0, "time an agent gets after its marker, and between SIGTERM and SIGKILL (overrides config grace)")
+	c.Flags().DurationVar(&opts.Debounce, "debounce", 100*time.Millisecond, "how long queue-file changes settle before they are read")
+}
+
+func runWatch(ctx context.Context, opts *watchOptions) error {
+	l, err := opts.layout()
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(l.Config())
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	if opts.Agent != "" {
+		cfg.Agent, cfg.Ladder = opts.Agent, nil
+	}
+	if opts.Timeout > 0 {
+		cfg.TaskTimeout.Duration = opts.Timeout
+	}
+	if opts.Grace > 0 {
+		cfg.Grace.Duration = opts.Grace
+	}
+	jobs := opts.Jobs
+	if jobs == 0 {
+		jobs = cfg.Jobs
+	}
+	format := watch.Lines
+	switch {
+	case opts.JSON:
+		format = watch.JSON
+	case isTerminal(opts.Stdout):
+		format = watch.Table
+	}
+	exe, _ := os.Executable()
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	sum, err := watch.Run(ctx, watch.Options{
+		Layout: l, Config: cfg, Jobs: jobs, Once: opts.Once, Only: opts.Only,
+		Out: opts.Stdout, Format: format, Debounce: opts.Debounce, Executable: exe,
+	})
+	if errors.Is(err, watch.ErrBusy) {
+		return &exitError{code: exitUsage, err: err}
+	}
+	if err != nil {
+		return err
+	}
+	switch sum.Outcome {
+	case watch.Interrupted:
+		return &exitError{code: exitInterrupted}
+	case watch.Halted:
+		return &exitError{code: exitHalted}
+	case watch.SomeFailed:
+		return &exitError{code: exitFailure}
+	}
+	return nil
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// promptOptions are the options of `orchestrator prompt`.
+type promptOptions struct {
+	*globalOptions
+	ID string
+}
+
+func newPromptCommand(g *globalOptions) *cobra.Command {
+	opts := &promptOptions{globalOptions: g}
+	return &cobra.Command{
+		Use:   "prompt ID",
+		Short: "Print exactly the prompt the agent of task ID would receive now",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			l, err := opts.layout()
+			if err != nil {
+				return err
+			}
+			cfg, err := config.Load(l.Config())
+			if err != nil {
+				return &exitError{code: exitUsage, err: err}
+			}
+			text, err := watch.PromptFor(l, cfg, opts.ID)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprint(opts.Stdout, text)
+			return err
+		},
+	}
+}

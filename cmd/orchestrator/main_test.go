@@ -1,0 +1,69 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+var updateScripts = flag.Bool("update", false, "rewrite the expected files inside testdata/script/*.txtar whose cmp fails")
+
+// exitCodeVar names the file where the orchestrator command of the scripts leaves its exit
+// code, for the scripts' `exitcode` command.
+const exitCodeVar = "ORCHESTRATOR_TEST_EXITCODE"
+
+// TestMain lets the test binary run as the `orchestrator` command inside the scripts.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"orchestrator": func() {
+			code := Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+			if p := os.Getenv(exitCodeVar); p != "" {
+				_ = os.WriteFile(p, []byte(strconv.Itoa(code)), 0o644)
+			}
+			os.Exit(code)
+		},
+	})
+}
+
+// TestScripts runs the end-to-end scripts in testdata/script: each runs the real command on
+// the queue files it holds and checks its output, exit code and files. Besides the standard
+// commands, a script may say `exitcode N` after `exec orchestrator ...` or `! exec
+// orchestrator ...` to check the exact exit code. Queue errors name files by absolute path,
+// so scripts compare them with cmpenv against $WORK/... lines. Run with -update to rewrite
+// expected files that differ.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		UpdateScripts:       *updateScripts,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv(exitCodeVar, filepath.Join(env.WorkDir, ".exitcode"))
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exitcode": cmdExitCode,
+		},
+	})
+}
+
+// cmdExitCode checks the exit code of the last orchestrator command: `exitcode 2`.
+func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: exitcode N")
+	}
+	p := ts.Getenv(exitCodeVar)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		ts.Fatalf("no exit code recorded: %v", err)
+	}
+	_ = os.Remove(p)
+	if got := strings.TrimSpace(string(data)); got != args[0] {
+		ts.Fatalf("exit code %s, want %s", got, args[0])
+	}
+}

@@ -1,0 +1,325 @@
+package watch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/orchestrator/orchestrator/agents"
+	"github.com/orchestrator/orchestrator/config"
+	"github.com/orchestrator/orchestrator/markers"
+	"github.com/orchestrator/orchestrator/prompts"
+	"github.com/orchestrator/orchestrator/queue"
+)
+
+// Why an attempt's agent was stopped before it ended on its own.
+const (
+	reasonTimeout     = "timeout"
+	reasonAfterMarker = "after_marker" // it lingered past the grace period after its marker
+	reasonPerson      = "person"       // a person set the task to another status
+	reasonSignal      = "signal"       // the orchestrator was interrupted
+)
+
+// agentFile is what an attempt folder records about its agent process, so that a restarted
+// orchestrator can tell whether that process still runs (crash recovery, SPEC §7.1).
+type agentFile struct {
+	PID       int       `json:"pid"`
+	StartTime uint64    `json:"start_time"`
+	Agent     string    `json:"agent"`
+	Command   []string  `json:"command"`
+	Started   time.Time `json:"started"`
+}
+
+// An attempt is one run of one task's agent.
+type attempt struct {
+	id      string
+	n       int
+	dir     string
+	task    queue.Task
+	agent   string
+	adapter agents.Adapter // nil for an adopted agent
+	proc    *agents.Process
+	pid     int // for an adopted agent
+	start   uint64
+	started time.Time
+
+	markerAt   time.Time
+	graceTimer *time.Timer
+	timeout    *time.Timer
+	stopReason string
+}
+
+// stop ends the attempt's whole process group: SIGTERM, then SIGKILL after grace.
+func (a *attempt) stop(grace time.Duration) {
+	if a.proc != nil {
+		a.proc.Stop(grace)
+		return
+	}
+	agents.StopGroup(a.pid, grace)
+}
+
+// result is an attempt's result.json.
+type result struct {
+	Task     string `json:"task"`
+	Attempt  int    `json:"attempt"`
+	Agent    string `json:"agent,omitempty"`
+	Claim    string `json:"claim,omitempty"`
+	Outcome  string `json:"outcome"` // completed, failed, stopped, interrupted, not_started
+	Reason   string `json:"reason,omitempty"`
+	ExitCode *int   `json:"agent_exit_code,omitempty"`
+	Gate     *gate  `json:"gate,omitempty"`
+	Elapsed  string `json:"elapsed,omitempty"`
+}
+
+func (a *attempt) record(res result) {
+	res.Task, res.Attempt, res.Agent = a.id, a.n, a.agent
+	if !a.started.IsZero() {
+		res.Elapsed = time.Since(a.started).Round(time.Millisecond).String()
+	}
+	b, _ := json.MarshalIndent(res, "", "  ")
+	_ = os.WriteFile(filepath.Join(a.dir, "result.json"), append(b, '\n'), 0o644)
+}
+
+// nextAttempt returns the number of the next attempt of a task: one more than the highest
+// attempt folder.
+func nextAttempt(runs, id string) int {
+	return lastAttempt(runs, id) + 1
+}
+
+func lastAttempt(runs, id string) int {
+	entries, _ := os.ReadDir(filepath.Join(runs, id))
+	n := 0
+	for _, e := range entries {
+		if k, err := strconv.Atoi(e.Name()); err == nil && e.IsDir() && k > n {
+			n = k
+		}
+	}
+	return n
+}
+
+// start begins an attempt of task t: Status pending → in_progress (compare-and-set), the
+// attempt folder, its prompt, and the agent process.
+func (r *runner) start(ctx context.Context, tasks *queue.Doc, t queue.Task) error {
+	l := r.o.Layout
+	if ok, err := r.setStatus(ctx, t.ID, t.Status, queue.StatusInProgress); err != nil || !ok {
+		return err // !ok: a person's edit won
+	}
+	r.started[t.ID] = true
+	n := nextAttempt(l.Runs(), t.ID)
+	a := &attempt{id: t.ID, n: n, dir: filepath.Join(l.Runs(), t.ID, strconv.Itoa(n)), task: t, started: time.Now()}
+	if err := os.MkdirAll(a.dir, 0o755); err != nil {
+		return err
+	}
+	r.attempts++
+	fail := func(reason, detail string) error {
+		writeGateLog(a.dir, "attempt could not start: "+detail+"\n")
+		a.record(result{Outcome: "failed", Reason: reason})
+		r.report.event(t.ID, "failed", detail)
+		_, err := r.setStatus(ctx, t.ID, queue.StatusInProgress, queue.StatusFailed)
+		return err
+	}
+	rec, _ := tasks.Record(t.ID)
+	prompt, err := renderPrompt(l, tasks, rec, t, r.testCommand(tasks, rec), n)
+	if err != nil {
+		return fail("prompt", err.Error())
+	}
+	if err := os.WriteFile(filepath.Join(a.dir, "prompt.md"), []byte(prompt), 0o644); err != nil {
+		return err
+	}
+	if err := markers.Clear(l.Markers(), t.ID); err != nil {
+		return err
+	}
+	a.agent = tasks.Get(rec, "Agent")
+	if queue.IsEmpty(a.agent) {
+		a.agent = r.o.Config.AgentFor(n)
+	}
+	argv, adapter, err := r.command(a.agent, tasks.Get(rec, "Complexity"))
+	if err != nil {
+		return fail("agent", err.Error())
+	}
+	a.adapter = adapter
+	env := append(os.Environ(),
+		"ORCHESTRATOR_TASK_ID="+t.ID,
+		"ORCHESTRATOR_MARKER_DIR="+l.Markers(),
+		"ORCHESTRATOR_ATTEMPT_DIR="+a.dir,
+		"ORCHESTRATOR_ROOT="+l.Root,
+	)
+	p, err := agents.Start(agents.StartOptions{
+		Command: argv, Dir: l.Root, Prompt: prompt, Env: env, LogPath: filepath.Join(a.dir, "agent.log"),
+	})
+	if err != nil {
+		return fail("agent", fmt.Sprintf("start %s: %v", strings.Join(argv, " "), err))
+	}
+	a.proc, a.pid, a.start = p, p.PID(), p.StartTime()
+	af, _ := json.MarshalIndent(agentFile{PID: a.pid, StartTime: a.start, Agent: a.agent, Command: argv, Started: a.started}, "", "  ")
+	if err := os.WriteFile(filepath.Join(a.dir, "agent.json"), append(af, '\n'), 0o644); err != nil {
+		a.stop(0)
+		return err
+	}
+	r.track(a, p.Done())
+	r.report.event(t.ID, "started", fmt.Sprintf("attempt %d, %s task, agent %s (pid %d)", n, t.Kind, a.agent, a.pid))
+	return nil
+}
+
+// track makes the loop hear of the attempt's end and of its timeout.
+func (r *runner) track(a *attempt, done <-chan struct{}) {
+	r.running[a.id] = a
+	left := r.o.Config.TaskTimeout.Duration - time.Since(a.started)
+	a.timeout = time.AfterFunc(max(left, 0), func() { r.timeouts <- a })
+	go func() {
+		<-done
+		r.finished <- a
+	}()
+	// A marker written before the watch on the folder saw it (or while we were down).
+	if m, err := markers.Find(r.o.Layout.Markers(), a.id); err == nil && m != nil {
+		r.markerSeen(a.id)
+	}
+}
+
+// command builds the agent's argument vector.
+func (r *runner) command(name, complexity string) ([]string, agents.Adapter, error) {
+	if name == "replay" {
+		if _, ok := r.o.Config.Agents["replay"]; !ok {
+			exe := r.o.Executable
+			if exe == "" {
+				var err error
+				if exe, err = os.Executable(); err != nil {
+					return nil, nil, err
+				}
+			}
+			dir := r.o.Config.ReplayDir
+			if !filepath.IsAbs(dir) {
+				dir = filepath.Join(r.o.Layout.Root, dir)
+			}
+			ad, err := agents.Lookup("exec", nil)
+			return []string{exe, "__replay", "--from", dir}, ad, err
+		}
+	}
+	configured := map[string][]string{}
+	for k, v := range r.o.Config.Agents {
+		configured[k] = v.Command
+	}
+	ad, err := agents.Lookup(name, configured)
+	if err != nil {
+		return nil, nil, err
+	}
+	argv := ad.Command(agents.ModelOptions{Model: r.o.Config.Model(strings.ToLower(strings.TrimSpace(complexity))), MaxTurns: r.o.Config.MaxTurns})
+	if len(argv) == 0 {
+		return nil, nil, fmt.Errorf("agent %s has no command", name)
+	}
+	return argv, ad, nil
+}
+
+// renderPrompt is shared with `orchestrator prompt ID`, which prints exactly this.
+func renderPrompt(l queue.Layout, tasks *queue.Doc, rec *queue.Record, t queue.Task, testCmd string, attempt int) (string, error) {
+	in := prompts.Input{
+		Role:           prompts.RoleFor(t.Kind.String()),
+		TaskID:         t.ID,
+		Title:          tasks.TitleText(rec),
+		Body:           strings.TrimSpace(proseBody(tasks, rec)),
+		Root:           l.Root,
+		TestCommand:    testCmd,
+		Attempt:        attempt,
+		LastGateOutput: lastGateOutput(l, t.ID, attempt),
+	}
+	for _, f := range tasks.Fields(rec) {
+		in.Fields = append(in.Fields, prompts.Field{Name: tasks.Name(f), Value: tasks.Value(f)})
+	}
+	in.Allowlist = allowlist(l, tasks, t)
+	in.Include = in.Allowlist
+	return prompts.Render(in, filepath.Join(l.Dir(), "prompts"))
+}
+
+// PromptFor renders the prompt task id would get if it started now.
+func PromptFor(l queue.Layout, cfg *config.Config, id string) (string, error) {
+	tasks, err := queue.Load(l.Tasks())
+	if err != nil {
+		return "", err
+	}
+	rec, ok := tasks.Record(id)
+	if !ok {
+		return "", fmt.Errorf("%s: %w: %s", tasks.Path, queue.ErrNotFound, id)
+	}
+	r := &runner{o: Options{Layout: l, Config: cfg}}
+	return renderPrompt(l, tasks, rec, tasks.Task(rec), r.testCommand(tasks, rec), nextAttempt(l.Runs(), id))
+}
+
+// proseBody returns the record's text after its field tables: objective, criteria, notes.
+func proseBody(d *queue.Doc, rec *queue.Record) string {
+	body := d.Body(rec)
+	var out []string
+	for _, line := range strings.Split(body, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "|") {
+			continue // the field table is given as fields
+		}
+		out = append(out, strings.TrimRight(line, "\r"))
+	}
+	return strings.Join(out, "\n")
+}
+
+// allowlist returns the files a task's prompt may include: its own Test File, and for a
+// task that builds on TEST tasks, the test files those wrote. Only files that exist are
+// listed. Implementation files are never on a test writer's list.
+func allowlist(l queue.Layout, tasks *queue.Doc, t queue.Task) []string {
+	var list []string
+	seen := map[string]bool{}
+	add := func(v string) {
+		for _, p := range queue.List(v) {
+			p = filepath.ToSlash(filepath.Clean(p))
+			if seen[p] || strings.HasPrefix(p, "../") || filepath.IsAbs(p) {
+				continue
+			}
+			if fi, err := os.Stat(filepath.Join(l.Root, p)); err == nil && fi.Mode().IsRegular() {
+				seen[p] = true
+				list = append(list, p)
+			}
+		}
+	}
+	add(tasks.Get(t.Record, "Test File"))
+	if t.Kind != queue.KindTest {
+		for _, dep := range t.Deps {
+			if rec, ok := tasks.Record(dep); ok && tasks.Task(rec).Kind == queue.KindTest {
+				add(tasks.Get(rec, "Test File"))
+			}
+		}
+	}
+	sort.Strings(list)
+	return list
+}
+
+// lastGateOutput returns the raw output of the failed gate of the attempt before attempt,
+// if that one failed at its gate.
+func lastGateOutput(l queue.Layout, id string, attempt int) string {
+	n := attempt - 1
+	if n < 1 {
+		return ""
+	}
+	dir := filepath.Join(l.Runs(), id, strconv.Itoa(n))
+	res, ok := readResult(dir)
+	if !ok || res.Outcome != "failed" || res.Gate == nil {
+		return ""
+	}
+	log, err := os.ReadFile(filepath.Join(dir, "gate.log"))
+	if err != nil {
+		return ""
+	}
+	_, out, ok := strings.Cut(string(log), outputStart)
+	if !ok {
+		return ""
+	}
+	out, _, _ = strings.Cut(out, outputEnd)
+	return out
+}
+
+// The raw gate output sits between these lines in gate.log.
+const (
+	outputStart = "--- output ---\n"
+	outputEnd   = "--- end of output ---\n"
+)

@@ -1,0 +1,13 @@
+// Package watch is the orchestrator's main loop (SPEC §7.1): it computes the ready set,
+// starts an agent per ready task, waits for the agent's completion marker or exit, checks the
+// agent's claim by running the tests itself, and records the outcome in the task queue with
+// compare-and-set edits, so that a person's edit made meanwhile wins.
+//
+// It also recovers from its own crash: a task left in_progress whose agent is gone counts as
+// a lost attempt, and one whose agent still runs is adopted and waited for.
+//
+// The package owns scheduling, attempt folders and the day-one gate (a claim passes only if
+// the task's test command agrees with it). It does not parse markdown (package queue), start
+// or kill processes itself (package agents), read markers (package markers) or write prompts
+// (package prompts).
+package watch

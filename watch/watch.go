@@ -1,0 +1,417 @@
+package watch
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/gofrs/flock"
+	"github.com/orchestrator/orchestrator/config"
+	"github.com/orchestrator/orchestrator/markers"
+	"github.com/orchestrator/orchestrator/queue"
+)
+
+// Outcome is how a run ended; the command turns it into an exit code (SPEC §7.1, §13).
+type Outcome int
+
+// Outcomes.
+const (
+	AllDone     Outcome = iota // every task completed or skipped
+	SomeFailed                 // a task failed (or could not run)
+	Halted                     // a task halted and needs a person
+	Interrupted                // SIGINT or SIGTERM
+)
+
+// ErrBusy means another watch (or run) holds the repository.
+var ErrBusy = errors.New("another orchestrator watch holds this repository")
+
+// Options configure a run.
+type Options struct {
+	Layout queue.Layout
+	Config *config.Config
+	Jobs   int
+	Once   bool
+	// Only, when set, restricts the run to one task (`orchestrator run ID`): it runs one
+	// attempt of it, whatever its dependencies, and stops.
+	Only string
+	// Out receives progress: lines, JSON lines or a live table (Format).
+	Out    io.Writer
+	Format Format
+	// Debounce is how long queue-file events settle before the files are re-read.
+	Debounce time.Duration
+	// Executable is the orchestrator binary, for the replay agent.
+	Executable string
+}
+
+// Summary is what a run did.
+type Summary struct {
+	Outcome  Outcome
+	Attempts int
+	Counts   map[string]int
+}
+
+// Run runs the loop until ctx ends or, with Once (or Only), until nothing is ready or
+// running.
+func Run(ctx context.Context, o Options) (Summary, error) {
+	if o.Jobs < 1 {
+		o.Jobs = 1
+	}
+	if o.Debounce <= 0 {
+		o.Debounce = 100 * time.Millisecond
+	}
+	if o.Config == nil {
+		o.Config = config.Default()
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	unlock, err := lockRepo(o.Layout)
+	if err != nil {
+		return Summary{Outcome: SomeFailed}, err
+	}
+	defer unlock()
+	for _, d := range []string{o.Layout.Markers(), o.Layout.Runs()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return Summary{}, err
+		}
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return Summary{}, fmt.Errorf("watch: %w", err)
+	}
+	defer w.Close()
+	// Watch the folders, not the files: editors save by renaming a new file over the old
+	// one, which drops a watch on the file.
+	for _, d := range []string{o.Layout.Dir(), o.Layout.Markers()} {
+		if err := w.Add(d); err != nil {
+			return Summary{}, fmt.Errorf("watch %s: %w", d, err)
+		}
+	}
+	r := newRunner(o)
+	defer r.report.close()
+	return r.loop(ctx, w)
+}
+
+// lockRepo takes .orchestrator/watch.lock for the whole run and records our PID beside it.
+// A second watch fails with ErrBusy naming the first one's PID.
+func lockRepo(l queue.Layout) (func(), error) {
+	if err := os.MkdirAll(l.Dir(), 0o755); err != nil {
+		return nil, err
+	}
+	lk := flock.New(filepath.Join(l.Dir(), "watch.lock"))
+	ok, err := lk.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", lk.Path(), err)
+	}
+	pidPath := filepath.Join(l.Dir(), "watch.pid")
+	if !ok {
+		pid, _ := os.ReadFile(pidPath)
+		return nil, fmt.Errorf("%w (PID %s)", ErrBusy, strings.TrimSpace(string(pid)))
+	}
+	if err := os.WriteFile(pidPath, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		lk.Unlock()
+		return nil, err
+	}
+	return func() {
+		os.Remove(pidPath)
+		lk.Unlock()
+	}, nil
+}
+
+// runner is the state of one run. Only the loop goroutine touches it.
+type runner struct {
+	o        Options
+	report   *reporter
+	running  map[string]*attempt
+	finished chan *attempt
+	timeouts chan *attempt
+	graceEnd chan *attempt
+	queueSum [32]byte
+	attempts int
+	started  map[string]bool // tasks this run started (for Only)
+	halted   bool
+}
+
+func newRunner(o Options) *runner {
+	return &runner{
+		o:        o,
+		report:   newReporter(o.Out, o.Format),
+		running:  map[string]*attempt{},
+		finished: make(chan *attempt, 1024),
+		timeouts: make(chan *attempt, 1024),
+		graceEnd: make(chan *attempt, 1024),
+		started:  map[string]bool{},
+	}
+}
+
+func (r *runner) loop(ctx context.Context, w *fsnotify.Watcher) (Summary, error) {
+	if err := r.recoverAttempts(ctx); err != nil {
+		return Summary{Outcome: SomeFailed}, err
+	}
+	if err := r.schedule(ctx); err != nil {
+		return r.stopAll(err)
+	}
+	debounce := time.NewTimer(time.Hour)
+	debounce.Stop()
+	for {
+		if r.finishedRun() {
+			return r.summary(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return r.interrupt()
+		case a := <-r.finished:
+			if err := r.finish(ctx, a); err != nil {
+				return r.stopAll(err)
+			}
+			if err := r.schedule(ctx); err != nil {
+				return r.stopAll(err)
+			}
+		case a := <-r.timeouts:
+			if r.running[a.id] == a && a.stopReason == "" {
+				a.stopReason = reasonTimeout
+				r.report.event(a.id, "timeout", fmt.Sprintf("attempt %d ran past %v; stopping its process group", a.n, r.o.Config.TaskTimeout.Duration))
+				go a.stop(r.o.Config.Grace.Duration)
+			}
+		case a := <-r.graceEnd:
+			if r.running[a.id] == a && a.stopReason == "" {
+				a.stopReason = reasonAfterMarker
+				_ = markers.WriteKill(r.o.Layout.Markers(), a.id)
+				go a.stop(r.o.Config.Grace.Duration)
+			}
+		case ev, ok := <-w.Events:
+			if !ok {
+				return r.stopAll(errors.New("file watcher closed"))
+			}
+			if id, kind, ok := markers.ParseName(filepath.Base(ev.Name)); ok && filepath.Dir(ev.Name) == r.o.Layout.Markers() {
+				// Markers are handled at once, not debounced.
+				if ev.Op&(fsnotify.Create|fsnotify.Write|fsnotify.Rename) != 0 && kind != markers.Kill {
+					r.markerSeen(id)
+				}
+				continue
+			}
+			switch filepath.Base(ev.Name) {
+			case "task_queue.md", "issue_queue.md":
+				debounce.Reset(r.o.Debounce)
+			}
+		case err, ok := <-w.Errors:
+			if !ok {
+				return r.stopAll(errors.New("file watcher closed"))
+			}
+			// An overflow loses events: look at everything again.
+			r.report.event("", "warning", "file watcher: "+err.Error()+"; re-reading everything")
+			r.rescanMarkers()
+			debounce.Reset(r.o.Debounce)
+		case <-debounce.C:
+			if err := r.queueChanged(ctx); err != nil {
+				return r.stopAll(err)
+			}
+		}
+	}
+}
+
+// finishedRun reports whether a run with Once (or Only) has nothing left to do.
+func (r *runner) finishedRun() bool {
+	if !r.o.Once && r.o.Only == "" {
+		return false
+	}
+	if len(r.running) > 0 {
+		return false
+	}
+	if r.o.Only != "" {
+		return r.started[r.o.Only]
+	}
+	return true // schedule found nothing to start
+}
+
+// markerSeen handles a new completion marker: the agent has a grace period to exit on its
+// own before it is told to stop (.kill) and its process group is ended.
+func (r *runner) markerSeen(id string) {
+	a := r.running[id]
+	if a == nil || a.markerAt != (time.Time{}) {
+		return
+	}
+	a.markerAt = time.Now()
+	r.report.event(id, "marker", fmt.Sprintf("attempt %d wrote its marker", a.n))
+	grace := r.o.Config.Grace.Duration
+	a.graceTimer = time.AfterFunc(grace, func() { r.graceEnd <- a })
+}
+
+// rescanMarkers looks for markers of running attempts that an overflow may have hidden.
+func (r *runner) rescanMarkers() {
+	for id := range r.running {
+		if m, err := markers.Find(r.o.Layout.Markers(), id); err == nil && m != nil {
+			r.markerSeen(id)
+		}
+	}
+}
+
+// queueChanged re-reads the queues after a (debounced) change. A running task that a person
+// set to anything but in_progress has its agent stopped; anything else a person changed is
+// picked up by scheduling.
+func (r *runner) queueChanged(ctx context.Context) error {
+	src, err := os.ReadFile(r.o.Layout.Tasks())
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(src)
+	if sum == r.queueSum {
+		return nil // our own write, or a touch
+	}
+	r.queueSum = sum
+	d, err := queue.Parse(r.o.Layout.Tasks(), src, queue.Tasks)
+	if err != nil {
+		// A person is mid-edit: say so and wait for the next save.
+		r.report.event("", "warning", err.Error())
+		return nil
+	}
+	for id, a := range r.running {
+		rec, ok := d.Record(id)
+		status := ""
+		if ok {
+			status = d.Task(rec).Status
+		}
+		if status != queue.StatusInProgress && a.stopReason == "" {
+			a.stopReason = reasonPerson
+			r.report.event(id, "stopped", fmt.Sprintf("status set to %q by hand; stopping attempt %d", status, a.n))
+			go a.stop(r.o.Config.Grace.Duration)
+		}
+	}
+	return r.schedule(ctx)
+}
+
+// schedule starts ready tasks up to the number of jobs.
+func (r *runner) schedule(ctx context.Context) error {
+	if ctx.Err() != nil || r.halted {
+		return nil
+	}
+	tasks, err := queue.Load(r.o.Layout.Tasks())
+	if err != nil {
+		return err
+	}
+	r.queueSum = sha256.Sum256(tasks.Src)
+	var issues *queue.Doc
+	if src, err := os.ReadFile(r.o.Layout.Issues()); err == nil {
+		issues, err = queue.Parse(r.o.Layout.Issues(), src, queue.Issues)
+		if err != nil {
+			return err
+		}
+	}
+	var ready []queue.Task
+	if r.o.Only != "" {
+		if r.started[r.o.Only] {
+			return nil
+		}
+		rec, ok := tasks.Record(r.o.Only)
+		if !ok {
+			return fmt.Errorf("%s: %w: %s", tasks.Path, queue.ErrNotFound, r.o.Only)
+		}
+		t := tasks.Task(rec)
+		switch t.Status {
+		case queue.StatusPending, queue.StatusFailed, queue.StatusBlocked:
+		default:
+			return fmt.Errorf("%s is %s; run takes a pending, failed or blocked task", t.ID, t.Status)
+		}
+		ready = []queue.Task{t}
+	} else {
+		running := map[string]bool{}
+		for id := range r.running {
+			running[id] = true
+		}
+		ready = queue.Ready(tasks, issues, running)
+	}
+	for _, t := range ready {
+		if len(r.running) >= r.o.Jobs {
+			break
+		}
+		if err := r.start(ctx, tasks, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// interrupt stops every running agent and puts its task back to pending without using a
+// retry (SPEC §7.1).
+func (r *runner) interrupt() (Summary, error) {
+	r.report.event("", "interrupt", "stopping agents; their tasks go back to pending")
+	r.stopRunning(reasonSignal)
+	for _, a := range r.running {
+		a.record(result{Outcome: "interrupted", Reason: "orchestrator interrupted"})
+		if _, err := r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusPending); err != nil {
+			r.report.event(a.id, "warning", err.Error())
+		}
+	}
+	r.running = map[string]*attempt{}
+	return Summary{Outcome: Interrupted, Attempts: r.attempts}, nil
+}
+
+// stopAll ends every agent after an error of the loop itself.
+func (r *runner) stopAll(err error) (Summary, error) {
+	r.stopRunning(reasonSignal)
+	for _, a := range r.running {
+		_, _ = r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusPending)
+	}
+	return Summary{Outcome: SomeFailed, Attempts: r.attempts}, err
+}
+
+// stopRunning stops every running agent and waits until each process group is gone.
+func (r *runner) stopRunning(reason string) {
+	done := make(chan struct{}, len(r.running))
+	for _, a := range r.running {
+		if a.stopReason == "" {
+			a.stopReason = reason
+		}
+		go func(a *attempt) {
+			a.stop(r.o.Config.Grace.Duration)
+			done <- struct{}{}
+		}(a)
+	}
+	for range r.running {
+		<-done
+	}
+}
+
+// summary ends a run with Once: it reports the final state and decides the outcome.
+func (r *runner) summary(ctx context.Context) (Summary, error) {
+	tasks, err := queue.Load(r.o.Layout.Tasks())
+	if err != nil {
+		return Summary{Outcome: SomeFailed}, err
+	}
+	s := Summary{Outcome: AllDone, Attempts: r.attempts, Counts: map[string]int{}}
+	for _, t := range tasks.Tasks() {
+		if r.o.Only != "" && t.ID != r.o.Only {
+			continue
+		}
+		s.Counts[t.Status]++
+		switch {
+		case t.Status == queue.StatusHalted || t.Halted:
+			s.Outcome = max(s.Outcome, Halted)
+		case t.Status != queue.StatusCompleted && t.Status != queue.StatusSkipped:
+			s.Outcome = max(s.Outcome, SomeFailed)
+		}
+	}
+	r.report.final(tasks, r.o.Layout)
+	return s, nil
+}
+
+// setStatus moves a task's Status from one value to another with compare-and-set, so that
+// a person's edit made meanwhile wins. It reports false when the person's edit won.
+func (r *runner) setStatus(ctx context.Context, id, from, to string, more ...queue.Op) (bool, error) {
+	_, err := queue.UpdateRecords(ctx, r.o.Layout.Tasks(), queue.Tasks, []string{id}, func(d *queue.Doc) ([]queue.Op, error) {
+		return append([]queue.Op{queue.CompareAndSet{ID: id, Field: "Status", Expect: from, Value: to}}, more...), nil
+	})
+	if errors.Is(err, queue.ErrConflict) {
+		r.report.event(id, "warning", fmt.Sprintf("not set to %s: %v (a person's edit wins)", to, err))
+		return false, nil
+	}
+	return err == nil, err
+}
