@@ -42,6 +42,7 @@ type AgentError struct {
 	Msg   string
 }
 
+// Error returns "agent <name>: <message>".
 func (e *AgentError) Error() string { return "agent " + e.Agent + ": " + e.Msg }
 
 // The names of the built-in adapters.

@@ -9,20 +9,19 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// MaxStdout is how much of an agent's standard output a Process keeps in memory for
-// Stdout: the last MaxStdout bytes, where the final message is. All of it goes to the log.
+// MaxStdout is how much of an agent's output Stdout returns: the last MaxStdout bytes,
+// where the final message is. All of it is in the log.
 const MaxStdout = 1 << 20
 
-// outputDrain is how long a Process waits, after the agent exits, for the other holders of
-// its output pipe (children it left running) to close it, before it stops reading.
-var outputDrain = 500 * time.Millisecond
+// promptDrain is how long a Process waits, after the agent exits, for the copy of the prompt
+// to its standard input to end.
+var promptDrain = 500 * time.Millisecond
 
 // StartOptions says how to start an agent.
 type StartOptions struct {
@@ -38,19 +37,22 @@ type StartOptions struct {
 	// ORCHESTRATOR_ROOT. nil means the orchestrator's environment as it is.
 	Env []string
 	// LogPath is the file (agent.log) that the agent's standard output and standard error
-	// are appended to; it is created if needed. "" discards them (Stdout still captures).
+	// are appended to; it is created if needed. "" means a temporary file, removed once the
+	// agent has exited and its output has been read.
 	LogPath string
 }
 
 // A Process is a running agent, started by Start, in a process group of its own.
 type Process struct {
-	cmd   *exec.Cmd
-	pid   int
-	start uint64
-	out   *tailBuffer
-	log   *os.File
-	done  chan struct{}
-	code  int
+	cmd     *exec.Cmd
+	pid     int
+	start   uint64
+	logPath string
+	logFrom int64 // the log's size when the agent started: its output follows
+	temp    bool  // the log is a temporary file
+	out     string
+	done    chan struct{}
+	code    int
 }
 
 // Start starts an agent as o says, in a new process group whose ID is the agent's PID, so
@@ -59,29 +61,37 @@ func Start(o StartOptions) (*Process, error) {
 	if len(o.Command) == 0 || o.Command[0] == "" {
 		return nil, errors.New("start agent: empty command")
 	}
-	logPath := o.LogPath
-	if logPath == "" {
-		logPath = os.DevNull
+	var log *os.File
+	var err error
+	temp := o.LogPath == ""
+	if temp {
+		log, err = os.CreateTemp("", "agent-*.log")
+	} else {
+		log, err = os.OpenFile(o.LogPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	}
-	log, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("start agent: %w", err)
 	}
-	p := &Process{out: &tailBuffer{max: MaxStdout}, log: log, done: make(chan struct{}), code: -1}
+	defer log.Close() // the child has its own copy of the descriptor
+	from, _ := log.Seek(0, io.SeekEnd)
+	p := &Process{logPath: log.Name(), logFrom: from, temp: temp, done: make(chan struct{}), code: -1}
 	cmd := exec.Command(o.Command[0], o.Command[1:]...)
 	cmd.Dir = o.Dir
 	cmd.Env = o.Env
 	cmd.Stdin = strings.NewReader(o.Prompt)
-	// Standard error goes straight to the log file; standard output through us, to keep a
-	// copy. The two may interleave in the log a little differently than they were written.
-	cmd.Stdout = &teeWriter{log: log, buf: p.out}
+	// The agent writes straight into the log file, not through a pipe to us: if the
+	// orchestrator dies, the agent goes on (a broken pipe would kill it) and a restarted
+	// orchestrator can adopt it. Its final message is read back from the log.
+	cmd.Stdout = log
 	cmd.Stderr = log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// Children that outlive the agent inherit its output pipe; do not wait for them to
-	// close it. The same bound frees the prompt writer if nobody reads standard input.
-	cmd.WaitDelay = outputDrain
+	// The prompt is copied to the agent's standard input by a goroutine; do not wait on it
+	// for long if the agent never reads it.
+	cmd.WaitDelay = promptDrain
 	if err := cmd.Start(); err != nil {
-		log.Close()
+		if temp {
+			os.Remove(log.Name())
+		}
 		return nil, fmt.Errorf("start agent %s: %w", o.Command[0], err)
 	}
 	p.cmd = cmd
@@ -95,8 +105,30 @@ func Start(o StartOptions) (*Process, error) {
 func (p *Process) wait() {
 	p.cmd.Wait() // the exit status is in ProcessState; I/O errors are not the agent's doing
 	p.code = p.cmd.ProcessState.ExitCode()
-	p.log.Close()
+	p.out = readTail(p.logPath, p.logFrom, MaxStdout)
+	if p.temp {
+		os.Remove(p.logPath)
+	}
 	close(p.done)
+}
+
+// readTail returns the last max bytes of the file at path after offset from.
+func readTail(path string, from int64, max int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	end, err := f.Seek(0, io.SeekEnd)
+	if err != nil || end <= from {
+		return ""
+	}
+	if end-from > int64(max) {
+		from = end - int64(max)
+	}
+	b := make([]byte, end-from)
+	n, _ := f.ReadAt(b, from)
+	return string(b[:n])
 }
 
 // PID returns the agent's process ID, which is also its process group ID.
@@ -107,8 +139,8 @@ func (p *Process) PID() int { return p.pid }
 // orchestrator, since PIDs are reused; see Alive. It is 0 where /proc is not available.
 func (p *Process) StartTime() uint64 { return p.start }
 
-// Done is closed when the agent has exited and its output has been read (or
-// outputDrain has passed, when processes it left behind keep the output open).
+// Done is closed when the agent has exited (processes it left behind may still run: Stop
+// ends them).
 func (p *Process) Done() <-chan struct{} { return p.done }
 
 // ExitCode returns the agent's exit code once Done is closed: -1 if a signal ended it, or
@@ -122,9 +154,16 @@ func (p *Process) ExitCode() int {
 	}
 }
 
-// Stdout returns the last MaxStdout bytes the agent has written to standard output so far;
-// after Done, its final output.
-func (p *Process) Stdout() string { return p.out.String() }
+// Stdout returns the last MaxStdout bytes the agent wrote to its log (standard output and
+// standard error), once Done is closed; before that, what it has written so far.
+func (p *Process) Stdout() string {
+	select {
+	case <-p.done:
+		return p.out
+	default:
+		return readTail(p.logPath, p.logFrom, MaxStdout)
+	}
+}
 
 // Stop ends the agent's whole process group: SIGTERM to the group, then SIGKILL after
 // grace, and returns once no process of the group is left (grandchildren included, even if
@@ -146,7 +185,21 @@ func (p *Process) Stop(grace time.Duration) {
 			p.cmd.Process.Signal(sig)
 		}
 	}
-	gone := func() bool { return leaderDone() && !groupAlive(p.pid) }
+	gone := func() bool {
+		if !leaderDone() {
+			return false
+		}
+		// Once the agent is reaped, its PID can be reused, but only after the last
+		// process of its group is gone: a process with that PID and another start time
+		// means the group is gone, and the group with that ID now is someone else's.
+		if st, err := readStat(p.pid); err == nil && st.start != p.start {
+			return true
+		}
+		return !groupAlive(p.pid)
+	}
+	if gone() {
+		return
+	}
 	signal(unix.SIGTERM)
 	if !pollUntil(gone, time.Now().Add(grace), nil) {
 		pollUntil(gone, time.Time{}, func() { signal(unix.SIGKILL) })
@@ -298,42 +351,4 @@ func readStat(pid int) (procStat, error) {
 func procStartTime(pid int) (uint64, error) {
 	st, err := readStat(pid)
 	return st.start, err
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > 2*t.max {
-		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.b) > t.max {
-		return string(t.b[len(t.b)-t.max:])
-	}
-	return string(t.b)
-}
-
-// teeWriter copies the agent's standard output to its log and to the capture buffer. A
-// failing log write must not stop the capture, nor the agent (a broken pipe would kill it).
-type teeWriter struct {
-	log io.Writer
-	buf *tailBuffer
-}
-
-func (w *teeWriter) Write(p []byte) (int, error) {
-	w.log.Write(p)
-	return w.buf.Write(p)
 }

@@ -82,6 +82,7 @@ const (
 	RuleWrongRole     = "wrong-role"      // a role other than the one invoked
 )
 
+// Error returns "tdd-result: " and the message, which names the rule broken.
 func (e *FormatError) Error() string { return "tdd-result: " + e.Msg }
 
 // Is makes errors.Is(err, ErrFormat) true for every *FormatError.

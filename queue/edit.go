@@ -177,7 +177,7 @@ func (op SetField) splices(d *Doc) ([]splice, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: %w: %s", d.Path, ErrNotFound, op.ID)
 	}
-	if err := checkFieldName(op.Field); err != nil {
+	if err := CheckFieldName(op.Field); err != nil {
 		return nil, err
 	}
 	if err := CheckValue(d.Kind, op.Field, op.Value); err != nil {
@@ -226,7 +226,9 @@ var fieldNameOK = func(s string) bool {
 	return true
 }
 
-func checkFieldName(name string) error {
+// CheckFieldName checks that a field name can be written as a table row's name: letters,
+// digits, spaces, '-' and '_', starting with a letter.
+func CheckFieldName(name string) error {
 	if !fieldNameOK(strings.TrimSpace(name)) {
 		return fmt.Errorf("bad field name %q: use letters, digits, spaces, '-' and '_'", name)
 	}

@@ -15,17 +15,53 @@ func Check(d *Doc, plan *Plan) []Finding {
 	if d.Kind != Tasks {
 		return CheckStructure(d)
 	}
-	tasks := d.Tasks()
-	out := checkStructure(d, tasks)
-	out = append(out, checkTDD(d, tasks)...)
-	var inPlan []Finding
-	if plan != nil {
-		var inQueue []Finding
-		inQueue, inPlan = checkCoverage(d, tasks, plan)
-		out = append(out, inQueue...)
+	// Reading the tasks and checking the field values take most of the time on a large
+	// queue; each half of the records is done on its own core.
+	n := len(d.Records)
+	tasks := make([]Task, n)
+	var values [2][]Finding
+	half := func(k, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			tasks[i] = d.Task(&d.Records[i])
+		}
+		values[k] = d.checkValues(lo, hi)
 	}
+	if n < parallelTasks {
+		half(0, 0, n)
+	} else {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			half(1, n/2, n)
+		}()
+		half(0, 0, n/2)
+		<-done
+	}
+	// Then the rules over the whole graph, again on two cores.
+	index := taskIndex(tasks)
+	var refs []Finding
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		refs = checkRefs(d, tasks, index)
+	}()
+	tdd := checkTDD(d, tasks, index)
+	var inQueue, inPlan []Finding
+	if plan != nil {
+		inQueue, inPlan = checkCoverage(d, tasks, plan)
+	}
+	<-done
+	// On one line: field values, then references, then TDD, then coverage (the sort keeps
+	// this order).
+	out := append(values[0], values[1]...)
+	out = append(out, refs...)
+	out = append(out, tdd...)
+	out = append(out, inQueue...)
 	return append(sortFindings(out), inPlan...)
 }
+
+// parallelTasks is the size of queue from which Check reads it on two cores.
+const parallelTasks = 2000
 
 // CheckTDD reports SPEC §6.1 item 3 for the task queue d, TDD ordering:
 //
@@ -37,17 +73,16 @@ func Check(d *Doc, plan *Plan) []Finding {
 // the Docker setup a devops task makes). A TEST task is checked against its direct
 // dependencies only; one that reaches a BUILD task through another TEST task is reported at
 // that task, and VERIFY and QA tasks come after BUILD tasks anyway.
-func CheckTDD(d *Doc) []Finding { return sortFindings(checkTDD(d, d.Tasks())) }
+func CheckTDD(d *Doc) []Finding {
+	tasks := d.Tasks()
+	return sortFindings(checkTDD(d, tasks, taskIndex(tasks)))
+}
 
-func checkTDD(d *Doc, tasks []Task) []Finding {
+func checkTDD(d *Doc, tasks []Task, index map[string]int) []Finding {
 	var out []Finding
 	n := len(tasks)
-	index := make(map[string]int, n)
 	exempt := make([]bool, n)
 	for i, t := range tasks {
-		if _, dup := index[t.ID]; !dup {
-			index[t.ID] = i
-		}
 		exempt[i] = tddExempt(d, t)
 	}
 	// Who depends on whom, reversed: dependents[j] are the tasks that depend on task j.

@@ -311,6 +311,22 @@ func TestReadyOrder(t *testing.T) {
 	}
 }
 
+// longDeps is a list of 40 dependencies with repeats, as "ALL build tasks" can be.
+var longDeps, longDepsWant = func() (string, []string) {
+	var list, want []string
+	for i := 0; i < 40; i++ {
+		list = append(list, fmt.Sprintf("TASK-%03d", i), fmt.Sprintf("TASK-%03d", i/2))
+	}
+	seen := map[string]bool{}
+	for _, id := range list {
+		if !seen[id] {
+			seen[id] = true
+			want = append(want, id)
+		}
+	}
+	return strings.Join(list, ", "), want
+}()
+
 // TestDepsRowAndProse checks that dependencies come from the Depends On or Dependencies row
 // and from the **Dependencies:** prose line, in claudestrator's shapes.
 func TestDepsRowAndProse(t *testing.T) {
@@ -326,6 +342,8 @@ func TestDepsRowAndProse(t *testing.T) {
 		{"prose None", "\n**Dependencies:** None\n", ""},
 		{"empty row", "| Depends On | - |\n", ""},
 		{"row and prose the same, as claudestrator writes both", "| Depends On | TASK-T01 |\n\n**Dependencies:** TASK-T01\n", "TASK-T01"},
+		{"repeated IDs once, in order", "| Depends On | TASK-T01, TASK-001, TASK-T01 |\n| Dependencies | TASK-001, TASK-003 |\n", "TASK-T01 TASK-001 TASK-003"},
+		{"a long list", "| Depends On | " + longDeps + " |\n", strings.Join(longDepsWant, " ")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

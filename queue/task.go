@@ -1,6 +1,9 @@
 package queue
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // A TaskKind is what a task does in the TDD loop (SPEC §3.4).
 type TaskKind int
@@ -44,15 +47,59 @@ func (d *Doc) Tasks() []Task {
 // Task returns the scheduling view of record r.
 func (d *Doc) Task(r *Record) Task {
 	t := Task{ID: r.ID, Line: r.Line, Record: r}
-	t.Status, _ = NormalizeStatus(d.Kind, d.Get(r, "Status"))
-	t.Category = strings.ToLower(strings.TrimSpace(d.Get(r, "Category")))
-	t.Mode = strings.ToLower(strings.TrimSpace(d.Get(r, "Mode")))
+	var f [len(taskFields)]Field
+	var found [len(taskFields)]bool
+	d.lookupAll(r, taskFields[:], taskFieldKeys[:], f[:], found[:])
+	get := func(i int) string {
+		if !found[i] {
+			return ""
+		}
+		return d.Value(f[i])
+	}
+	t.Status = d.word(f[0], found[0], normStatus[d.Kind])
+	t.Category = d.word(f[1], found[1], lowerTrim)
+	t.Mode = d.word(f[2], found[2], lowerTrim)
 	t.Kind = kindOf(t.Category, t.Mode)
 	t.Deps = d.Deps(r)
-	t.TestIDs = List(d.Get(r, "Test IDs"))
-	t.Halted, _ = Bool(d.Get(r, "Halted"))
-	t.Issues = append(List(d.Get(r, "Source Issue")), List(d.Get(r, "Remediation"))...)
+	t.TestIDs = List(get(3))
+	t.Halted = d.word(f[4], found[4], lowerTrim) == "true"
+	t.Issues = append(List(get(5)), List(get(6))...)
 	return t
+}
+
+// taskFields are the fields Task reads (besides the dependencies), in the order of
+// taskFieldKeys.
+var taskFields = [...]string{"Status", "Category", "Mode", "Test IDs", "Halted", "Source Issue", "Remediation"}
+
+var taskFieldKeys = func() (out [len(taskFields)]uint64) {
+	for i, n := range taskFields {
+		out[i] = fieldKey([]byte(n))
+	}
+	return out
+}()
+
+// lookupAll does Lookup(r, names[i]) for every name in one pass over r's fields, which
+// matters when every task of a large queue is read. keys[i] is fieldKey(names[i]).
+func (d *Doc) lookupAll(r *Record, names []string, keys []uint64, out []Field, found []bool) {
+	missing := len(names)
+	for _, list := range [2][]Field{d.Fields(r), d.Prose(r)} {
+		for _, f := range list {
+			for i, k := range keys {
+				if f.key == k && !found[i] && sameName(f.Name.Bytes(d.Src), names[i]) {
+					out[i], found[i] = f, true
+					missing--
+				}
+			}
+		}
+		if missing == 0 {
+			return
+		}
+	}
+}
+
+var normStatus = [...]func(string) string{
+	Tasks:  func(v string) string { s, _ := NormalizeStatus(Tasks, v); return s },
+	Issues: func(v string) string { s, _ := NormalizeStatus(Issues, v); return s },
 }
 
 func kindOf(category, mode string) TaskKind {
@@ -77,18 +124,30 @@ func kindOf(category, mode string) TaskKind {
 // claudestrator wrote in prose.
 func (d *Doc) Deps(r *Record) []string {
 	var out []string
-	seen := map[string]bool{}
+	var seen map[string]bool // once the list is long; a short one is searched
 	add := func(v string) {
 		for _, id := range List(v) {
-			if !seen[id] {
+			switch {
+			case seen != nil:
+				if seen[id] {
+					continue
+				}
 				seen[id] = true
-				out = append(out, id)
+			case slices.Contains(out, id):
+				continue
+			case len(out) == 16:
+				seen = make(map[string]bool, 64)
+				for _, x := range out {
+					seen[x] = true
+				}
+				seen[id] = true
 			}
+			out = append(out, id)
 		}
 	}
 	rows := false
 	for _, f := range d.Fields(r) {
-		if n := d.Name(f); SameName(n, "Depends On") || SameName(n, "Dependencies") {
+		if isDepsField(d, f) {
 			add(d.Value(f))
 			rows = true
 		}
@@ -97,9 +156,47 @@ func (d *Doc) Deps(r *Record) []string {
 		return out
 	}
 	for _, f := range d.Prose(r) {
-		if n := d.Name(f); SameName(n, "Depends On") || SameName(n, "Dependencies") {
+		if isDepsField(d, f) {
 			add(d.Value(f))
 		}
 	}
 	return out
 }
+
+var dependsOnKey, dependenciesKey = fieldKey([]byte("Depends On")), fieldKey([]byte("Dependencies"))
+
+// isDepsField reports whether f is a Depends On or Dependencies field. The name's hash is
+// compared first: validate asks this of every field of a large queue.
+func isDepsField(d *Doc, f Field) bool {
+	n := f.Name.Bytes(d.Src)
+	return f.key == dependsOnKey && sameName(n, "Depends On") || f.key == dependenciesKey && sameName(n, "Dependencies")
+}
+
+// commonWords are field values that read as themselves (canonical statuses, the usual
+// categories and modes, booleans). d.word returns them without allocating: reading the tasks
+// of a 10,000-task queue is otherwise mostly copying these words.
+var commonWords = func() map[string]string {
+	m := map[string]string{}
+	for _, w := range []string{
+		StatusPending, StatusInProgress, StatusCompleted, StatusFailed, StatusHalted, StatusBlocked, StatusSkipped,
+		"testing", "test_verification", "backend", "frontend", "fullstack", "devops", "docs", "qa",
+		"write", "verify", "true", "false",
+	} {
+		m[w] = w
+	}
+	return m
+}()
+
+// word returns the value of field f (found, or else absent) read by norm: the value itself
+// when it is one of commonWords and norm keeps it as it is, else norm of the value.
+func (d *Doc) word(f Field, found bool, norm func(string) string) string {
+	if !found {
+		return norm("")
+	}
+	if w, ok := commonWords[string(f.Value.Bytes(d.Src))]; ok && norm(w) == w {
+		return w
+	}
+	return norm(d.Value(f))
+}
+
+func lowerTrim(s string) string { return strings.ToLower(strings.TrimSpace(s)) }

@@ -60,29 +60,39 @@ func CheckStructure(d *Doc) []Finding {
 // checkStructure is CheckStructure with the tasks of a task queue already read (Check shares
 // them with the other rules).
 func checkStructure(d *Doc, tasks []Task) []Finding {
+	out := d.checkValues(0, len(d.Records))
+	if d.Kind == Tasks {
+		out = append(out, checkRefs(d, tasks, taskIndex(tasks))...)
+	}
+	return sortFindings(out)
+}
+
+// checkValues reports the field values of records [lo, hi) that are not well-formed.
+func (d *Doc) checkValues(lo, hi int) []Finding {
+	var out []Finding
+	for i := lo; i < hi; i++ {
+		r := &d.Records[i]
+		for _, f := range d.Fields(r) {
+			// Most fields need no check, and most values pass: the field's name as written
+			// is only needed for the message.
+			name := checkedName(f)
+			if name == "" || !sameName(f.Name.Bytes(d.Src), name) || quickValid(d.Kind, name, f.Value.Bytes(d.Src)) {
+				continue
+			}
+			if v := d.Value(f); checkSyntax(d.Kind, name, v) != nil {
+				err := checkSyntax(d.Kind, d.Name(f), v)
+				out = append(out, Finding{Path: d.Path, Line: f.Line, ID: r.ID, Severity: Error, Message: err.Error()})
+			}
+		}
+	}
+	return out
+}
+
+// checkRefs reports dependencies that do not exist and dependency cycles.
+func checkRefs(d *Doc, tasks []Task, index map[string]int) []Finding {
 	var out []Finding
 	add := func(line int, id string, sev Severity, format string, args ...any) {
 		out = append(out, Finding{Path: d.Path, Line: line, ID: id, Severity: sev, Message: fmt.Sprintf(format, args...)})
-	}
-	for i := range d.Records {
-		r := &d.Records[i]
-		for _, f := range d.Fields(r) {
-			if !valueChecked(f) {
-				continue
-			}
-			if err := CheckValue(d.Kind, d.Name(f), d.Value(f)); err != nil {
-				add(f.Line, r.ID, Error, "%v", err)
-			}
-		}
-	}
-	if d.Kind != Tasks {
-		return sortFindings(out)
-	}
-	index := make(map[string]int, len(tasks))
-	for i, t := range tasks {
-		if _, dup := index[t.ID]; !dup {
-			index[t.ID] = i
-		}
 	}
 	for _, t := range tasks {
 		for _, dep := range t.Deps {
@@ -91,11 +101,11 @@ func checkStructure(d *Doc, tasks []Task) []Finding {
 			}
 		}
 	}
-	for _, cyc := range Cycles(tasks) {
+	for _, cyc := range cycles(tasks, index) {
 		first := tasks[index[cyc[0]]]
 		add(d.depLine(first.Record), first.ID, Error, "dependency cycle: %s", strings.Join(append(cyc, cyc[0]), " -> "))
 	}
-	return sortFindings(out)
+	return out
 }
 
 // depLine returns the line of r's dependency field, or of its heading.
@@ -111,14 +121,22 @@ func (d *Doc) depLine(r *Record) int {
 // Cycles returns the dependency cycles among tasks, each as the IDs along it, starting from
 // the task that comes first in the file. It runs in time linear in tasks and edges (Tarjan's
 // strongly connected components, iteratively).
-func Cycles(tasks []Task) [][]string {
-	n := len(tasks)
-	index := make(map[string]int, n)
+func Cycles(tasks []Task) [][]string { return cycles(tasks, taskIndex(tasks)) }
+
+// taskIndex maps each task ID to its first task.
+func taskIndex(tasks []Task) map[string]int {
+	index := make(map[string]int, len(tasks))
 	for i, t := range tasks {
 		if _, dup := index[t.ID]; !dup {
 			index[t.ID] = i
 		}
 	}
+	return index
+}
+
+// cycles is Cycles with the tasks' index already made.
+func cycles(tasks []Task, index map[string]int) [][]string {
+	n := len(tasks)
 	adj := make([][]int, n)
 	for i, t := range tasks {
 		for _, dep := range t.Deps {

@@ -215,10 +215,12 @@ func List(v string) []string {
 		v = v[1 : len(v)-1]
 	}
 	var out []string
-	for _, p := range strings.Split(v, ",") {
+	for v != "" {
+		p, rest, _ := strings.Cut(v, ",")
 		if p = strings.TrimSpace(p); p != "" {
 			out = append(out, p)
 		}
+		v = rest
 	}
 	return out
 }
@@ -257,6 +259,11 @@ func CheckValue(k Kind, name, v string) error {
 	if strings.ContainsAny(v, "\r\n") {
 		return fmt.Errorf("value of %s has a line break", name)
 	}
+	return checkSyntax(k, name, v)
+}
+
+// checkSyntax is CheckValue for a value that has no line break, as no table cell has.
+func checkSyntax(k Kind, name, v string) error {
 	var buf [32]byte
 	norm := append(buf[:0], trimASCII(name)...)
 	for i, c := range norm {
@@ -326,14 +333,62 @@ var checkedKeys = func() []uint64 {
 	return out
 }()
 
-// valueChecked reports whether CheckValue may refuse a table cell of field f.
-func valueChecked(f Field) bool {
+// checkedMask has bit k&63 set for each of checkedKeys.
+var checkedMask = func() uint64 {
+	var m uint64
 	for _, k := range checkedKeys {
-		if f.key == k {
-			return true
+		m |= 1 << (k & 63)
+	}
+	return m
+}()
+
+// quickValid reports whether the raw cell b is certainly a well-formed value of the field
+// whose normalized name is name (one of checkedNames), without allocating. It answers false
+// when unsure; then checkSyntax decides. Most cells of a queue are the common words it
+// knows, and validate checks every one.
+func quickValid(k Kind, name string, b []byte) bool {
+	switch name {
+	case "status":
+		m := taskStatuses
+		if k == Issues {
+			m = issueStatuses
 		}
+		_, ok := m[string(b)]
+		return ok
+	case "retry count", "max retries", "signature repeat count":
+		if len(b) == 0 || len(b) > 9 {
+			return false
+		}
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				return false
+			}
+		}
+		return true
+	case "halted", "auto retry", "blocking", "skip if unavailable":
+		return string(b) == "true" || string(b) == "false"
+	case "mode":
+		return string(b) == "write" || string(b) == "verify"
+	case "complexity":
+		return string(b) == "easy" || string(b) == "normal" || string(b) == "complex"
+	case "failure signature":
+		return hex16.Match(b)
 	}
 	return false
+}
+
+// checkedName returns the normalized name of field f when CheckValue may refuse a table
+// cell of it (and "" when it may not).
+func checkedName(f Field) string {
+	if checkedMask&(1<<(f.key&63)) == 0 {
+		return "" // most fields: one test rules them out
+	}
+	for i, k := range checkedKeys {
+		if f.key == k {
+			return checkedNames[i]
+		}
+	}
+	return ""
 }
 
 // EscapeCell escapes a value for a table cell: `|` becomes `\|`.

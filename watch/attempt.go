@@ -184,22 +184,20 @@ func (r *runner) track(a *attempt, done <-chan struct{}) {
 
 // command builds the agent's argument vector.
 func (r *runner) command(name, complexity string) ([]string, agents.Adapter, error) {
-	if name == "replay" {
-		if _, ok := r.o.Config.Agents["replay"]; !ok {
-			exe := r.o.Executable
-			if exe == "" {
-				var err error
-				if exe, err = os.Executable(); err != nil {
-					return nil, nil, err
-				}
+	if _, configured := r.o.Config.Agents[agents.Replay]; name == agents.Replay && !configured {
+		exe := r.o.Executable
+		if exe == "" {
+			var err error
+			if exe, err = os.Executable(); err != nil {
+				return nil, nil, err
 			}
-			dir := r.o.Config.ReplayDir
-			if !filepath.IsAbs(dir) {
-				dir = filepath.Join(r.o.Layout.Root, dir)
-			}
-			ad, err := agents.Lookup("exec", nil)
-			return []string{exe, "__replay", "--from", dir}, ad, err
 		}
+		dir := r.o.Config.ReplayDir
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(r.o.Layout.Root, dir)
+		}
+		ad := agents.NewReplay(exe, dir)
+		return ad.Command(agents.ModelOptions{}), ad, nil
 	}
 	configured := map[string][]string{}
 	for k, v := range r.o.Config.Agents {

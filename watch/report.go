@@ -196,6 +196,9 @@ func (r *reporter) final(tasks *queue.Doc, l queue.Layout) {
 		parts = append(parts, fmt.Sprintf("%d %s", counts[k], orNone(k)))
 	}
 	fmt.Fprintf(r.w, "\n%d tasks: %s\n", len(tasks.Records), strings.Join(parts, ", "))
+	if plan, err := queue.LoadPlan(l.Plan()); err == nil {
+		fmt.Fprintf(r.w, "\n%s", queue.Coverage(tasks, plan).Render())
+	}
 }
 
 func countStatuses(d *queue.Doc) map[string]int {

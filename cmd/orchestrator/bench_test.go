@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,4 +63,78 @@ func BenchmarkSetVsSed(b *testing.B) {
 	b.ReportMetric(float64(orchTime.Microseconds())/1000/n, "set-ms/op")
 	b.ReportMetric(float64(sedTime.Microseconds())/1000/n, "sed-ms/op")
 	b.ReportMetric(float64(orchTime)/float64(sedTime), "ratio")
+}
+
+// BenchmarkValidateVsSed runs `orchestrator validate` as a whole process on a generated
+// 10,000-task queue with a 10,000-ID test plan (5,000 IDs mapped by the queue's TEST tasks,
+// 5,000 not: 5,000 findings, exit 1) and a current coverage matrix, side by side with
+// `sed -i` editing one cell of the same file, and reports both times and their ratio
+// (target: ratio ≤ 1.0; in process, BenchmarkValidate in package queue, target 50 ms).
+func BenchmarkValidateVsSed(b *testing.B) {
+	if _, err := exec.LookPath("sed"); err != nil {
+		b.Skip("no sed")
+	}
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "orchestrator")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	repo := filepath.Join(dir, "repo")
+	for _, d := range []string{".orchestrator", "projectspec"} {
+		if err := os.MkdirAll(filepath.Join(repo, d), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	queueFile := filepath.Join(repo, ".orchestrator", "task_queue.md")
+	f, err := os.Create(queueFile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := queuegen.WriteQueue(f, 10000); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	f, err = os.Create(filepath.Join(repo, "projectspec", "test-plan-output.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := queuegen.WritePlan(f, 10000, 5000); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	if out, err := exec.Command(bin, "--dir", repo, "coverage", "--write").CombinedOutput(); err != nil {
+		b.Fatalf("coverage --write: %v\n%s", err, out)
+	}
+	src, err := os.ReadFile(queueFile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sedFile := filepath.Join(dir, "sed_queue.md")
+	if err := os.WriteFile(sedFile, src, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	values := [2]string{"completed", "pending"}
+	var validateTime, sedTime time.Duration
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		to, from := values[i%2], values[(i+1)%2]
+		t0 := time.Now()
+		out, err := exec.Command(bin, "--dir", repo, "validate").Output()
+		t1 := time.Now()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || bytes.Count(out, []byte{'\n'}) != 5000 {
+			b.Fatalf("validate: %v, %d lines", err, bytes.Count(out, []byte{'\n'}))
+		}
+		script := "/^### TASK-05000$/,/^### /s/^| Status | " + from + " |$/| Status | " + to + " |/"
+		t2 := time.Now()
+		if out, err := exec.Command("sed", "-i", script, sedFile).CombinedOutput(); err != nil {
+			b.Fatalf("sed: %v\n%s", err, out)
+		}
+		t3 := time.Now()
+		validateTime += t1.Sub(t0)
+		sedTime += t3.Sub(t2)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(validateTime.Microseconds())/1000/n, "validate-ms/op")
+	b.ReportMetric(float64(sedTime.Microseconds())/1000/n, "sed-ms/op")
+	b.ReportMetric(float64(validateTime)/float64(sedTime), "ratio")
 }

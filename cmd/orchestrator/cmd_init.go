@@ -50,6 +50,9 @@ func runInit(_ context.Context, opts *initOptions) error {
 		}
 		root = wd
 	}
+	if fi, err := os.Stat(root); err == nil && !fi.IsDir() {
+		return usageErrorf("--dir %s: not a folder", root)
+	}
 	l := queue.Layout{Root: root}
 	for _, d := range []string{l.Dir(), l.Markers(), l.Runs()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

@@ -66,5 +66,6 @@ func runNext(_ context.Context, opts *nextOptions) error {
 func writeJSON(w interface{ Write([]byte) (int, error) }, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // "A -> B" reads as written; the output is not for HTML pages
 	return enc.Encode(v)
 }

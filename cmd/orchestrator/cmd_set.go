@@ -47,6 +47,9 @@ func parseAssignments(list []string) ([][2]string, error) {
 		if !ok || strings.TrimSpace(name) == "" {
 			return nil, usageErrorf("%q is not Field=Value", a)
 		}
+		if err := queue.CheckFieldName(name); err != nil {
+			return nil, usageErrorf("%v", err)
+		}
 		out = append(out, [2]string{strings.TrimSpace(name), value})
 	}
 	return out, nil

@@ -44,6 +44,9 @@ func TestScripts(t *testing.T) {
 		UpdateScripts:       *updateScripts,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv(exitCodeVar, filepath.Join(env.WorkDir, ".exitcode"))
+			// Under -race a process sleeps a second before it exits (to catch races at
+			// exit); the scripts start hundreds of them.
+			env.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

@@ -74,7 +74,12 @@ func (g *globalOptions) layout() (queue.Layout, error) {
 	if err != nil {
 		return queue.Layout{}, err
 	}
-	return queue.FindRoot(g.Dir, wd)
+	l, err := queue.FindRoot(g.Dir, wd)
+	if err != nil {
+		// No repository, or a --dir that is not a folder: bad usage.
+		return l, &exitError{code: exitUsage, err: err}
+	}
+	return l, nil
 }
 
 // Main runs the command line args and returns the exit code.

@@ -13,7 +13,8 @@
 //	nomarker    exits 0 with no marker and no result
 //	exit1       exits 1 with no marker and no result
 //	hang        sleeps forever
-//	stubborn    ignores SIGTERM and sleeps forever (only SIGKILL ends it)
+//	stubborn    ignores SIGTERM, says so on standard output, and sleeps forever (only
+//	            SIGKILL ends it)
 //	grandchild  starts a copy of itself in mode hang, in the same process group, writes its
 //	            PID to the file TESTAGENT_PIDFILE, writes <ID>.done and exits 0
 //	malformed   prints a broken tdd-result block and writes <ID>.done
@@ -57,6 +58,7 @@ func run(mode string) error {
 		sleepForever()
 	case "stubborn":
 		signal.Ignore(syscall.SIGTERM)
+		fmt.Println("ignoring SIGTERM")
 		sleepForever()
 	case "grandchild":
 		return grandchild()
