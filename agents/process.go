@@ -352,3 +352,31 @@ func procStartTime(pid int) (uint64, error) {
 	st, err := readStat(pid)
 	return st.start, err
 }
+
+// FindByEnv finds a live agent that was started with name=value in its environment (the
+// orchestrator gives every attempt its own ORCHESTRATOR_ATTEMPT_DIR) and leads its own
+// process group. It closes the gap between starting an agent and recording its PID: a
+// restarted orchestrator finds such an agent here instead of starting a second one.
+func FindByEnv(name, value string) (pid int, startTime uint64, ok bool) {
+	want := []byte(name + "=" + value + "\x00")
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, 0, false
+	}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := readStat(p)
+		if err != nil || st.pgrp != p || st.state == 'Z' || st.state == 'X' {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil || !bytes.Contains(append([]byte{0}, env...), append([]byte{0}, want...)) {
+			continue
+		}
+		return p, st.start, true
+	}
+	return 0, 0, false
+}

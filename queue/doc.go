@@ -9,5 +9,7 @@
 //
 // The package does not decide what to do with tasks (scheduling, gates, agents); it only
 // reads and writes them faithfully. Rules over the parsed queue (validation, the ready set,
-// the coverage matrix) live here too because they are pure functions of the files.
+// the coverage matrix) live here too because they are pure functions of the files, and so
+// does reading the test plan (projectspec/test-plan-output.json) that the coverage rules
+// compare the queue with.
 package queue

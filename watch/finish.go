@@ -49,6 +49,9 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 	}
 	l := r.o.Layout
 	defer os.Remove(filepath.Join(l.Markers(), a.id+".kill"))
+	// The agent has exited, but what it started in its process group may still run: end
+	// it before judging, so that nothing the agent left changes files under the gate.
+	a.stop(r.o.Config.Grace.Duration)
 	switch a.stopReason {
 	case reasonSignal:
 		return nil // interrupt puts the task back to pending
@@ -147,36 +150,44 @@ func orNone(s string) string {
 	return s
 }
 
-// claim returns "done", "failed" or "" (no claim). The marker wins; a result block in the
-// marker or in the agent's final message is parsed strictly.
+// claim returns "done", "failed" or "" (no claim). A result block, in the marker or in the
+// agent's final message, is parsed strictly: a malformed block, two blocks or a wrong role
+// is a format violation even when a marker says done. The marker's word decides the claim;
+// without a marker, the block's state does.
 func (r *runner) claim(a *attempt) (string, error) {
 	role := roles[a.task.Kind]
-	fromBlock := func(text string) (string, error) {
-		res, err := agents.ParseResult(text, role)
-		if err != nil {
-			return "", err
-		}
-		switch res.State {
-		case "success":
-			return "done", nil
-		default:
-			return "failed", nil
+	var block *agents.Result
+	if a.proc != nil && a.adapter != nil {
+		if text, err := a.adapter.FinalText([]byte(a.proc.Stdout())); err == nil && strings.Contains(text, "```tdd-result") {
+			res, err := agents.ParseResult(text, role)
+			if err != nil {
+				return "", err
+			}
+			block = res
 		}
 	}
 	if m, err := markers.Find(r.o.Layout.Markers(), a.id); err == nil && m != nil {
 		if bytes.Contains(m.Body, []byte("```tdd-result")) {
-			return fromBlock(string(m.Body))
+			res, err := agents.ParseResult(string(m.Body), role)
+			if err != nil {
+				return "", err
+			}
+			return stateClaim(res), nil
 		}
 		return m.Claim(), nil
 	}
-	if a.proc == nil || a.adapter == nil {
-		return "", nil
+	if block != nil {
+		return stateClaim(block), nil
 	}
-	text, err := a.adapter.FinalText([]byte(a.proc.Stdout()))
-	if err != nil || !strings.Contains(text, "```tdd-result") {
-		return "", nil
+	return "", nil
+}
+
+// stateClaim turns a result block's state into a claim: only success claims done.
+func stateClaim(res *agents.Result) string {
+	if res.State == agents.StateSuccess {
+		return "done"
 	}
-	return fromBlock(text)
+	return "failed"
 }
 
 // testCommand returns the command that checks a task: its Test Command, else the project's
@@ -299,7 +310,14 @@ func (r *runner) recoverAttempts(ctx context.Context) error {
 		a := &attempt{id: t.ID, n: n, dir: dir, task: t}
 		var af agentFile
 		b, err := os.ReadFile(filepath.Join(dir, "agent.json"))
-		if n == 0 || err != nil || json.Unmarshal(b, &af) != nil || af.PID <= 0 {
+		if n > 0 && (err != nil || json.Unmarshal(b, &af) != nil || af.PID <= 0) {
+			// We may have died between starting the agent and recording it: look for
+			// it by the attempt folder in its environment.
+			if pid, start, ok := agents.FindByEnv("ORCHESTRATOR_ATTEMPT_DIR", dir); ok {
+				af = agentFile{PID: pid, StartTime: start, Started: time.Now()}
+			}
+		}
+		if n == 0 || af.PID <= 0 {
 			// The agent never started: no attempt was used.
 			if n > 0 {
 				a.record(result{Outcome: "not_started", Reason: "the orchestrator stopped before the agent started"})

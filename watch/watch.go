@@ -107,7 +107,14 @@ func lockRepo(l queue.Layout) (func(), error) {
 		return nil, err
 	}
 	lk := flock.New(filepath.Join(l.Dir(), "watch.lock"))
-	ok, err := lk.TryLock()
+	// Retry for a moment: a watch killed while starting a process leaves a child that holds
+	// the lock until it execs (and closes it).
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	ok, err := lk.TryLockContext(ctx, 20*time.Millisecond)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", lk.Path(), err)
 	}

@@ -72,6 +72,7 @@ func TestConcurrency(t *testing.T) {
 	)
 	var (
 		progress   atomic.Int64 // orchestrator runs finished
+		failed     atomic.Bool  // a loop gave up: the editor must not wait for it
 		editorDone = make(chan struct{})
 		wg         sync.WaitGroup
 		errs       = make(chan error, loops+1)
@@ -87,6 +88,7 @@ func TestConcurrency(t *testing.T) {
 				cmd := exec.Command(bin, "--dir", repo, "set", fmt.Sprintf("TASK-%d", n), fmt.Sprintf("Notes=v%d", k))
 				if out, err := cmd.CombinedOutput(); err != nil {
 					errs <- fmt.Errorf("set TASK-%d Notes=v%d: %v\n%s", n, k, err, out)
+					failed.Store(true)
 					if k < values {
 						<-editorDone
 					}
@@ -103,7 +105,7 @@ func TestConcurrency(t *testing.T) {
 		for e := 1; e <= edits; e++ {
 			// Spread the edits over the loops' runs (about one per three runs), so that
 			// they meet orchestrator writes in flight.
-			for progress.Load() < int64(3*(e-1)) && progress.Load() < loops*(values-1) {
+			for progress.Load() < int64(3*(e-1)) && !failed.Load() {
 				time.Sleep(100 * time.Microsecond)
 			}
 			if err := editorSave(path, "TASK-5", fmt.Sprintf("e%d", e)); err != nil {

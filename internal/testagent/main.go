@@ -25,7 +25,9 @@
 //
 // TESTAGENT_WRITE holds one path=content pair a line; paths are relative to
 // ORCHESTRATOR_ROOT (or the working folder). TESTAGENT_MARKER, if set to "failed", makes the
-// marker <ID>.failed instead.
+// marker <ID>.failed instead. TESTAGENT_DELAY (a duration) waits before the marker, and
+// TESTAGENT_STAMP (any value) writes the wall-clock time of the marker, in nanoseconds, to
+// marker-time in the attempt folder.
 package main
 
 import (
@@ -178,6 +180,16 @@ func marker() error {
 	k, body := markers.Done, "done\n"
 	if os.Getenv("TESTAGENT_MARKER") == "failed" {
 		k, body = markers.Failed, "failed\n"
+	}
+	if d, err := time.ParseDuration(os.Getenv("TESTAGENT_DELAY")); err == nil {
+		time.Sleep(d)
+	}
+	if os.Getenv("TESTAGENT_STAMP") != "" {
+		// For latency benchmarks: when the marker was written, by the wall clock.
+		stamp := filepath.Join(os.Getenv("ORCHESTRATOR_ATTEMPT_DIR"), "marker-time")
+		if err := os.WriteFile(stamp, []byte(strconv.FormatInt(time.Now().UnixNano(), 10)), 0o644); err != nil {
+			return err
+		}
 	}
 	return markers.Write(os.Getenv("ORCHESTRATOR_MARKER_DIR"), os.Getenv("ORCHESTRATOR_TASK_ID"), k, []byte(body))
 }

@@ -1,0 +1,439 @@
+package watch_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/orchestrator/orchestrator/queue"
+)
+
+// The real binaries under test: the orchestrator and the scripted test agent.
+var orchestratorBin, agentBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "watch-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	orchestratorBin = filepath.Join(dir, "orchestrator")
+	agentBin = filepath.Join(dir, "testagent")
+	for bin, pkg := range map[string]string{orchestratorBin: "../cmd/orchestrator", agentBin: "../internal/testagent"} {
+		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// repo is a test repository with a task queue and a config whose agents are the test agent
+// in various modes.
+type repo struct {
+	t    *testing.T
+	root string
+	tag  string // in every agent's environment, to find leftover processes
+}
+
+// task is one task of a generated queue.
+type task struct {
+	id, category, mode, agent, testCommand, deps string
+}
+
+func newRepo(t *testing.T, tasks []task, agents map[string][]string, extraConfig string) *repo {
+	t.Helper()
+	r := &repo{t: t, root: t.TempDir(), tag: fmt.Sprintf("watch-test-%d-%s", os.Getpid(), t.Name())}
+	r.tag = strings.NewReplacer("/", "-", " ", "-").Replace(r.tag)
+	if err := os.MkdirAll(filepath.Join(r.root, ".orchestrator"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var q strings.Builder
+	q.WriteString("# Task Queue\n\n")
+	for _, tk := range tasks {
+		fmt.Fprintf(&q, "### %s\n\n| Field | Value |\n|-------|-------|\n| Status | pending |\n| Category | %s |\n", tk.id, tk.category)
+		if tk.mode != "" {
+			fmt.Fprintf(&q, "| Mode | %s |\n", tk.mode)
+		}
+		if tk.agent != "" {
+			fmt.Fprintf(&q, "| Agent | %s |\n", tk.agent)
+		}
+		fmt.Fprintf(&q, "| Test Command | %s |\n| Depends On | %s |\n\n**Objective:** test task %s.\n\n", tk.testCommand, orDash(tk.deps), tk.id)
+	}
+	r.write(".orchestrator/task_queue.md", q.String())
+	var c strings.Builder
+	c.WriteString("agent: honest\ngrace: 300ms\n" + extraConfig + "agents:\n")
+	for name, env := range agents {
+		argv := append([]string{"env", "TESTAGENT_TAG=" + r.tag}, env...)
+		argv = append(argv, agentBin)
+		fmt.Fprintf(&c, "  %s: {command: [%s]}\n", name, quoteAll(argv))
+	}
+	r.write(".orchestrator/config.yaml", c.String())
+	return r
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func quoteAll(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = strconv.Quote(a)
+	}
+	return strings.Join(q, ", ")
+}
+
+func (r *repo) write(rel, text string) {
+	r.t.Helper()
+	if err := os.WriteFile(filepath.Join(r.root, rel), []byte(text), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *repo) read(rel string) string {
+	r.t.Helper()
+	b, err := os.ReadFile(filepath.Join(r.root, rel))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return string(b)
+}
+
+// cmd returns the orchestrator command with args, run in the repository.
+func (r *repo) cmd(args ...string) *exec.Cmd {
+	c := exec.Command(orchestratorBin, append([]string{"--dir", r.root}, args...)...)
+	c.Dir = r.root
+	return c
+}
+
+// run runs the orchestrator and returns its exit code and output.
+func (r *repo) run(args ...string) (int, string) {
+	r.t.Helper()
+	out, err := r.cmd(args...).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), string(out)
+	}
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return 0, string(out)
+}
+
+// statuses returns every task's status; the queue must parse.
+func (r *repo) statuses() map[string]string {
+	r.t.Helper()
+	d, err := queue.Load(filepath.Join(r.root, ".orchestrator", "task_queue.md"))
+	if err != nil {
+		r.t.Fatalf("queue does not parse: %v", err)
+	}
+	out := map[string]string{}
+	for _, tk := range d.Tasks() {
+		out[tk.ID] = tk.Status
+	}
+	return out
+}
+
+// agentsAlive returns the PIDs of live (non-zombie) processes carrying this repo's tag, by
+// the task they work on.
+func (r *repo) agentsAlive() map[string][]int {
+	out := map[string][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err != nil || !bytes.Contains(env, []byte("TESTAGENT_TAG="+r.tag+"\x00")) {
+			continue
+		}
+		if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+			if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
+				continue // a zombie is dead; its parent reaps it
+			}
+		}
+		id := ""
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if v, ok := bytes.CutPrefix(kv, []byte("ORCHESTRATOR_TASK_ID=")); ok {
+				id = string(v)
+			}
+		}
+		out[id] = append(out[id], pid)
+	}
+	return out
+}
+
+// noneLeft fails the test if a process of this repo's agents is still alive.
+func (r *repo) noneLeft() {
+	r.t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		alive := r.agentsAlive()
+		if len(alive) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, pids := range alive {
+				for _, pid := range pids {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+			r.t.Fatalf("processes left behind: %v", alive)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestWatchOnceBehaviours runs `watch --once` over one task whose agent behaves as each
+// case says, and checks the exit code, the final queue, the attempt folder and that no
+// process is left behind.
+func TestWatchOnceBehaviours(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		env        []string
+		category   string
+		mode       string
+		testCmd    string
+		extra      string
+		wantExit   int
+		wantStatus string
+		wantInGate string
+		wantFiles  []string
+	}{
+		{name: "honest build", env: []string{"TESTAGENT_MODE=honest", "TESTAGENT_WRITE=calc.go=package calc"}, testCmd: "test -f calc.go",
+			wantExit: 0, wantStatus: "completed", wantInGate: "claim verified", wantFiles: []string{"calc.go"}},
+		{name: "honest test writer", env: []string{"TESTAGENT_MODE=honest", "TESTAGENT_ROLE=test-writer", "TESTAGENT_WRITE=calc_test.go=x"}, category: "testing", mode: "write", testCmd: "false",
+			wantExit: 0, wantStatus: "completed", wantInGate: "claim verified"},
+		{name: "test writer whose tests pass", env: []string{"TESTAGENT_MODE=honest", "TESTAGENT_ROLE=test-writer"}, category: "testing", mode: "write", testCmd: "true",
+			wantExit: 1, wantStatus: "failed", wantInGate: "the tests already pass"},
+		{name: "lie", env: []string{"TESTAGENT_MODE=lie", "TESTAGENT_WRITE=calc.go=package calc"}, testCmd: "test -f calc.go",
+			wantExit: 1, wantStatus: "failed", wantInGate: "claim rejected: test -f calc.go exited 1"},
+		{name: "failed marker", env: []string{"TESTAGENT_MODE=honest", "TESTAGENT_MARKER=failed"}, testCmd: "true",
+			wantExit: 1, wantStatus: "failed", wantInGate: "the agent reported failure"},
+		{name: "no marker", env: []string{"TESTAGENT_MODE=nomarker"}, testCmd: "true",
+			wantExit: 1, wantStatus: "failed", wantInGate: "no_marker"},
+		{name: "exits non-zero", env: []string{"TESTAGENT_MODE=exit1"}, testCmd: "true",
+			wantExit: 1, wantStatus: "failed", wantInGate: "agent exit code: 1"},
+		{name: "hangs past the timeout", env: []string{"TESTAGENT_MODE=hang"}, testCmd: "true", extra: "task_timeout: 700ms\n",
+			wantExit: 1, wantStatus: "failed", wantInGate: "timeout"},
+		{name: "ignores SIGTERM", env: []string{"TESTAGENT_MODE=stubborn"}, testCmd: "true", extra: "task_timeout: 700ms\n",
+			wantExit: 1, wantStatus: "failed", wantInGate: "timeout"},
+		{name: "grandchild outlives it", env: []string{"TESTAGENT_MODE=grandchild"}, testCmd: "true",
+			wantExit: 0, wantStatus: "completed", wantInGate: "claim verified"},
+		{name: "malformed block", env: []string{"TESTAGENT_MODE=malformed"}, testCmd: "true",
+			wantExit: 1, wantStatus: "failed", wantInGate: "format_violation"},
+		{name: "two blocks", env: []string{"TESTAGENT_MODE=double"}, testCmd: "true",
+			wantExit: 1, wantStatus: "failed", wantInGate: "exactly one"},
+		{name: "keeps running after its marker", env: []string{"TESTAGENT_MODE=linger"}, testCmd: "true",
+			wantExit: 0, wantStatus: "completed", wantInGate: "claim verified"},
+		{name: "no test command", env: []string{"TESTAGENT_MODE=honest"}, testCmd: "-",
+			wantExit: 1, wantStatus: "failed", wantInGate: "cannot be verified"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cat := tt.category
+			if cat == "" {
+				cat = "backend"
+			}
+			r := newRepo(t, []task{{id: "TASK-001", category: cat, mode: tt.mode, testCommand: tt.testCmd}},
+				map[string][]string{"honest": append(tt.env, "TESTAGENT_PIDFILE="+filepath.Join(t.TempDir(), "child.pid"))}, tt.extra)
+			code, out := r.run("watch", "--once")
+			if code != tt.wantExit {
+				t.Errorf("exit code %d, want %d\n%s", code, tt.wantExit, out)
+			}
+			if got := r.statuses()["TASK-001"]; got != tt.wantStatus {
+				t.Errorf("status %q, want %q\n%s", got, tt.wantStatus, out)
+			}
+			for _, f := range []string{"prompt.md", "agent.log", "agent.json", "gate.log", "result.json"} {
+				if _, err := os.Stat(filepath.Join(r.root, ".orchestrator/runs/TASK-001/1", f)); err != nil {
+					t.Errorf("attempt folder: %v", err)
+				}
+			}
+			if gate := r.read(".orchestrator/runs/TASK-001/1/gate.log"); !strings.Contains(gate, tt.wantInGate) {
+				t.Errorf("gate.log does not say %q:\n%s", tt.wantInGate, gate)
+			}
+			for _, f := range tt.wantFiles {
+				if _, err := os.Stat(filepath.Join(r.root, f)); err != nil {
+					t.Errorf("agent's file: %v", err)
+				}
+			}
+			if entries, _ := os.ReadDir(filepath.Join(r.root, ".orchestrator/complete")); len(entries) != 0 {
+				t.Errorf("markers left in complete/: %v", entries)
+			}
+			r.noneLeft()
+		})
+	}
+}
+
+// TestWatchOrderAndJobs runs a small queue with dependencies at --jobs 2: everything ends
+// completed, and a task never starts before its dependencies completed.
+func TestWatchOrderAndJobs(t *testing.T) {
+	t.Parallel()
+	tasks := []task{
+		{id: "TASK-T01", category: "testing", mode: "write", agent: "writer", testCommand: "false"},
+		{id: "TASK-T02", category: "testing", mode: "write", agent: "writer", testCommand: "false"},
+		{id: "TASK-001", category: "backend", testCommand: "true", deps: "TASK-T01"},
+		{id: "TASK-002", category: "backend", testCommand: "true", deps: "TASK-T02, TASK-001"},
+		{id: "TASK-V01", category: "test_verification", agent: "verifier", testCommand: "true", deps: "TASK-001, TASK-002"},
+	}
+	r := newRepo(t, tasks, map[string][]string{
+		"honest":   {"TESTAGENT_MODE=honest", "TESTAGENT_DELAY=50ms"},
+		"writer":   {"TESTAGENT_MODE=honest", "TESTAGENT_ROLE=test-writer", "TESTAGENT_DELAY=50ms"},
+		"verifier": {"TESTAGENT_MODE=honest", "TESTAGENT_ROLE=verifier"},
+	}, "")
+	code, out := r.run("watch", "--once", "--jobs", "2", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	for id, s := range r.statuses() {
+		if s != "completed" {
+			t.Errorf("%s is %s", id, s)
+		}
+	}
+	// Completion order from the JSON events: a task starts only after its dependencies.
+	done := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		for _, tk := range tasks {
+			if strings.Contains(line, `"task":"`+tk.id+`"`) && strings.Contains(line, `"event":"started"`) {
+				for _, dep := range queue.List(tk.deps) {
+					if !done[dep] {
+						t.Errorf("%s started before %s completed", tk.id, dep)
+					}
+				}
+			}
+			if strings.Contains(line, `"task":"`+tk.id+`"`) && strings.Contains(line, `"event":"completed"`) {
+				done[tk.id] = true
+			}
+		}
+	}
+	r.noneLeft()
+}
+
+// TestWatchPersonStopsTask: a person sets a running task to blocked; its agent is stopped,
+// the person's status stays, and watch --once ends.
+func TestWatchPersonStopsTask(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, []task{{id: "TASK-001", category: "backend", testCommand: "true"}}, map[string][]string{"honest": {"TESTAGENT_MODE=hang"}}, "")
+	w := r.cmd("watch", "--once", "--debounce", "20ms")
+	var out bytes.Buffer
+	w.Stdout, w.Stderr = &out, &out
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r.waitStatus("TASK-001", "in_progress")
+	if code, out := r.run("set", "TASK-001", "Status=blocked"); code != 0 {
+		t.Fatalf("set: %s", out)
+	}
+	// The task is neither completed nor skipped, so --once exits 1.
+	err := waitCmd(t, w, 10*time.Second)
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Errorf("watch: %v, want exit 1\n%s", err, out.String())
+	}
+	if got := r.statuses()["TASK-001"]; got != "blocked" {
+		t.Errorf("status %q, want the person's blocked", got)
+	}
+	if res := r.read(".orchestrator/runs/TASK-001/1/result.json"); !strings.Contains(res, `"stopped"`) {
+		t.Errorf("result.json: %s", res)
+	}
+	r.noneLeft()
+}
+
+// TestWatchSignal: SIGTERM stops the agents, puts their tasks back to pending, exits 130.
+func TestWatchSignal(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, []task{{id: "TASK-001", category: "backend", testCommand: "true"}}, map[string][]string{"honest": {"TESTAGENT_MODE=hang"}}, "")
+	w := r.cmd("watch")
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r.waitStatus("TASK-001", "in_progress")
+	r.waitFile(".orchestrator/runs/TASK-001/1/agent.json")
+	w.Process.Signal(syscall.SIGTERM)
+	err := waitCmd(t, w, 10*time.Second)
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+		t.Errorf("watch ended with %v, want exit 130", err)
+	}
+	if got := r.statuses()["TASK-001"]; got != "pending" {
+		t.Errorf("status %q, want pending", got)
+	}
+	r.noneLeft()
+}
+
+// TestWatchRefusesSecond: a second watch on the same repository refuses to start and names
+// the first one's PID.
+func TestWatchRefusesSecond(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, []task{{id: "TASK-001", category: "backend", testCommand: "true"}}, map[string][]string{"honest": {"TESTAGENT_MODE=hang"}}, "")
+	w := r.cmd("watch")
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r.waitStatus("TASK-001", "in_progress")
+	code, out := r.run("watch", "--once")
+	if code != 2 || !strings.Contains(out, "PID "+strconv.Itoa(w.Process.Pid)) {
+		t.Errorf("second watch: exit %d, %q; want exit 2 naming PID %d", code, out, w.Process.Pid)
+	}
+	w.Process.Signal(syscall.SIGINT)
+	waitCmd(t, w, 10*time.Second)
+	r.noneLeft()
+}
+
+func (r *repo) waitStatus(id, status string) {
+	r.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		d, err := queue.Load(filepath.Join(r.root, ".orchestrator", "task_queue.md"))
+		if err == nil {
+			if rec, ok := d.Record(id); ok && d.Task(rec).Status == status {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%s never became %s", id, status)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (r *repo) waitFile(rel string) {
+	r.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(r.root, rel)); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%s never appeared", rel)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func waitCmd(t *testing.T, c *exec.Cmd, limit time.Duration) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(limit):
+		c.Process.Kill()
+		t.Fatalf("%v did not end within %v", c.Args, limit)
+		return nil
+	}
+}
