@@ -10,9 +10,19 @@ import (
 // issues (may be nil) marks the tasks of critical issues, which come first. Then TEST before
 // VERIFY before BUILD before QA, then file order.
 func Ready(tasks *Doc, issues *Doc, running map[string]bool) []Task {
+	return ReadyAfter(tasks, issues, running, nil)
+}
+
+// ReadyAfter is Ready as if the tasks in changed had the statuses given there: the watch
+// loop uses it to pick the next tasks in the same write that records a finished one.
+func ReadyAfter(tasks *Doc, issues *Doc, running map[string]bool, changed map[string]string) []Task {
 	all := tasks.Tasks()
 	status := make(map[string]string, len(all))
-	for _, t := range all {
+	for i, t := range all {
+		if s, ok := changed[t.ID]; ok {
+			all[i].Status = s
+			t.Status = s
+		}
 		status[t.ID] = t.Status
 	}
 	critical := CriticalTasks(issues)

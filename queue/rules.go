@@ -19,10 +19,12 @@ func Check(d *Doc, plan *Plan) []Finding {
 	// queue; each half of the records is done on its own core.
 	n := len(d.Records)
 	tasks := make([]Task, n)
+	exempt := make([]bool, n)
 	var values [2][]Finding
 	half := func(k, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			tasks[i] = d.Task(&d.Records[i])
+			exempt[i] = tddExempt(d, tasks[i])
 		}
 		values[k] = d.checkValues(lo, hi)
 	}
@@ -45,7 +47,7 @@ func Check(d *Doc, plan *Plan) []Finding {
 		defer close(done)
 		refs = checkRefs(d, tasks, index)
 	}()
-	tdd := checkTDD(d, tasks, index)
+	tdd := checkTDD(d, tasks, index, exempt)
 	var inQueue, inPlan []Finding
 	if plan != nil {
 		inQueue, inPlan = checkCoverage(d, tasks, plan)
@@ -75,16 +77,18 @@ const parallelTasks = 2000
 // that task, and VERIFY and QA tasks come after BUILD tasks anyway.
 func CheckTDD(d *Doc) []Finding {
 	tasks := d.Tasks()
-	return sortFindings(checkTDD(d, tasks, taskIndex(tasks)))
-}
-
-func checkTDD(d *Doc, tasks []Task, index map[string]int) []Finding {
-	var out []Finding
-	n := len(tasks)
-	exempt := make([]bool, n)
+	exempt := make([]bool, len(tasks))
 	for i, t := range tasks {
 		exempt[i] = tddExempt(d, t)
 	}
+	return sortFindings(checkTDD(d, tasks, taskIndex(tasks), exempt))
+}
+
+// checkTDD is CheckTDD with the tasks' index made and exempt[i] saying whether task i is
+// outside TDD ordering (tddExempt).
+func checkTDD(d *Doc, tasks []Task, index map[string]int, exempt []bool) []Finding {
+	var out []Finding
+	n := len(tasks)
 	// Who depends on whom, reversed: dependents[j] are the tasks that depend on task j.
 	// The slices share one array (counted first), which matters on a queue of 10,000 tasks.
 	count := make([]int32, n+1)
@@ -204,7 +208,7 @@ func checkCoverage(d *Doc, tasks []Task, plan *Plan) (inQueue, inPlan []Finding)
 	for pos, test := range plan.tests {
 		if first[pos] == 0 {
 			inPlan = append(inPlan, Finding{Path: plan.Path, Line: test.Line, ID: test.ID, Severity: Error,
-				Message: fmt.Sprintf("not mapped: no TEST task lists it in Test IDs (%s)", plan.Categories[test.cat].Name)})
+				Message: "not mapped: no TEST task lists it in Test IDs (" + plan.Categories[test.cat].Name + ")"})
 		}
 	}
 	if f, stale := checkMatrix(d, coverageOf(tasks, plan)); stale {

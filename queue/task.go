@@ -56,13 +56,13 @@ func (d *Doc) Task(r *Record) Task {
 		}
 		return d.Value(f[i])
 	}
-	t.Status = d.word(f[0], found[0], normStatus[d.Kind])
-	t.Category = d.word(f[1], found[1], lowerTrim)
-	t.Mode = d.word(f[2], found[2], lowerTrim)
+	t.Status = d.word(f[0], found[0], normStatus[d.Kind], statusWords[d.Kind])
+	t.Category = d.word(f[1], found[1], lowerTrim, plainWords)
+	t.Mode = d.word(f[2], found[2], lowerTrim, plainWords)
 	t.Kind = kindOf(t.Category, t.Mode)
 	t.Deps = d.Deps(r)
 	t.TestIDs = List(get(3))
-	t.Halted = d.word(f[4], found[4], lowerTrim) == "true"
+	t.Halted = d.word(f[4], found[4], lowerTrim, plainWords) == "true"
 	t.Issues = append(List(get(5)), List(get(6))...)
 	return t
 }
@@ -172,28 +172,33 @@ func isDepsField(d *Doc, f Field) bool {
 	return f.key == dependsOnKey && sameName(n, "Depends On") || f.key == dependenciesKey && sameName(n, "Dependencies")
 }
 
-// commonWords are field values that read as themselves (canonical statuses, the usual
-// categories and modes, booleans). d.word returns them without allocating: reading the tasks
-// of a 10,000-task queue is otherwise mostly copying these words.
-var commonWords = func() map[string]string {
-	m := map[string]string{}
-	for _, w := range []string{
-		StatusPending, StatusInProgress, StatusCompleted, StatusFailed, StatusHalted, StatusBlocked, StatusSkipped,
-		"testing", "test_verification", "backend", "frontend", "fullstack", "devops", "docs", "qa",
-		"write", "verify", "true", "false",
-	} {
+// plainWords are the usual lower-case values of Category, Mode and Halted, and
+// statusWords the canonical statuses of each kind of queue: values that read as themselves.
+// d.word returns them without allocating: reading the tasks of a 10,000-task queue is
+// otherwise mostly copying these words.
+var (
+	plainWords  = wordSet("testing", "test_verification", "backend", "frontend", "fullstack", "devops", "docs", "qa", "write", "verify", "true", "false")
+	statusWords = [...]map[string]string{
+		Tasks:  wordSet(StatusPending, StatusInProgress, StatusCompleted, StatusFailed, StatusHalted, StatusBlocked, StatusSkipped),
+		Issues: wordSet("pending", "accepted", "in_progress", "completed", "duplicate", "wont_fix"),
+	}
+)
+
+func wordSet(words ...string) map[string]string {
+	m := make(map[string]string, len(words))
+	for _, w := range words {
 		m[w] = w
 	}
 	return m
-}()
+}
 
 // word returns the value of field f (found, or else absent) read by norm: the value itself
-// when it is one of commonWords and norm keeps it as it is, else norm of the value.
-func (d *Doc) word(f Field, found bool, norm func(string) string) string {
+// when it is in words (each of which norm keeps as it is), else norm of the value.
+func (d *Doc) word(f Field, found bool, norm func(string) string, words map[string]string) string {
 	if !found {
 		return norm("")
 	}
-	if w, ok := commonWords[string(f.Value.Bytes(d.Src))]; ok && norm(w) == w {
+	if w, ok := words[string(f.Value.Bytes(d.Src))]; ok {
 		return w
 	}
 	return norm(d.Value(f))

@@ -26,16 +26,6 @@ const (
 	reasonSignal      = "signal"       // the orchestrator was interrupted
 )
 
-// agentFile is what an attempt folder records about its agent process, so that a restarted
-// orchestrator can tell whether that process still runs (crash recovery, SPEC §7.1).
-type agentFile struct {
-	PID       int       `json:"pid"`
-	StartTime uint64    `json:"start_time"`
-	Agent     string    `json:"agent"`
-	Command   []string  `json:"command"`
-	Started   time.Time `json:"started"`
-}
-
 // An attempt is one run of one task's agent.
 type attempt struct {
 	id      string
@@ -44,6 +34,8 @@ type attempt struct {
 	task    queue.Task
 	agent   string
 	adapter agents.Adapter // nil for an adopted agent
+	argv    []string
+	testCmd string // the task's test command when the attempt started
 	proc    *agents.Process
 	pid     int // for an adopted agent
 	start   uint64
@@ -64,22 +56,29 @@ func (a *attempt) stop(grace time.Duration) {
 	agents.StopGroup(a.pid, grace)
 }
 
-// result is an attempt's result.json.
+// result is an attempt's result.json. While the agent runs it says "running" and records
+// the agent's PID and start time, so that a restarted orchestrator can tell whether that
+// process still runs (crash recovery, SPEC §7.1).
 type result struct {
-	Task     string `json:"task"`
-	Attempt  int    `json:"attempt"`
-	Agent    string `json:"agent,omitempty"`
-	Claim    string `json:"claim,omitempty"`
-	Outcome  string `json:"outcome"` // completed, failed, stopped, interrupted, not_started
-	Reason   string `json:"reason,omitempty"`
-	ExitCode *int   `json:"agent_exit_code,omitempty"`
-	Gate     *gate  `json:"gate,omitempty"`
-	Elapsed  string `json:"elapsed,omitempty"`
+	Task      string    `json:"task"`
+	Attempt   int       `json:"attempt"`
+	Agent     string    `json:"agent,omitempty"`
+	Command   []string  `json:"command,omitempty"`
+	PID       int       `json:"pid,omitempty"`
+	StartTime uint64    `json:"start_time,omitempty"`
+	Started   time.Time `json:"started,omitzero"`
+	Claim     string    `json:"claim,omitempty"`
+	Outcome   string    `json:"outcome"` // running, completed, failed, stopped, interrupted, not_started
+	Reason    string    `json:"reason,omitempty"`
+	ExitCode  *int      `json:"agent_exit_code,omitempty"`
+	Gate      *gate     `json:"gate,omitempty"`
+	Elapsed   string    `json:"elapsed,omitempty"`
 }
 
 func (a *attempt) record(res result) {
 	res.Task, res.Attempt, res.Agent = a.id, a.n, a.agent
-	if !a.started.IsZero() {
+	res.Command, res.PID, res.StartTime, res.Started = a.argv, a.pid, a.start, a.started
+	if !a.started.IsZero() && res.Outcome != "running" {
 		res.Elapsed = time.Since(a.started).Round(time.Millisecond).String()
 	}
 	b, _ := json.MarshalIndent(res, "", "  ")
@@ -103,13 +102,10 @@ func lastAttempt(runs, id string) int {
 	return n
 }
 
-// start begins an attempt of task t: Status pending → in_progress (compare-and-set), the
-// attempt folder, its prompt, and the agent process.
-func (r *runner) start(ctx context.Context, tasks *queue.Doc, t queue.Task) error {
+// launch begins an attempt of task t, whose Status advance has just set to in_progress:
+// the attempt folder, its prompt, and the agent process.
+func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) error {
 	l := r.o.Layout
-	if ok, err := r.setStatus(ctx, t.ID, t.Status, queue.StatusInProgress); err != nil || !ok {
-		return err // !ok: a person's edit won
-	}
 	r.started[t.ID] = true
 	n := nextAttempt(l.Runs(), t.ID)
 	a := &attempt{id: t.ID, n: n, dir: filepath.Join(l.Runs(), t.ID, strconv.Itoa(n)), task: t, started: time.Now()}
@@ -117,6 +113,8 @@ func (r *runner) start(ctx context.Context, tasks *queue.Doc, t queue.Task) erro
 		return err
 	}
 	r.attempts++
+	rec, _ := tasks.Record(t.ID)
+	a.testCmd = r.testCommand(tasks, rec)
 	fail := func(reason, detail string) error {
 		writeGateLog(a.dir, "attempt could not start: "+detail+"\n")
 		a.record(result{Outcome: "failed", Reason: reason})
@@ -124,8 +122,7 @@ func (r *runner) start(ctx context.Context, tasks *queue.Doc, t queue.Task) erro
 		_, err := r.setStatus(ctx, t.ID, queue.StatusInProgress, queue.StatusFailed)
 		return err
 	}
-	rec, _ := tasks.Record(t.ID)
-	prompt, err := renderPrompt(l, tasks, rec, t, r.testCommand(tasks, rec), n)
+	prompt, err := renderPrompt(l, tasks, rec, t, a.testCmd, n)
 	if err != nil {
 		return fail("prompt", err.Error())
 	}
@@ -143,7 +140,7 @@ func (r *runner) start(ctx context.Context, tasks *queue.Doc, t queue.Task) erro
 	if err != nil {
 		return fail("agent", err.Error())
 	}
-	a.adapter = adapter
+	a.adapter, a.argv = adapter, argv
 	env := append(os.Environ(),
 		"ORCHESTRATOR_TASK_ID="+t.ID,
 		"ORCHESTRATOR_MARKER_DIR="+l.Markers(),
@@ -157,11 +154,7 @@ func (r *runner) start(ctx context.Context, tasks *queue.Doc, t queue.Task) erro
 		return fail("agent", fmt.Sprintf("start %s: %v", strings.Join(argv, " "), err))
 	}
 	a.proc, a.pid, a.start = p, p.PID(), p.StartTime()
-	af, _ := json.MarshalIndent(agentFile{PID: a.pid, StartTime: a.start, Agent: a.agent, Command: argv, Started: a.started}, "", "  ")
-	if err := os.WriteFile(filepath.Join(a.dir, "agent.json"), append(af, '\n'), 0o644); err != nil {
-		a.stop(0)
-		return err
-	}
+	a.record(result{Outcome: "running"})
 	r.track(a, p.Done())
 	r.report.event(t.ID, "started", fmt.Sprintf("attempt %d, %s task, agent %s (pid %d)", n, t.Kind, a.agent, a.pid))
 	return nil

@@ -259,7 +259,7 @@ func TestWatchOnceBehaviours(t *testing.T) {
 			if got := r.statuses()["TASK-001"]; got != tt.wantStatus {
 				t.Errorf("status %q, want %q\n%s", got, tt.wantStatus, out)
 			}
-			for _, f := range []string{"prompt.md", "agent.log", "agent.json", "gate.log", "result.json"} {
+			for _, f := range []string{"prompt.md", "agent.log", "gate.log", "result.json"} {
 				if _, err := os.Stat(filepath.Join(r.root, ".orchestrator/runs/TASK-001/1", f)); err != nil {
 					t.Errorf("attempt folder: %v", err)
 				}
@@ -362,7 +362,7 @@ func TestWatchSignal(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.waitStatus("TASK-001", "in_progress")
-	r.waitFile(".orchestrator/runs/TASK-001/1/agent.json")
+	r.waitFile(".orchestrator/runs/TASK-001/1/result.json")
 	w.Process.Signal(syscall.SIGTERM)
 	err := waitCmd(t, w, 10*time.Second)
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {

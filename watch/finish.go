@@ -69,7 +69,9 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 	if res.Outcome == "completed" {
 		status = queue.StatusCompleted
 	}
-	if _, err := r.setStatus(ctx, a.id, queue.StatusInProgress, status); err != nil {
+	// Record the outcome and start what it made ready in one write of the queue.
+	doc, picks, err := r.advance(ctx, &transition{id: a.id, to: status})
+	if err != nil {
 		return err
 	}
 	if m, _ := markers.Find(l.Markers(), a.id); m != nil {
@@ -82,7 +84,7 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 	} else {
 		r.report.event(a.id, "failed", fmt.Sprintf("attempt %d: %s", a.n, res.Reason))
 	}
-	return nil
+	return r.launchAll(ctx, doc, picks)
 }
 
 // decide reads the claim and runs the gate. It returns the result and the text of gate.log.
@@ -214,21 +216,10 @@ func (r *runner) testCommand(tasks *queue.Doc, rec *queue.Record) string {
 // runGate runs the task's test command itself (SPEC §7, day one): a BUILD, VERIFY or QA claim
 // passes only if it exits 0, a TEST claim only if it exits non-zero.
 func (r *runner) runGate(a *attempt) gate {
-	tasks, err := queue.LoadOnly(r.o.Layout.Tasks(), a.id)
-	g := gate{Want: "exit 0"}
+	g := gate{Want: "exit 0", Command: a.testCmd}
 	if a.task.Kind == queue.KindTest {
 		g.Want = "exit non-zero"
 	}
-	if err != nil {
-		g.ExitCode, g.Output = -1, err.Error()
-		return g
-	}
-	rec, ok := tasks.Record(a.id)
-	if !ok {
-		g.ExitCode, g.Output = -1, "task "+a.id+" is gone from the queue"
-		return g
-	}
-	g.Command = r.testCommand(tasks, rec)
 	if g.Command == "" {
 		g.ExitCode = -1
 		return g
@@ -297,6 +288,8 @@ func writeGateLog(dir, text string) {
 // an agent that still runs is adopted and waited for; a finished decision is re-applied; an
 // agent that is gone is decided from its marker, or counts as lost.
 func (r *runner) recoverAttempts(ctx context.Context) error {
+	r.recovering = true
+	defer func() { r.recovering = false }()
 	tasks, err := queue.Load(r.o.Layout.Tasks())
 	if err != nil {
 		return err
@@ -308,16 +301,15 @@ func (r *runner) recoverAttempts(ctx context.Context) error {
 		n := lastAttempt(r.o.Layout.Runs(), t.ID)
 		dir := filepath.Join(r.o.Layout.Runs(), t.ID, strconv.Itoa(n))
 		a := &attempt{id: t.ID, n: n, dir: dir, task: t}
-		var af agentFile
-		b, err := os.ReadFile(filepath.Join(dir, "agent.json"))
-		if n > 0 && (err != nil || json.Unmarshal(b, &af) != nil || af.PID <= 0) {
+		prev, _ := readResult(dir)
+		if n > 0 && prev.PID <= 0 {
 			// We may have died between starting the agent and recording it: look for
 			// it by the attempt folder in its environment.
 			if pid, start, ok := agents.FindByEnv("ORCHESTRATOR_ATTEMPT_DIR", dir); ok {
-				af = agentFile{PID: pid, StartTime: start, Started: time.Now()}
+				prev.PID, prev.StartTime, prev.Started = pid, start, time.Now()
 			}
 		}
-		if n == 0 || af.PID <= 0 {
+		if n == 0 || prev.PID <= 0 {
 			// The agent never started: no attempt was used.
 			if n > 0 {
 				a.record(result{Outcome: "not_started", Reason: "the orchestrator stopped before the agent started"})
@@ -328,9 +320,12 @@ func (r *runner) recoverAttempts(ctx context.Context) error {
 			}
 			continue
 		}
-		a.agent, a.pid, a.start, a.started = af.Agent, af.PID, af.StartTime, af.Started
+		a.agent, a.argv, a.pid, a.start, a.started = prev.Agent, prev.Command, prev.PID, prev.StartTime, prev.Started
+		if rec, ok := tasks.Record(t.ID); ok {
+			a.testCmd = r.testCommand(tasks, rec)
+		}
 		r.started[t.ID] = true
-		if prev, ok := readResult(dir); ok && (prev.Outcome == "completed" || prev.Outcome == "failed") {
+		if prev.Outcome == "completed" || prev.Outcome == "failed" {
 			// The decision was made and recorded; only the status write was lost.
 			status := queue.StatusFailed
 			if prev.Outcome == "completed" {
@@ -342,6 +337,7 @@ func (r *runner) recoverAttempts(ctx context.Context) error {
 			}
 			continue
 		}
+		af := prev
 		if agents.Alive(af.PID, af.StartTime) {
 			r.report.event(t.ID, "adopted", fmt.Sprintf("attempt %d's agent (pid %d) still runs; waiting for it", n, af.PID))
 			r.track(a, agents.WaitGone(af.PID, af.StartTime, 20*time.Millisecond))

@@ -145,6 +145,9 @@ type runner struct {
 	attempts int
 	started  map[string]bool // tasks this run started (for Only)
 	halted   bool
+	// recovering is set while recoverAttempts runs: finishing a recovered attempt then
+	// starts nothing, so that every leftover is seen to first.
+	recovering bool
 }
 
 func newRunner(o Options) *runner {
@@ -160,6 +163,11 @@ func newRunner(o Options) *runner {
 }
 
 func (r *runner) loop(ctx context.Context, w *fsnotify.Watcher) (Summary, error) {
+	if r.o.Only != "" {
+		if err := r.checkOnly(); err != nil {
+			return Summary{Outcome: SomeFailed}, err
+		}
+	}
 	if err := r.recoverAttempts(ctx); err != nil {
 		return Summary{Outcome: SomeFailed}, err
 	}
@@ -177,9 +185,6 @@ func (r *runner) loop(ctx context.Context, w *fsnotify.Watcher) (Summary, error)
 			return r.interrupt()
 		case a := <-r.finished:
 			if err := r.finish(ctx, a); err != nil {
-				return r.stopAll(err)
-			}
-			if err := r.schedule(ctx); err != nil {
 				return r.stopAll(err)
 			}
 		case a := <-r.timeouts:
@@ -230,13 +235,7 @@ func (r *runner) finishedRun() bool {
 	if !r.o.Once && r.o.Only == "" {
 		return false
 	}
-	if len(r.running) > 0 {
-		return false
-	}
-	if r.o.Only != "" {
-		return r.started[r.o.Only]
-	}
-	return true // schedule found nothing to start
+	return len(r.running) == 0 // and scheduling found nothing to start
 }
 
 // markerSeen handles a new completion marker: the agent has a grace period to exit on its
@@ -297,49 +296,113 @@ func (r *runner) queueChanged(ctx context.Context) error {
 
 // schedule starts ready tasks up to the number of jobs.
 func (r *runner) schedule(ctx context.Context) error {
-	if ctx.Err() != nil || r.halted {
-		return nil
-	}
-	tasks, err := queue.Load(r.o.Layout.Tasks())
+	doc, picks, err := r.advance(ctx, nil)
 	if err != nil {
 		return err
 	}
-	r.queueSum = sha256.Sum256(tasks.Src)
+	return r.launchAll(ctx, doc, picks)
+}
+
+// checkOnly checks that the task of `orchestrator run ID` exists and can run.
+func (r *runner) checkOnly() error {
+	d, err := queue.LoadOnly(r.o.Layout.Tasks(), r.o.Only)
+	if err != nil {
+		return err
+	}
+	rec, ok := d.Record(r.o.Only)
+	if !ok {
+		return fmt.Errorf("%s: %w: %s", d.Path, queue.ErrNotFound, r.o.Only)
+	}
+	switch s := d.Task(rec).Status; s {
+	case queue.StatusPending, queue.StatusFailed, queue.StatusBlocked:
+		return nil
+	default:
+		return fmt.Errorf("%w: %s is %s; run takes a pending, failed or blocked task", ErrCannotRun, r.o.Only, s)
+	}
+}
+
+// ErrCannotRun means `orchestrator run` was given a task in a status it cannot start from.
+var ErrCannotRun = errors.New("cannot run")
+
+// A transition is a finished attempt's status move, from in_progress.
+type transition struct {
+	id, to string
+}
+
+// advance makes one write of the task queue: it moves a finished task's Status (when fin is
+// given) and sets the tasks it picks to start to in_progress, each with compare-and-set, so
+// that a person's edit made meanwhile wins. Picking in the same write as finishing saves a
+// whole rewrite and fsync of the queue per task. It returns the picked tasks and the parsed
+// queue they come from; the caller launches them.
+func (r *runner) advance(ctx context.Context, fin *transition) (*queue.Doc, []queue.Task, error) {
 	var issues *queue.Doc
 	if src, err := os.ReadFile(r.o.Layout.Issues()); err == nil {
-		issues, err = queue.Parse(r.o.Layout.Issues(), src, queue.Issues)
-		if err != nil {
-			return err
+		if issues, err = queue.Parse(r.o.Layout.Issues(), src, queue.Issues); err != nil {
+			return nil, nil, err
 		}
 	}
-	var ready []queue.Task
+	pick := ctx.Err() == nil && !r.halted && !r.recovering
+	var doc *queue.Doc
+	var picks []queue.Task
+	_, err := queue.Update(ctx, r.o.Layout.Tasks(), queue.Tasks, func(d *queue.Doc) ([]queue.Op, error) {
+		doc, picks = d, nil
+		var ops []queue.Op
+		changed := map[string]string{}
+		if fin != nil {
+			rec, ok := d.Record(fin.id)
+			if ok && d.Task(rec).Status == queue.StatusInProgress {
+				ops = append(ops, queue.CompareAndSet{ID: fin.id, Field: "Status", Expect: queue.StatusInProgress, Value: fin.to})
+				changed[fin.id] = fin.to
+			} else {
+				r.report.event(fin.id, "warning", fmt.Sprintf("not set to %s: a person changed its status meanwhile, and that wins", fin.to))
+			}
+		}
+		if !pick {
+			return ops, nil
+		}
+		for _, t := range r.candidates(d, issues, changed) {
+			if len(r.running)+len(picks) >= r.o.Jobs {
+				break
+			}
+			ops = append(ops, queue.CompareAndSet{ID: t.ID, Field: "Status", Expect: t.Status, Value: queue.StatusInProgress})
+			picks = append(picks, t)
+		}
+		return ops, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return doc, picks, nil
+}
+
+// candidates returns the tasks that may start now, best first.
+func (r *runner) candidates(d *queue.Doc, issues *queue.Doc, changed map[string]string) []queue.Task {
 	if r.o.Only != "" {
 		if r.started[r.o.Only] {
 			return nil
 		}
-		rec, ok := tasks.Record(r.o.Only)
+		rec, ok := d.Record(r.o.Only)
 		if !ok {
-			return fmt.Errorf("%s: %w: %s", tasks.Path, queue.ErrNotFound, r.o.Only)
+			return nil
 		}
-		t := tasks.Task(rec)
+		t := d.Task(rec)
 		switch t.Status {
 		case queue.StatusPending, queue.StatusFailed, queue.StatusBlocked:
-		default:
-			return fmt.Errorf("%s is %s; run takes a pending, failed or blocked task", t.ID, t.Status)
+			return []queue.Task{t}
 		}
-		ready = []queue.Task{t}
-	} else {
-		running := map[string]bool{}
-		for id := range r.running {
-			running[id] = true
-		}
-		ready = queue.Ready(tasks, issues, running)
+		return nil
 	}
-	for _, t := range ready {
-		if len(r.running) >= r.o.Jobs {
-			break
-		}
-		if err := r.start(ctx, tasks, t); err != nil {
+	running := make(map[string]bool, len(r.running))
+	for id := range r.running {
+		running[id] = true
+	}
+	return queue.ReadyAfter(d, issues, running, changed)
+}
+
+// launchAll launches the tasks advance picked.
+func (r *runner) launchAll(ctx context.Context, doc *queue.Doc, picks []queue.Task) error {
+	for _, t := range picks {
+		if err := r.launch(ctx, doc, t); err != nil {
 			return err
 		}
 	}

@@ -115,7 +115,7 @@ func runWatch(ctx context.Context, opts *watchOptions) error {
 		Layout: l, Config: cfg, Jobs: jobs, Once: opts.Once, Only: opts.Only,
 		Out: opts.Stdout, Format: format, Debounce: opts.Debounce, Executable: exe,
 	})
-	if errors.Is(err, watch.ErrBusy) {
+	if errors.Is(err, watch.ErrBusy) || errors.Is(err, watch.ErrCannotRun) {
 		return &exitError{code: exitUsage, err: err}
 	}
 	if err != nil {
