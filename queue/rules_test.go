@@ -2,8 +2,11 @@ package queue
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/orchestrator/orchestrator/queue/queuegen"
 )
 
 // findingLines returns the findings as validate prints them.
@@ -397,6 +400,56 @@ func BenchmarkCycles(b *testing.B) {
 					Cycles(tasks)
 				}
 			})
+		}
+	}
+}
+
+// TestCheckLargeQueue runs Check on a queue large enough for it to work on two cores and
+// compares its findings with the rules run one by one.
+func TestCheckLargeQueue(t *testing.T) {
+	src := string(genQueue(t, 3*parallelTasks))
+	for old, repl := range map[string]string{
+		"| Depends On | TASK-01999 |": "| Depends On | TASK-01999, TASK-99999 |",
+		"### TASK-04000\n\n| Field | Value |\n|-------|-------|\n| Status | pending |\n| Category | backend |\n| Complexity | normal |\n| Priority | medium |\n| Depends On | TASK-03999 |": "### TASK-04000\n\n| Field | Value |\n|-------|-------|\n| Status | pending |\n| Category | backend |\n| Complexity | normal |\n| Priority | medium |\n| Depends On | TASK-04002 |",
+		"### TASK-04002\n\n| Field | Value |\n|-------|-------|\n| Status | pending |\n| Category | backend |\n| Complexity | normal |\n| Priority | medium |\n| Depends On | TASK-04001 |": "### TASK-04002\n\n| Field | Value |\n|-------|-------|\n| Status | pending |\n| Category | backend |\n| Complexity | normal |\n| Priority | medium |\n| Depends On | TASK-04000 |",
+		"| Test IDs | SEC-00007 |": "| Test IDs | SEC-00007, UNIT-00001 |",
+		"### TASK-05000\n\n| Field | Value |\n|-------|-------|\n| Status | pending |\n| Category | backend |": "### TASK-05000\n\n| Field | Value |\n|-------|-------|\n| Status | pending |\n| Category | backend |\n| Auto-Retry | maybe |",
+	} {
+		if !strings.Contains(src, old) {
+			t.Fatalf("generated queue has no %q", old)
+		}
+		src = strings.Replace(src, old, repl, 1)
+	}
+	d := queueOf(t, src)
+	var planText strings.Builder
+	if err := queuegen.WritePlan(&planText, 3*parallelTasks, 3); err != nil {
+		t.Fatal(err)
+	}
+	plan := planOf(t, planText.String())
+	got := findingLines(Check(d, plan))
+	var want []Finding
+	want = append(want, CheckStructure(d)...)
+	want = append(want, CheckTDD(d)...)
+	want = append(want, CheckCoverage(d, plan)...)
+	sortedLines := func(s string) string {
+		lines := strings.Split(strings.TrimSpace(s), "\n")
+		slices.Sort(lines)
+		return strings.Join(lines, "\n")
+	}
+	if sortedLines(got) != sortedLines(findingLines(want)) {
+		t.Errorf("Check:\n%s\nthe rules one by one:\n%s", got, findingLines(want))
+	}
+	for _, want := range []string{
+		"TASK-02000: depends on TASK-99999, which does not exist",
+		"TASK-04000: dependency cycle: TASK-04000 -> TASK-04002 -> TASK-04000",
+		"TASK-04000: BUILD task depends on no TEST task",
+		"TASK-00007: test ID UNIT-00001 is also mapped by TASK-00001",
+		"TASK-05000: Auto-Retry: \"maybe\" is not true or false",
+		"UNIT-X00002: not mapped",
+		"no coverage matrix",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no finding %q in\n%s", want, got)
 		}
 	}
 }
