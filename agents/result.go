@@ -11,7 +11,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // The roles an agent can be invoked as (SPEC §10.3).
@@ -102,20 +102,21 @@ var schemaJSON []byte
 // (agents/tdd-result.schema.json), for prompts and tools that want to show it.
 func ResultSchema() []byte { return bytes.Clone(schemaJSON) }
 
-const schemaURL = "https://github.com/orchestrator/orchestrator/agents/tdd-result.schema.json"
-
 type compiledSchema struct {
-	schema                  *jsonschema.Schema
+	schema                  *jsonschema.Resolved
 	roles, statuses, states []string
 }
 
+// loadSchema compiles the schema once, when a block is first parsed. (The validator is
+// github.com/google/jsonschema-go: its package init is cheap, which matters to commands
+// such as `set` that never parse a block but start in a few milliseconds.)
 var loadSchema = sync.OnceValue(func() *compiledSchema {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schemaJSON))
-	if err != nil {
+	var doc jsonschema.Schema
+	if err := json.Unmarshal(schemaJSON, &doc); err != nil {
 		panic("agents: embedded tdd-result schema: " + err.Error())
 	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource(schemaURL, doc); err != nil {
+	resolved, err := doc.Resolve(nil)
+	if err != nil {
 		panic("agents: embedded tdd-result schema: " + err.Error())
 	}
 	var enums struct {
@@ -125,7 +126,7 @@ var loadSchema = sync.OnceValue(func() *compiledSchema {
 		panic("agents: embedded tdd-result schema: " + err.Error())
 	}
 	return &compiledSchema{
-		schema:   c.MustCompile(schemaURL),
+		schema:   resolved,
 		roles:    enums.Properties["role"].Enum,
 		statuses: enums.Properties["status"].Enum,
 		states:   enums.Properties["state"].Enum,
@@ -386,26 +387,20 @@ func DefaultState(status string) string {
 	return ""
 }
 
-// schemaError turns a schema validation error into a FormatError that lists the leaf
-// violations, such as "at '/files': got string, want array".
+// schemaError turns a schema validation error into a FormatError that names the rule and
+// what the schema found, such as "validating /properties/files: type: ... has type string,
+// want array".
 func schemaError(err error) *FormatError {
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return formatErr(RuleSchema, "%v", err)
+	msg := err.Error()
+	// Drop the schema's own URL and the schema-side path words: "validating <url>:
+	// validating /properties/files: ..." reads as "at /files: ...".
+	if i := strings.Index(msg, ".schema.json: "); i >= 0 {
+		msg = msg[i+len(".schema.json: "):]
 	}
-	var msgs []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			msgs = append(msgs, e.Error())
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
-	return formatErr(RuleSchema, "does not match tdd-result.schema.json: %s", strings.Join(msgs, "; "))
+	msg = strings.ReplaceAll(msg, "/properties/", "/")
+	msg = strings.ReplaceAll(msg, "/items", "/*")
+	msg = strings.ReplaceAll(msg, "validating /", "at /")
+	return formatErr(RuleSchema, "does not match tdd-result.schema.json: %s", msg)
 }
 
 // Render writes r as a tdd-result block, ending with a newline, in the form ParseResult
