@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin/orchestrator
 FUZZTIME ?= 30s
 
-.PHONY: build test bench fuzz lint bench-data demo clean
+.PHONY: build test test-deps bench fuzz lint bench-data demo clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/orchestrator
@@ -12,9 +12,17 @@ build:
 demo: build
 	./examples/demo.sh $(BIN)
 
-test:
+test: test-deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+
+# What the tests need beyond Go, installed from the registries when missing: pytest (Debian),
+# vitest (npm) for the runner tests, and the real claude and codex programs (npm) for the
+# adapter tests. Each script is idempotent and fast when everything is there.
+test-deps:
+	@for s in testrun/testdata/install-deps.sh agents/testdata/install-agents.sh; do \
+		if [ -x $$s ]; then ./$$s || exit 1; fi; \
+	done
 
 # Benchmarks of SPEC/issue figures: parsing 1k/10k/50k-task queues, and `set` against sed.
 bench:
