@@ -33,6 +33,9 @@ fuzz:
 	$(GO) test ./queue -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./queue -run '^$$' -fuzz '^FuzzFastAgreesWithGoldmark$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./queue -run '^$$' -fuzz '^FuzzSplice$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./queue -run '^$$' -fuzz '^FuzzParsePlan$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./queue -run '^$$' -fuzz '^FuzzQuickValid$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./agents -run '^$$' -fuzz '^FuzzParseResult$$' -fuzztime $(FUZZTIME)
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
@@ -42,7 +45,7 @@ lint:
 # A generated 10,000-task queue and its test plan, to repeat the benchmarks by hand.
 bench-data:
 	mkdir -p bin/bench/.orchestrator bin/bench/projectspec
-	$(GO) run ./cmd/queuegen -tasks 10000 -o bin/bench/.orchestrator/task_queue.md -plan bin/bench/projectspec/test-plan-output.json
+	$(GO) run ./cmd/queuegen -tasks 10000 -o bin/bench/.orchestrator/task_queue.md -plan bin/bench/projectspec/test-plan-output.json -plan-extra 5000
 
 clean:
 	rm -rf bin

@@ -23,6 +23,7 @@ type builder struct {
 	hasFT   bool    // the open record has a field table
 	rowBuf  []Row   // rows of the table being built
 	spanBuf []Span
+	whole   *whole // the allocations shared with a sibling (see presizeSplit)
 }
 
 func newBuilder(d *Doc) *builder {
@@ -328,7 +329,7 @@ func (b *builder) sibling(from int) *builder {
 	d := &Doc{Path: b.d.Path, Src: b.d.Src, Kind: b.d.Kind, Partial: b.d.Partial}
 	n := newBuilder(d)
 	n.keep = b.keep
-	n.presize(d.Src[from:])
+	b.presizeSplit(n, from)
 	return n
 }
 
@@ -338,19 +339,24 @@ func (b *builder) merge(b2 *builder, split int) {
 	b2.end(len(b2.d.Src))
 	d, d2 := b.d, b2.d
 	nt, nf, np := len(d.Tables), len(d.fields), len(d.prose)
-	d.Headings = append(d.Headings, d2.Headings...)
-	d.Tables = append(d.Tables, d2.Tables...)
-	d.fields = append(d.fields, d2.fields...)
-	d.prose = append(d.prose, d2.prose...)
-	for _, r := range d2.Records {
+	w := b.whole
+	if w == nil {
+		w = &whole{}
+	}
+	d.Headings = join(w.headings, d.Headings, d2.Headings)
+	d.Tables = join(w.tables, d.Tables, d2.Tables)
+	d.fields = join(w.fields, d.fields, d2.fields)
+	d.prose = join(w.prose, d.prose, d2.prose)
+	for i := range d2.Records {
+		r := &d2.Records[i]
 		r.tables[0] += nt
 		r.tables[1] += nt
 		r.fields[0] += nf
 		r.fields[1] += nf
 		r.prose[0] += np
 		r.prose[1] += np
-		d.Records = append(d.Records, r)
 	}
+	d.Records = join(w.records, d.Records, d2.Records)
 	b.errs = append(b.errs, b2.errs...)
 }
 

@@ -36,6 +36,9 @@ func (l Layout) Markers() string { return filepath.Join(l.Dir(), "complete") }
 // Runs returns the folder of attempt folders.
 func (l Layout) Runs() string { return filepath.Join(l.Dir(), "runs") }
 
+// Baseline returns baseline.json's path (SPEC §7.5).
+func (l Layout) Baseline() string { return filepath.Join(l.Dir(), "baseline.json") }
+
 // Plan returns the default test plan path.
 func (l Layout) Plan() string { return filepath.Join(l.Root, "projectspec", "test-plan-output.json") }
 

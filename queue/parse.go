@@ -32,6 +32,7 @@ func parse(path string, src []byte, kind Kind, keep func(string) bool) (*Doc, er
 		d.Fast = true
 	} else {
 		d, b = newDoc(path, src, kind, keep)
+		b.presize(src)
 		scanGoldmark(src, b)
 	}
 	b.finish()
@@ -44,6 +45,7 @@ func parse(path string, src []byte, kind Kind, keep func(string) bool) (*Doc, er
 // parseGoldmark parses with goldmark only; tests compare it with Parse.
 func parseGoldmark(path string, src []byte, kind Kind) (*Doc, error) {
 	d, b := newDoc(path, src, kind, nil)
+	b.presize(src)
 	scanGoldmark(src, b)
 	b.finish()
 	if len(b.errs) > 0 {
@@ -56,7 +58,6 @@ func newDoc(path string, src []byte, kind Kind, keep func(string) bool) (*Doc, *
 	d := &Doc{Path: path, Src: src, Kind: kind, Partial: keep != nil}
 	b := newBuilder(d)
 	b.keep = keep
-	b.presize(src)
 	return d, b
 }
 
@@ -64,19 +65,74 @@ func newDoc(path string, src []byte, kind Kind, keep func(string) bool) (*Doc, *
 // is read: a queue is mostly table rows, and its headings are mostly records. (Counting
 // single bytes is fast; counting "\n|" is not.)
 func (b *builder) presize(part []byte) {
-	rows := bytes.Count(part, []byte{'|'})/3 + 8
-	heads := bytes.Count(part, []byte{'#'})/3 + 8
-	prose, tables := heads*2, heads+8
+	c := b.estimate(part)
+	d := b.d
+	d.Headings = make([]Heading, 0, c.heads)
+	d.Records = make([]Record, 0, c.heads)
+	d.fields = make([]Field, 0, c.rows)
+	d.prose = make([]Field, 0, c.prose)
+	d.Tables = make([]Table, 0, c.tables)
+}
+
+// sizes are the estimated lengths of a Doc's arrays.
+type sizes struct{ rows, heads, prose, tables int }
+
+func (b *builder) estimate(part []byte) sizes {
+	c := sizes{rows: bytes.Count(part, []byte{'|'})/3 + 8, heads: bytes.Count(part, []byte{'#'})/3 + 8}
+	c.prose, c.tables = c.heads*2, c.heads+8
 	if b.keep != nil {
 		// Only the kept records' fields, prose and tables are stored.
-		rows, prose, tables = 64, 64, 64
+		c.rows, c.prose, c.tables = 64, 64, 64
 	}
-	d := b.d
-	d.Headings = make([]Heading, 0, heads)
-	d.Records = make([]Record, 0, heads)
-	d.fields = make([]Field, 0, rows)
-	d.prose = make([]Field, 0, prose)
-	d.Tables = make([]Table, 0, tables)
+	return c
+}
+
+// presizeSplit sizes the arrays of b (for src[:split]) and of b2 (for src[split:]) as two
+// parts of one allocation each, so that merging the halves moves memory already touched
+// instead of allocating it a third time.
+func (b *builder) presizeSplit(b2 *builder, split int) {
+	src := b.d.Src
+	c1, c2 := b.estimate(src[:split]), b2.estimate(src[split:])
+	d, d2 := b.d, b2.d
+	w := &whole{}
+	d.Headings, d2.Headings, w.headings = halves[Heading](c1.heads, c2.heads)
+	d.Records, d2.Records, w.records = halves[Record](c1.heads, c2.heads)
+	d.fields, d2.fields, w.fields = halves[Field](c1.rows, c2.rows)
+	d.prose, d2.prose, w.prose = halves[Field](c1.prose, c2.prose)
+	d.Tables, d2.Tables, w.tables = halves[Table](c1.tables, c2.tables)
+	b.whole = w
+}
+
+// whole holds the allocations that presizeSplit shared between two builders.
+type whole struct {
+	headings []Heading
+	records  []Record
+	fields   []Field
+	prose    []Field
+	tables   []Table
+}
+
+// halves allocates n1+n2 elements and returns an empty slice over the first n1 (its capacity
+// capped there, so that growing it cannot overwrite the second), one over the next n2, and
+// the whole.
+func halves[T any](n1, n2 int) ([]T, []T, []T) {
+	full := make([]T, n1+n2)
+	return full[:0:n1], full[n1:n1:n1+n2], full
+}
+
+// join appends second to first. When both are still where halves put them in full, it
+// moves second down in place.
+func join[T any](full, first, second []T) []T {
+	if len(second) == 0 {
+		return first
+	}
+	n1 := len(full) - cap(second)
+	if cap(first) > 0 && cap(second) > 0 && n1 >= 0 && n1 < len(full) &&
+		&first[:cap(first)][0] == &full[0] && &second[:cap(second)][0] == &full[n1] {
+		n := copy(full[len(first):], second)
+		return full[:len(first)+n]
+	}
+	return append(first, second...)
 }
 
 // Load reads and parses a queue file.

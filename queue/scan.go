@@ -61,6 +61,7 @@ func scanFast(src []byte, b *builder) bool {
 		split = splitPoint(src, b)
 	}
 	if split < 0 {
+		b.presize(src)
 		return scanRange(src, 0, len(src), 1, b) != nil
 	}
 	b2 := b.sibling(split)

@@ -284,16 +284,21 @@ func TestWatchOnceBehaviours(t *testing.T) {
 // completed, and a task never starts before its dependencies completed.
 func TestWatchOrderAndJobs(t *testing.T) {
 	t.Parallel()
+	// Each TEST task's tests fail until its BUILD task writes the file they look for.
 	tasks := []task{
-		{id: "TASK-T01", category: "testing", mode: "write", agent: "writer", testCommand: "false"},
-		{id: "TASK-T02", category: "testing", mode: "write", agent: "writer", testCommand: "false"},
-		{id: "TASK-001", category: "backend", testCommand: "true", deps: "TASK-T01"},
-		{id: "TASK-002", category: "backend", testCommand: "true", deps: "TASK-T02, TASK-001"},
+		{id: "TASK-T01", category: "testing", mode: "write", agent: "writer1", testCommand: "test -f one.go"},
+		{id: "TASK-T02", category: "testing", mode: "write", agent: "writer2", testCommand: "test -f two.go"},
+		{id: "TASK-001", category: "backend", agent: "builder1", testCommand: "test -f one.go", deps: "TASK-T01"},
+		{id: "TASK-002", category: "backend", agent: "builder2", testCommand: "test -f two.go", deps: "TASK-T02, TASK-001"},
 		{id: "TASK-V01", category: "test_verification", agent: "verifier", testCommand: "true", deps: "TASK-001, TASK-002"},
 	}
+	writer := []string{"TESTAGENT_MODE=honest", "TESTAGENT_ROLE=test-writer", "TESTAGENT_DELAY=50ms"}
+	builder := []string{"TESTAGENT_MODE=honest", "TESTAGENT_DELAY=50ms"}
 	r := newRepo(t, tasks, map[string][]string{
-		"honest":   {"TESTAGENT_MODE=honest", "TESTAGENT_DELAY=50ms"},
-		"writer":   {"TESTAGENT_MODE=honest", "TESTAGENT_ROLE=test-writer", "TESTAGENT_DELAY=50ms"},
+		"writer1":  append(writer, "TESTAGENT_WRITE=one_test.go=package x"),
+		"writer2":  append(writer, "TESTAGENT_WRITE=two_test.go=package x"),
+		"builder1": append(builder, "TESTAGENT_WRITE=one.go=package x"),
+		"builder2": append(builder, "TESTAGENT_WRITE=two.go=package x"),
 		"verifier": {"TESTAGENT_MODE=honest", "TESTAGENT_ROLE=verifier"},
 	}, "")
 	code, out := r.run("watch", "--once", "--jobs", "2", "--json")

@@ -27,7 +27,10 @@
 // ORCHESTRATOR_ROOT (or the working folder). TESTAGENT_MARKER, if set to "failed", makes the
 // marker <ID>.failed instead. TESTAGENT_DELAY (a duration) waits before the marker, and
 // TESTAGENT_STAMP (any value) writes the wall-clock time of the marker, in nanoseconds, to
-// marker-time in the attempt folder.
+// marker-time in the attempt folder. TESTAGENT_DELETE lists files (space-separated) that honest mode removes before
+// writing. TESTAGENT_STATE=issue or dependency makes the result
+// block a failed one with that state and TESTAGENT_MESSAGE as its message (use it with
+// TESTAGENT_MARKER=failed).
 package main
 
 import (
@@ -130,6 +133,13 @@ func role() string {
 }
 
 func result(files []string, promptLen int) *agents.Result {
+	if st := os.Getenv("TESTAGENT_STATE"); st == agents.StateIssue || st == agents.StateDependency {
+		// Stuck: a failed result with the state and the question or need.
+		return &agents.Result{
+			Role: role(), Status: agents.StatusFailed, State: st, Files: files,
+			Command: "go test ./...", OutputExcerpt: "(not run)", Message: os.Getenv("TESTAGENT_MESSAGE"),
+		}
+	}
 	return &agents.Result{
 		Role:          role(),
 		Status:        agents.StatusOK,
@@ -163,6 +173,12 @@ func claimedFiles() []string {
 func writeFiles() ([]string, error) {
 	root := os.Getenv("ORCHESTRATOR_ROOT")
 	files := []string{}
+	for _, p := range strings.Fields(os.Getenv("TESTAGENT_DELETE")) {
+		if err := os.Remove(filepath.Join(root, p)); err != nil {
+			return nil, err
+		}
+		files = append(files, p)
+	}
 	for _, p := range writeList() {
 		path := filepath.Join(root, p[0])
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
