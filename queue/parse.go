@@ -117,7 +117,7 @@ type whole struct {
 // the whole.
 func halves[T any](n1, n2 int) ([]T, []T, []T) {
 	full := make([]T, n1+n2)
-	return full[:0:n1], full[n1:n1:n1+n2], full
+	return full[:0:n1], full[n1 : n1 : n1+n2], full
 }
 
 // join appends second to first. When both are still where halves put them in full, it
