@@ -9,7 +9,7 @@
 # Each file is the combined stdout and stderr of one run, as a gate log holds it.
 set -u
 out=$(cd "$(dirname "$0")" && pwd)
-JSDEPS=${JSDEPS:?set JSDEPS to a folder with node_modules/{vitest,jest}}
+JSDEPS=${JSDEPS:?set JSDEPS to a folder whose node_modules has vitest and jest}
 PYTEST="/usr/bin/python3 -m pytest"
 
 run() { # run NAME DIR CMD...: run CMD in DIR, save its output as NAME.txt
@@ -148,7 +148,7 @@ for r in 1 2; do
 	d=$(mktemp -d)
 	jsproj "$d"
 	if [ $r = 1 ]; then
-		run "vitest-sum-run$r" "$d" ./node_modules/.bin/vitest run
+		run "vitest-sum-run$r" "$d" env NO_COLOR=1 ./node_modules/.bin/vitest run
 	else
 		# The second run in colour, as a terminal would see it.
 		run "vitest-sum-run$r" "$d" env FORCE_COLOR=1 ./node_modules/.bin/vitest run
