@@ -26,7 +26,7 @@ test-deps:
 
 # Benchmarks of SPEC/issue figures: parsing 1k/10k/50k-task queues, and `set` against sed.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./queue ./cmd/orchestrator
+	$(GO) test -run '^$$' -bench . -benchmem ./queue ./cmd/orchestrator ./testrun
 
 # Each fuzz target for a while (FUZZTIME=30s by default).
 fuzz:
@@ -36,6 +36,8 @@ fuzz:
 	$(GO) test ./queue -run '^$$' -fuzz '^FuzzParsePlan$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./queue -run '^$$' -fuzz '^FuzzQuickValid$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./agents -run '^$$' -fuzz '^FuzzParseResult$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./testrun -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./testrun -run '^$$' -fuzz '^FuzzDetect$$' -fuzztime $(FUZZTIME)
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }

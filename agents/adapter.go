@@ -78,15 +78,20 @@ func (a *adapter) FinalText(stdout []byte) (string, error) { return a.final(a.na
 // configured command, each argument is a text/template: {{.Model}} and {{.MaxTurns}} are
 // filled from ModelOptions.
 //
-// The built-ins:
+// The built-ins (flags checked against Claude Code 2.1.197 and Codex CLI 0.169.0, see
+// real_test.go):
 //
 //	claude  claude -p --output-format json --model M --max-turns N
 //	        --permission-mode acceptEdits --allowedTools Bash
-//	codex   codex exec --json --full-auto --skip-git-repo-check -m M -
+//	codex   codex exec --json --sandbox workspace-write --skip-git-repo-check
+//	        --ephemeral -m M -
 //	exec    the configured command; with none, Command returns nil
 //	replay  <this program> __replay --from .orchestrator/replay (see NewReplay)
 //
-// --model, -m and --max-turns are left out when the model is empty or the turns 0.
+// --model, -m and --max-turns are left out when the model is empty or the turns 0. Codex
+// has no turn limit, and it gets no -m for a Claude model name (haiku, sonnet, opus,
+// claude-*), which the config's models map holds by default: it then uses the model of its
+// own configuration.
 func Lookup(name string, configured map[string][]string) (Adapter, error) {
 	final := finalText(name)
 	if argv, ok := configured[name]; ok {
@@ -175,6 +180,11 @@ func templateCommand(name string, argv []string) (func(ModelOptions) []string, e
 	}, nil
 }
 
+// claudeCommand is Claude Code's command line. -p with no prompt argument reads the prompt
+// from standard input. acceptEdits lets the Write and Edit tools change files in the working
+// folder (the repository root) and denies them anywhere else; Bash is allowed, and is not
+// confined to the folder. acceptEdits works as root, where bypassPermissions refuses to
+// start without IS_SANDBOX=1 (SPEC §10.1).
 func claudeCommand(m ModelOptions) []string {
 	args := []string{"claude", "-p", "--output-format", "json"}
 	if m.Model != "" {
@@ -183,23 +193,37 @@ func claudeCommand(m ModelOptions) []string {
 	if m.MaxTurns > 0 {
 		args = append(args, "--max-turns", strconv.Itoa(m.MaxTurns))
 	}
-	// acceptEdits with Bash allowed works as root, where bypassPermissions refuses to
-	// start without IS_SANDBOX=1 (SPEC §10.1).
 	return append(args, "--permission-mode", "acceptEdits", "--allowedTools", "Bash")
 }
 
+// codexCommand is Codex's command line. Codex 0.169 has no --full-auto any more: the
+// workspace-write sandbox lets its commands and patches write in the working folder (and
+// the temporary folder, which compilers need) and makes the rest of the file system
+// read-only; exec mode never stops to ask for approval. --ephemeral keeps no session files;
+// --skip-git-repo-check runs it outside a git repository; "-" reads the prompt from
+// standard input.
 func codexCommand(m ModelOptions) []string {
-	args := []string{"codex", "exec", "--json", "--full-auto", "--skip-git-repo-check"}
-	if m.Model != "" {
+	args := []string{"codex", "exec", "--json", "--sandbox", "workspace-write", "--skip-git-repo-check", "--ephemeral"}
+	if m.Model != "" && !isClaudeModel(m.Model) {
 		args = append(args, "-m", m.Model)
 	}
-	return append(args, "-") // "-": read the prompt from standard input
+	return append(args, "-")
+}
+
+// isClaudeModel reports whether model names one of Claude's models, which Codex cannot use.
+func isClaudeModel(model string) bool {
+	switch m := strings.ToLower(model); m {
+	case "haiku", "sonnet", "opus", "opusplan", "default":
+		return true
+	default:
+		return strings.HasPrefix(m, "claude")
+	}
 }
 
 // claudeResult is the part of Claude Code's `-p --output-format json` result object that
 // we read: {"type":"result","subtype":"success","is_error":false,"result":"...",
-// "num_turns":3,"session_id":"...","total_cost_usd":0.01,"usage":{...},
-// "permission_denials":[]}.
+// "num_turns":3,"terminal_reason":"completed","permission_denials":[],...}. Recordings of
+// real runs are in testdata/recorded.
 type claudeResult struct {
 	Type           string          `json:"type"`
 	Subtype        string          `json:"subtype"`
@@ -208,20 +232,28 @@ type claudeResult struct {
 	NumTurns       int             `json:"num_turns"`
 	TerminalReason string          `json:"terminal_reason"`
 	APIErrorStatus json.RawMessage `json:"api_error_status"`
+	Errors         []string        `json:"errors"`
 }
 
-// claudeFinalText reads the result object. Per SPEC §10.1 (measured on Claude Code
-// 2.1.197): an API error ends with subtype success but is_error true, so is_error decides,
-// not subtype; running out of --max-turns gives subtype error_max_turns and no result.
-// Besides the single object of --output-format json, it accepts the JSON array that
-// --verbose gives and the JSON lines of stream-json, taking the last result object.
+// claudeFinalText reads the result object. As Claude Code 2.1.197 does it (SPEC §10.1,
+// testdata/recorded): an API error exits 1 with subtype success but is_error true and
+// api_error_status, so is_error decides, not subtype; running out of --max-turns exits 1
+// with subtype error_max_turns, terminal_reason max_turns, no result and the reason in
+// errors (mode E); a tool that permissions deny still ends in success. Besides the single
+// object of --output-format json, it accepts the JSON array that --verbose gives and the
+// JSON lines of stream-json, taking the last result object, and lines of other output
+// (standard error shares agent.log) around it.
 func claudeFinalText(name string, stdout []byte) (string, error) {
 	r := findClaudeResult(stdout)
 	if r == nil {
 		return "", &AgentError{Agent: name, Msg: "no result object in its JSON output"}
 	}
+	detail := ""
+	if len(r.Errors) > 0 {
+		detail = " (" + clip(strings.Join(r.Errors, "; "), 300) + ")"
+	}
 	if r.Subtype == "error_max_turns" || r.TerminalReason == "max_turns" {
-		return "", &AgentError{Agent: name, Mode: ModeOutOfTurns, Msg: fmt.Sprintf("ran out of turns after %d", r.NumTurns)}
+		return "", &AgentError{Agent: name, Mode: ModeOutOfTurns, Msg: fmt.Sprintf("ran out of turns after %d%s", r.NumTurns, detail)}
 	}
 	if r.IsError {
 		msg := "reported an error"
@@ -231,10 +263,10 @@ func claudeFinalText(name string, stdout []byte) (string, error) {
 		if r.Result != nil && *r.Result != "" {
 			msg += ": " + clip(*r.Result, 300)
 		}
-		return "", &AgentError{Agent: name, Msg: msg}
+		return "", &AgentError{Agent: name, Msg: msg + detail}
 	}
 	if r.Subtype != "" && r.Subtype != "success" {
-		return "", &AgentError{Agent: name, Msg: "ended with " + r.Subtype}
+		return "", &AgentError{Agent: name, Msg: "ended with " + r.Subtype + detail}
 	}
 	if r.Result == nil {
 		return "", &AgentError{Agent: name, Msg: "no result in its JSON output"}
@@ -310,10 +342,10 @@ func codexFinalText(name string, stdout []byte) (string, error) {
 		case "turn.failed":
 			failed = "turn failed"
 			if ev.Error != nil && ev.Error.Message != "" {
-				failed += ": " + ev.Error.Message
+				failed += ": " + apiErrorText(ev.Error.Message)
 			}
 		case "error":
-			failed = "error: " + ev.Message
+			failed = "error: " + apiErrorText(ev.Message)
 		}
 	}
 	if failed != "" {
@@ -323,4 +355,29 @@ func codexFinalText(name string, stdout []byte) (string, error) {
 		return "", &AgentError{Agent: name, Msg: "no agent message in its JSON events"}
 	}
 	return final, nil
+}
+
+// apiErrorText shortens an error message that is a model API's error body, as Codex passes
+// it on ({"error":{"code":"invalid_request_error","message":"..."}}), to "message (code)".
+// Other messages are returned as they are.
+func apiErrorText(msg string) string {
+	var body struct {
+		Error struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+			Code    string `json:"code"`
+		} `json:"error"`
+	}
+	trimmed := strings.TrimSpace(msg)
+	if !strings.HasPrefix(trimmed, "{") || json.Unmarshal([]byte(trimmed), &body) != nil || body.Error.Message == "" {
+		return trimmed
+	}
+	kind := body.Error.Code
+	if kind == "" {
+		kind = body.Error.Type
+	}
+	if kind == "" {
+		return body.Error.Message
+	}
+	return body.Error.Message + " (" + kind + ")"
 }

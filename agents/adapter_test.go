@@ -3,6 +3,7 @@ package agents
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -18,10 +19,15 @@ func TestLookupBuiltins(t *testing.T) {
 			[]string{"claude", "-p", "--output-format", "json", "--model", "sonnet", "--max-turns", "8", "--permission-mode", "acceptEdits", "--allowedTools", "Bash"}},
 		{"claude", ModelOptions{},
 			[]string{"claude", "-p", "--output-format", "json", "--permission-mode", "acceptEdits", "--allowedTools", "Bash"}},
-		{"codex", ModelOptions{Model: "gpt-5-codex", MaxTurns: 8},
-			[]string{"codex", "exec", "--json", "--full-auto", "--skip-git-repo-check", "-m", "gpt-5-codex", "-"}},
+		{"codex", ModelOptions{Model: "gpt-5.5", MaxTurns: 8},
+			[]string{"codex", "exec", "--json", "--sandbox", "workspace-write", "--skip-git-repo-check", "--ephemeral", "-m", "gpt-5.5", "-"}},
 		{"codex", ModelOptions{},
-			[]string{"codex", "exec", "--json", "--full-auto", "--skip-git-repo-check", "-"}},
+			[]string{"codex", "exec", "--json", "--sandbox", "workspace-write", "--skip-git-repo-check", "--ephemeral", "-"}},
+		// The config's default models are Claude's: Codex then uses its own.
+		{"codex", ModelOptions{Model: "sonnet"},
+			[]string{"codex", "exec", "--json", "--sandbox", "workspace-write", "--skip-git-repo-check", "--ephemeral", "-"}},
+		{"codex", ModelOptions{Model: "claude-opus-4-1"},
+			[]string{"codex", "exec", "--json", "--sandbox", "workspace-write", "--skip-git-repo-check", "--ephemeral", "-"}},
 	}
 	for _, tt := range tests {
 		a, err := Lookup(tt.name, nil)
@@ -251,6 +257,7 @@ func TestCodexFinalText(t *testing.T) {
 {"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"Working"}}
 {"type":"turn.failed","error":{"message":"stream disconnected"}}`, "", "agent codex: turn failed: stream disconnected"},
 		{"fatal error", `{"type":"error","message":"unexpected status 401 Unauthorized"}`, "", "error: unexpected status 401"},
+		{"API error body", `{"type":"turn.failed","error":{"message":"{\"error\":{\"message\":\"Overloaded\",\"type\":\"server_error\"}}\n"}}`, "", "agent codex: turn failed: Overloaded (server_error)"},
 		{"no message", `{"type":"thread.started","thread_id":"x"}
 {"type":"turn.completed","usage":{}}`, "", "no agent message"},
 		{"not JSON", "codex: command not found\n", "", "no agent message"},
@@ -268,6 +275,44 @@ func TestCodexFinalText(t *testing.T) {
 			var ae *AgentError
 			if !errors.As(err, &ae) || ae.Mode != "" || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("FinalText error = %v, want *AgentError containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestFinalTextRecorded reads what real runs of Claude Code 2.1.197 and Codex CLI 0.169.0
+// left in agent.log (standard output and standard error), recorded by TestRealAdapters
+// -record against the scripted model server.
+func TestFinalTextRecorded(t *testing.T) {
+	tests := []struct {
+		file, agent, want, wantErr, wantMode string
+	}{
+		{"claude-success.json", Claude, "Wrote notes.txt.\n\n```tdd-result\nrole: implementer\n", "", ""},
+		{"claude-max-turns.json", Claude, "", "agent claude: ran out of turns after 3 (Reached maximum number of turns (2))", ModeOutOfTurns},
+		{"claude-api-error.json", Claude, "", "agent claude: reported an error (API status 400): API Error: 400 scripted bad request", ""},
+		{"codex-success.jsonl", Codex, "Wrote notes.txt.\n\n```tdd-result\nrole: implementer\n", "", ""},
+		{"codex-api-error.jsonl", Codex, "", "agent codex: turn failed: scripted bad request (invalid_request_error)", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			out, err := os.ReadFile(filepath.Join("testdata", "recorded", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, _ := Lookup(tt.agent, nil)
+			got, err := a.FinalText(out)
+			if tt.wantErr == "" {
+				if err != nil || !strings.HasPrefix(got, tt.want) {
+					t.Fatalf("FinalText = %q, %v; want it to start with %q", got, err, tt.want)
+				}
+				if _, err := ParseResult(got, RoleImplementer); err != nil {
+					t.Errorf("the recorded final text has no valid result block: %v", err)
+				}
+				return
+			}
+			var ae *AgentError
+			if !errors.As(err, &ae) || ae.Mode != tt.wantMode || err.Error() != tt.wantErr {
+				t.Errorf("FinalText error = %v (%T), want %q of mode %q", err, err, tt.wantErr, tt.wantMode)
 			}
 		})
 	}

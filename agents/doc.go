@@ -15,8 +15,12 @@
 // # Adapters
 //
 // An [Adapter] gives the command line of an agent (claude, codex, exec, replay, or one
-// from the config) and finds its final message in its standard output (SPEC §10.1). See
-// [Lookup].
+// from the config) and finds its final message in its standard output (SPEC §10.1); a
+// failure the agent reports about itself (an API error, a run out of turns) is an
+// [*AgentError]. See [Lookup]. The claude and codex adapters are tested against the real
+// programs (Claude Code 2.1.197, Codex CLI 0.169.0, installed by
+// testdata/install-agents.sh), driven by the scripted model server of internal/modelserver;
+// the outputs of those runs are kept in testdata/recorded for the unit tests.
 //
 // # The hand-off contract
 //

@@ -11,6 +11,11 @@ import (
 // testAgent is the path of the internal/testagent program, built once for the test run.
 var testAgent string
 
+// TestTempDir is a folder that lives as long as the test binary runs, for programs built
+// once for all tests (the external test package's real-agent tests build the orchestrator
+// there).
+var TestTempDir string
+
 func TestMain(m *testing.M) {
 	// The replay adapter re-executes "this program" with the replay subcommand, as the
 	// orchestrator binary does; here this program is the test binary.
@@ -27,6 +32,7 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	TestTempDir = dir
 	testAgent = filepath.Join(dir, "testagent")
 	build := exec.Command("go", "build", "-o", testAgent, "../internal/testagent")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr

@@ -13,6 +13,7 @@ import (
 
 	"github.com/orchestrator/orchestrator/agents"
 	"github.com/orchestrator/orchestrator/config"
+	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/markers"
 	"github.com/orchestrator/orchestrator/prompts"
 	"github.com/orchestrator/orchestrator/queue"
@@ -36,10 +37,13 @@ type attempt struct {
 	adapter agents.Adapter // nil for an adopted agent
 	argv    []string
 	testCmd string // the task's test command when the attempt started
-	proc    *agents.Process
-	pid     int // for an adopted agent
-	start   uint64
-	started time.Time
+	// depTests are the TEST tasks a BUILD task depends on: their RED manifests feed its gate.
+	depTests []string
+	snapshot *gate.Snapshot // the repository's files before the agent started
+	proc     *agents.Process
+	pid      int // for an adopted agent
+	start    uint64
+	started  time.Time
 
 	markerAt   time.Time
 	graceTimer *time.Timer
@@ -60,19 +64,23 @@ func (a *attempt) stop(grace time.Duration) {
 // the agent's PID and start time, so that a restarted orchestrator can tell whether that
 // process still runs (crash recovery, SPEC §7.1).
 type result struct {
-	Task      string    `json:"task"`
-	Attempt   int       `json:"attempt"`
-	Agent     string    `json:"agent,omitempty"`
-	Command   []string  `json:"command,omitempty"`
-	PID       int       `json:"pid,omitempty"`
-	StartTime uint64    `json:"start_time,omitempty"`
-	Started   time.Time `json:"started,omitzero"`
-	Claim     string    `json:"claim,omitempty"`
-	Outcome   string    `json:"outcome"` // running, completed, failed, stopped, interrupted, not_started
-	Reason    string    `json:"reason,omitempty"`
-	ExitCode  *int      `json:"agent_exit_code,omitempty"`
-	Gate      *gate     `json:"gate,omitempty"`
-	Elapsed   string    `json:"elapsed,omitempty"`
+	Task        string      `json:"task"`
+	Attempt     int         `json:"attempt"`
+	Agent       string      `json:"agent,omitempty"`
+	Command     []string    `json:"command,omitempty"`
+	PID         int         `json:"pid,omitempty"`
+	StartTime   uint64      `json:"start_time,omitempty"`
+	Started     time.Time   `json:"started,omitzero"`
+	Claim       string      `json:"claim,omitempty"`
+	Outcome     string      `json:"outcome"` // running, completed, failed, issue, blocked, stopped, interrupted, not_started
+	Type        string      `json:"failure_type,omitempty"`
+	Reason      string      `json:"reason,omitempty"`
+	Message     string      `json:"message,omitempty"`
+	FailingTest string      `json:"failing_test,omitempty"`
+	File        string      `json:"file,omitempty"`
+	ExitCode    *int        `json:"agent_exit_code,omitempty"`
+	Gate        *gateResult `json:"gate,omitempty"`
+	Elapsed     string      `json:"elapsed,omitempty"`
 }
 
 func (a *attempt) record(res result) {
@@ -115,6 +123,7 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 	r.attempts++
 	rec, _ := tasks.Record(t.ID)
 	a.testCmd = r.testCommand(tasks, rec)
+	a.depTests = depTests(tasks, t)
 	fail := func(reason, detail string) error {
 		writeGateLog(a.dir, "attempt could not start: "+detail+"\n")
 		a.record(result{Outcome: "failed", Reason: reason})
@@ -141,6 +150,13 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 		return fail("agent", err.Error())
 	}
 	a.adapter, a.argv = adapter, argv
+	// What the agent changes is known from a snapshot of the files before it starts.
+	if a.snapshot, err = gate.Take(l.Root); err != nil {
+		return fail("snapshot", err.Error())
+	}
+	if err := a.snapshot.Save(filepath.Join(a.dir, "snapshot.json")); err != nil {
+		return err
+	}
 	env := append(os.Environ(),
 		"ORCHESTRATOR_TASK_ID="+t.ID,
 		"ORCHESTRATOR_MARKER_DIR="+l.Markers(),
@@ -301,16 +317,16 @@ func lastGateOutput(l queue.Layout, id string, attempt int) string {
 	if err != nil {
 		return ""
 	}
-	_, out, ok := strings.Cut(string(log), outputStart)
-	if !ok {
-		return ""
-	}
-	out, _, _ = strings.Cut(out, outputEnd)
-	return out
+	return gate.LastOutput(string(log))
 }
 
-// The raw gate output sits between these lines in gate.log.
-const (
-	outputStart = "--- output ---\n"
-	outputEnd   = "--- end of output ---\n"
-)
+// depTests returns the TEST tasks t depends on.
+func depTests(tasks *queue.Doc, t queue.Task) []string {
+	var out []string
+	for _, dep := range t.Deps {
+		if rec, ok := tasks.Record(dep); ok && tasks.Task(rec).Kind == queue.KindTest {
+			out = append(out, dep)
+		}
+	}
+	return out
+}

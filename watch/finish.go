@@ -15,8 +15,10 @@ import (
 	"time"
 
 	"github.com/orchestrator/orchestrator/agents"
+	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/markers"
 	"github.com/orchestrator/orchestrator/queue"
+	"github.com/orchestrator/orchestrator/testrun"
 )
 
 // roles maps task kinds to the role an agent's result block must name (SPEC §10.3).
@@ -27,13 +29,11 @@ var roles = map[queue.TaskKind]string{
 	queue.KindQA:     "qa",
 }
 
-// gate is what the day-one gate ran and decided: a claim is never accepted on its word.
-type gate struct {
-	Command  string `json:"command"`
-	ExitCode int    `json:"exit_code"`
-	Want     string `json:"want"` // "exit 0" or "exit non-zero"
-	Pass     bool   `json:"pass"`
-	Output   string `json:"-"`
+// gateResult is what result.json keeps of the gate: its verdict and the commands it ran
+// with their exit codes (gate.log has their output).
+type gateResult struct {
+	Pass bool       `json:"pass"`
+	Runs []gate.Run `json:"runs"`
 }
 
 // finish decides an attempt whose agent has ended: it reads the claim (marker, or result
@@ -62,15 +62,12 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 		}
 		return nil
 	}
-	res, log := r.decide(a)
+	res, log := r.decide(ctx, a)
 	writeGateLog(a.dir, log)
 	a.record(res)
-	status := queue.StatusFailed
-	if res.Outcome == "completed" {
-		status = queue.StatusCompleted
-	}
+	status, more := r.statusAfter(a, res)
 	// Record the outcome and start what it made ready in one write of the queue.
-	doc, picks, err := r.advance(ctx, &transition{id: a.id, to: status})
+	doc, picks, err := r.advance(ctx, &transition{id: a.id, to: status, ops: more})
 	if err != nil {
 		return err
 	}
@@ -80,15 +77,22 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 		}
 	}
 	if status == queue.StatusCompleted {
+		r.refreshBaseline(ctx, doc)
+	}
+	switch status {
+	case queue.StatusCompleted:
 		r.report.event(a.id, "completed", fmt.Sprintf("attempt %d: %s", a.n, res.Reason))
-	} else {
-		r.report.event(a.id, "failed", fmt.Sprintf("attempt %d: %s", a.n, res.Reason))
+	case queue.StatusPending:
+		r.report.event(a.id, "retry", fmt.Sprintf("attempt %d: %s; asking again", a.n, res.Reason))
+	default:
+		r.report.event(a.id, status, fmt.Sprintf("attempt %d: %s", a.n, res.Reason))
 	}
 	return r.launchAll(ctx, doc, picks)
 }
 
-// decide reads the claim and runs the gate. It returns the result and the text of gate.log.
-func (r *runner) decide(a *attempt) (result, string) {
+// decide reads the claim and runs the gate for the task's kind. It returns the result and
+// the text of gate.log.
+func (r *runner) decide(ctx context.Context, a *attempt) (result, string) {
 	var log strings.Builder
 	fmt.Fprintf(&log, "task %s attempt %d (%s task, agent %s)\n", a.id, a.n, a.task.Kind, a.agent)
 	res := result{Outcome: "failed"}
@@ -97,52 +101,45 @@ func (r *runner) decide(a *attempt) (result, string) {
 		res.ExitCode = &code
 		fmt.Fprintf(&log, "agent exit code: %d\n", code)
 	}
-	claim, claimErr := r.claim(a)
+	claim, block, claimErr := r.claim(a)
 	res.Claim = claim
 	fmt.Fprintf(&log, "claim: %s\n", orNone(claim))
+	if block != nil && block.Message != "" {
+		res.Message = block.Message
+		fmt.Fprintf(&log, "message: %s\n", block.Message)
+	}
 	switch {
 	case claimErr != nil:
-		res.Reason = "format_violation: " + claimErr.Error()
+		res.Type, res.Reason = "format_violation", "format_violation: "+claimErr.Error()
 	case claim == "" && a.stopReason == reasonTimeout:
-		res.Reason = fmt.Sprintf("timeout: no marker after %v; the process group was killed", r.o.Config.TaskTimeout.Duration)
+		res.Type, res.Reason = "timeout", fmt.Sprintf("timeout: no marker after %v; the process group was killed", r.o.Config.TaskTimeout.Duration)
 	case claim == "" && a.proc == nil:
-		res.Reason = "agent_lost: the agent's process is gone and left no marker"
+		res.Type, res.Reason = "agent_lost", "agent_lost: the agent's process is gone and left no marker"
 	case claim == "":
-		res.Reason = "no_marker: the agent exited without a marker or a result block"
+		res.Type, res.Reason = "no_marker", "no_marker: the agent exited without a marker or a result block"
+	case claim == "failed" && block != nil && block.State == agents.StateIssue:
+		res.Outcome, res.Type, res.Reason = "issue", "issue", "the agent is stuck on an unclear requirement: "+orNone(block.Message)
+	case claim == "failed" && block != nil && block.State == agents.StateDependency:
+		res.Outcome, res.Type, res.Reason = "blocked", "dependency", "the agent needs something it cannot get: "+orNone(block.Message)
 	case claim == "failed":
-		res.Reason = "the agent reported failure"
+		res.Type, res.Reason = "agent_failed", "the agent reported failure"
 	default:
-		g := r.runGate(a)
-		res.Gate = &g
-		fmt.Fprintf(&log, "gate: $ %s\nexit code: %d (a %s claim passes on %s)\n", g.Command, g.ExitCode, a.task.Kind, g.Want)
-		if g.Output != "" {
-			log.WriteString(outputStart + g.Output)
-			if !strings.HasSuffix(g.Output, "\n") {
-				log.WriteByte('\n')
-			}
-			log.WriteString(outputEnd)
+		v, err := r.runGate(ctx, a)
+		if err != nil {
+			res.Type, res.Reason = "gate_error", "the gate could not run: "+err.Error()
+			break
 		}
-		if g.Pass {
-			res.Outcome = "completed"
-			res.Reason = fmt.Sprintf("claim verified: %s exited %d", g.Command, g.ExitCode)
+		log.WriteString(v.Log.String())
+		res.Gate = &gateResult{Pass: v.Pass, Runs: v.Runs}
+		res.Type, res.FailingTest, res.File = v.Type, v.FailingTest, v.File
+		if v.Pass {
+			res.Outcome, res.Type, res.Reason = "completed", "", "claim verified: "+v.Reason
 		} else {
-			res.Reason = rejectReason(a.task.Kind, g)
+			res.Reason = "claim rejected: " + v.Reason
 		}
 	}
 	fmt.Fprintf(&log, "decision: %s: %s\n", res.Outcome, res.Reason)
 	return res, log.String()
-}
-
-func rejectReason(k queue.TaskKind, g gate) string {
-	switch {
-	case g.Command == "":
-		return "claim rejected: the task has no test command, so the claim cannot be verified"
-	case k == queue.KindTest:
-		return fmt.Sprintf("claim rejected: the tests already pass (%s exited 0); RED needs failing tests", g.Command)
-	case g.ExitCode < 0:
-		return fmt.Sprintf("claim rejected: %s did not finish", g.Command)
-	}
-	return fmt.Sprintf("claim rejected: %s exited %d", g.Command, g.ExitCode)
 }
 
 func orNone(s string) string {
@@ -152,18 +149,18 @@ func orNone(s string) string {
 	return s
 }
 
-// claim returns "done", "failed" or "" (no claim). A result block, in the marker or in the
-// agent's final message, is parsed strictly: a malformed block, two blocks or a wrong role
-// is a format violation even when a marker says done. The marker's word decides the claim;
-// without a marker, the block's state does.
-func (r *runner) claim(a *attempt) (string, error) {
+// claim returns "done", "failed" or "" (no claim), and the result block if there is one. A
+// result block, in the marker or in the agent's final message, is parsed strictly: a
+// malformed block, two blocks or a wrong role is a format violation even when a marker says
+// done. The marker's word decides the claim; without a marker, the block's state does.
+func (r *runner) claim(a *attempt) (string, *agents.Result, error) {
 	role := roles[a.task.Kind]
 	var block *agents.Result
 	if a.proc != nil && a.adapter != nil {
 		if text, err := a.adapter.FinalText([]byte(a.proc.Stdout())); err == nil && strings.Contains(text, "```tdd-result") {
 			res, err := agents.ParseResult(text, role)
 			if err != nil {
-				return "", err
+				return "", nil, err
 			}
 			block = res
 		}
@@ -172,16 +169,16 @@ func (r *runner) claim(a *attempt) (string, error) {
 		if bytes.Contains(m.Body, []byte("```tdd-result")) {
 			res, err := agents.ParseResult(string(m.Body), role)
 			if err != nil {
-				return "", err
+				return "", nil, err
 			}
-			return stateClaim(res), nil
+			return stateClaim(res), res, nil
 		}
-		return m.Claim(), nil
+		return m.Claim(), block, nil
 	}
 	if block != nil {
-		return stateClaim(block), nil
+		return stateClaim(block), block, nil
 	}
-	return "", nil
+	return "", nil, nil
 }
 
 // stateClaim turns a result block's state into a claim: only success claims done.
@@ -198,39 +195,48 @@ func (r *runner) testCommand(tasks *queue.Doc, rec *queue.Record) string {
 	if v := tasks.Get(rec, "Test Command"); !queue.IsEmpty(v) {
 		return strings.TrimSpace(v)
 	}
-	if r.o.Config != nil && r.o.Config.Commands.Test != "" {
-		return r.o.Config.Commands.Test
-	}
-	if t, ok := tasks.SectionTable("Project Commands", "Command"); ok {
-		for _, row := range t.Rows {
-			if strings.EqualFold(tasks.CellText(row, 0), "Test") {
-				if v := tasks.CellText(row, 1); !queue.IsEmpty(v) {
-					return v
-				}
-			}
-		}
-	}
-	return ""
+	return r.projectTestCommand(tasks)
 }
 
-// runGate runs the task's test command itself (SPEC §7, day one): a BUILD, VERIFY or QA claim
-// passes only if it exits 0, a TEST claim only if it exits non-zero.
-func (r *runner) runGate(a *attempt) gate {
-	g := gate{Want: "exit 0", Command: a.testCmd}
-	if a.task.Kind == queue.KindTest {
-		g.Want = "exit non-zero"
+// runGate checks a claim of done with the gate for the task's kind (SPEC §7.2–7.4): RED
+// for a TEST task, GREEN for a BUILD task, VERIFY for a VERIFY or QA task.
+func (r *runner) runGate(ctx context.Context, a *attempt) (*gate.Verdict, error) {
+	l := r.o.Layout
+	in := gate.Input{
+		Root: l.Root, AttemptDir: a.dir, Task: a.id, Attempt: a.n, Kind: a.task.Kind,
+		TestIDs: a.task.TestIDs, TestCommand: a.testCmd, Globs: r.o.Config.TestGlobs,
+		Timeout: r.o.Config.TaskTimeout.Duration,
 	}
-	if g.Command == "" {
-		g.ExitCode = -1
-		return g
+	snap := a.snapshot
+	if snap == nil {
+		snap, _ = gate.LoadSnapshot(filepath.Join(a.dir, "snapshot.json"))
 	}
-	g.ExitCode, g.Output = runShell(r.o.Layout.Root, g.Command, r.o.Config.TaskTimeout.Duration)
-	if a.task.Kind == queue.KindTest {
-		g.Pass = g.ExitCode > 0
-	} else {
-		g.Pass = g.ExitCode == 0
+	if snap != nil {
+		changed, err := snap.Changed(l.Root)
+		if err != nil {
+			return nil, err
+		}
+		in.Changed = changed
 	}
-	return g
+	switch a.task.Kind {
+	case queue.KindTest:
+		return gate.Red(ctx, in)
+	case queue.KindBuild:
+		for _, dep := range a.depTests {
+			m, err := gate.FindRed(l.Runs(), dep)
+			if err != nil {
+				return nil, err
+			}
+			if m != nil {
+				in.Deps = append(in.Deps, m)
+			}
+		}
+		if b, err := testrun.ReadBaseline(l.Baseline()); err == nil {
+			in.RegressionCommand = b.RegressionCommand
+		}
+		return gate.Green(ctx, in)
+	}
+	return gate.Verify(ctx, in)
 }
 
 // maxOutput caps the gate output kept in memory and in gate.log.
@@ -323,6 +329,7 @@ func (r *runner) recoverAttempts(ctx context.Context) error {
 		a.agent, a.argv, a.pid, a.start, a.started = prev.Agent, prev.Command, prev.PID, prev.StartTime, prev.Started
 		if rec, ok := tasks.Record(t.ID); ok {
 			a.testCmd = r.testCommand(tasks, rec)
+			a.depTests = depTests(tasks, t)
 		}
 		r.started[t.ID] = true
 		if prev.Outcome == "completed" || prev.Outcome == "failed" {
@@ -359,4 +366,93 @@ func readResult(dir string) (result, bool) {
 		return res, false
 	}
 	return res, true
+}
+
+// Agent states (SPEC §10.3): how many times an agent stuck on an unclear requirement is asked
+// again, and how many false successes (a claim of done its gate rejected) halt a task.
+const (
+	maxIssueReprompts = 2
+	falseSuccessHalt  = 3
+)
+
+// statusAfter decides the task's status after an attempt, and any other fields to write
+// with it.
+func (r *runner) statusAfter(a *attempt, res result) (string, []queue.Op) {
+	switch res.Outcome {
+	case "completed":
+		return queue.StatusCompleted, nil
+	case "issue":
+		if r.countAttempts(a, func(p result) bool { return p.Outcome == "issue" }) <= maxIssueReprompts {
+			return queue.StatusPending, nil // ask again, with the question recorded in the attempt
+		}
+		return queue.StatusBlocked, []queue.Op{queue.SetField{ID: a.id, Field: "Blocked-Reason",
+			Value: oneLine("unclear requirement, needs a person: " + res.Message)}}
+	case "blocked":
+		return queue.StatusBlocked, []queue.Op{queue.SetField{ID: a.id, Field: "Blocked-Reason",
+			Value: oneLine("dependency: " + res.Message)}}
+	}
+	if res.Claim == "done" && res.Gate != nil && !res.Gate.Pass {
+		n := r.countAttempts(a, func(p result) bool { return p.Claim == "done" && p.Gate != nil && !p.Gate.Pass })
+		if n >= falseSuccessHalt {
+			return queue.StatusHalted, []queue.Op{
+				queue.SetField{ID: a.id, Field: "Halted", Value: "true"},
+				queue.SetField{ID: a.id, Field: "Halt-Reason", Value: fmt.Sprintf("False success (%dx): the agent claimed done and the gate disagreed", n)},
+			}
+		}
+	}
+	return queue.StatusFailed, nil
+}
+
+// countAttempts counts the task's attempts (this one included) whose result.json matches.
+func (r *runner) countAttempts(a *attempt, match func(result) bool) int {
+	n := 0
+	for i := 1; i <= a.n; i++ {
+		if res, ok := readResult(filepath.Join(r.o.Layout.Runs(), a.id, strconv.Itoa(i))); ok && match(res) {
+			n++
+		}
+	}
+	return n
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// refreshBaseline runs the project's whole test suite after a completed task and writes
+// baseline.json (SPEC §7.5), so that the next GREEN gate checks that what passes now still
+// passes. Without a project test command there is no baseline.
+func (r *runner) refreshBaseline(ctx context.Context, tasks *queue.Doc) {
+	cmd := r.projectTestCommand(tasks)
+	if cmd == "" {
+		return
+	}
+	l := r.o.Layout
+	b, err := testrun.MakeBaseline(ctx, l.Root, cmd, r.o.Config.TestGlobs, r.o.Config.TaskTimeout.Duration)
+	if err == nil {
+		err = b.Write(l.Baseline())
+	}
+	if err != nil {
+		r.report.event("", "warning", "baseline: "+err.Error())
+	}
+}
+
+// projectTestCommand returns the project's test command: config commands.test, else the
+// task queue's Project Commands table.
+func (r *runner) projectTestCommand(tasks *queue.Doc) string {
+	if r.o.Config.Commands.Test != "" {
+		return r.o.Config.Commands.Test
+	}
+	if tasks == nil {
+		return ""
+	}
+	if t, ok := tasks.SectionTable("Project Commands", "Command"); ok {
+		for _, row := range t.Rows {
+			if strings.EqualFold(tasks.CellText(row, 0), "Test") {
+				if v := tasks.CellText(row, 1); !queue.IsEmpty(v) {
+					return v
+				}
+			}
+		}
+	}
+	return ""
 }

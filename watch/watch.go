@@ -327,6 +327,7 @@ var ErrCannotRun = errors.New("cannot run")
 // A transition is a finished attempt's status move, from in_progress.
 type transition struct {
 	id, to string
+	ops    []queue.Op // other fields to set with the status
 }
 
 // advance makes one write of the task queue: it moves a finished task's Status (when fin is
@@ -352,6 +353,7 @@ func (r *runner) advance(ctx context.Context, fin *transition) (*queue.Doc, []qu
 			rec, ok := d.Record(fin.id)
 			if ok && d.Task(rec).Status == queue.StatusInProgress {
 				ops = append(ops, queue.CompareAndSet{ID: fin.id, Field: "Status", Expect: queue.StatusInProgress, Value: fin.to})
+				ops = append(ops, fin.ops...)
 				changed[fin.id] = fin.to
 			} else {
 				r.report.event(fin.id, "warning", fmt.Sprintf("not set to %s: a person changed its status meanwhile, and that wins", fin.to))
@@ -364,7 +366,13 @@ func (r *runner) advance(ctx context.Context, fin *transition) (*queue.Doc, []qu
 			if len(r.running)+len(picks) >= r.o.Jobs {
 				break
 			}
-			ops = append(ops, queue.CompareAndSet{ID: t.ID, Field: "Status", Expect: t.Status, Value: queue.StatusInProgress})
+			if fin != nil && t.ID == fin.id && len(ops) > 0 {
+				// The task just finished goes again at once (a re-prompt or a retry): its
+				// Status stays in_progress rather than moving to pending and back.
+				ops[0] = queue.Expect{ID: t.ID, Field: "Status", Value: queue.StatusInProgress}
+			} else {
+				ops = append(ops, queue.CompareAndSet{ID: t.ID, Field: "Status", Expect: t.Status, Value: queue.StatusInProgress})
+			}
 			picks = append(picks, t)
 		}
 		return ops, nil

@@ -122,9 +122,12 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 		newValidateCommand(g),
 		newCoverageCommand(g),
 		newWatchCommand(g),
+		newBaselineCommand(g),
 		newRunCommand(g),
 		newPromptCommand(g),
 		newReplayCommand(g),
+		newSignatureCommand(g),
+		newIssuesCommand(g),
 	)
 	return root
 }

@@ -103,6 +103,11 @@ for r in 1 2; do
 	# The same assertion failure in verbose mode, where the message comes before --- FAIL.
 	[ $r = 1 ] && run "go-entries-verbose" "$d" go test -v -run 'TestEntries|TestBusy' ./...
 done
+# Another wrong value from the same test: a different failure.
+d=$(mktemp -d)
+gomod "$d"
+sed -i 's/return n - 1, nil/return n + 1, nil/' "$d/calc/calc.go"
+run go-entries-plus "$d" go test -run TestEntries ./...
 # A build failure: the test calls a function that does not exist yet.
 d=$(mktemp -d)
 gomod "$d"
@@ -172,6 +177,10 @@ for r in 1 2; do
 done
 d=$(mktemp -d)
 jestproj "$d"
+sed -i 's/a + b + 1/a + b - 1/' "$d/sum.js"
+run jest-sum-minus "$d" ./node_modules/.bin/jest
+d=$(mktemp -d)
+jestproj "$d"
 sed -i 's#./sum#./missing#' "$d/sum.test.js"
 run jest-missing "$d" ./node_modules/.bin/jest
 
@@ -200,6 +209,10 @@ for r in 1 2; do
 	cargoproj "$d"
 	run "cargo-sum-run$r" "$d" cargo test --offline -q
 done
+d=$(mktemp -d)
+cargoproj "$d"
+sed -i 's/a + b + 1/a + b - 1/' "$d/src/lib.rs"
+run cargo-sum-minus "$d" cargo test --offline -q
 d=$(mktemp -d)
 cargoproj "$d"
 sed -i 's/assert_eq!(sum(2, 2), 4)/assert_eq!(add(2, 2), 4)/' "$d/src/lib.rs"

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/orchestrator/orchestrator/config"
+	"github.com/orchestrator/orchestrator/queue"
+	"github.com/orchestrator/orchestrator/testrun"
+	"github.com/spf13/cobra"
+)
+
+// baselineOptions are the options of `orchestrator baseline`.
+type baselineOptions struct {
+	*globalOptions
+	JSON    bool
+	Command string
+	Timeout time.Duration
+}
+
+func newBaselineCommand(g *globalOptions) *cobra.Command {
+	opts := &baselineOptions{globalOptions: g}
+	c := &cobra.Command{
+		Use:   "baseline",
+		Short: "Run the whole test suite and record which tests pass in .orchestrator/baseline.json",
+		Long: `Run the project's test command and write .orchestrator/baseline.json (SPEC §7.5): the
+counts, the IDs of the tests that pass, a command that re-runs exactly them (the GREEN
+gate's regression check), and the SHA-256 of every test file (config test_globs).
+
+The test command is --command, else commands.test in .orchestrator/config.yaml, else the
+Test row of the task queue's "## Project Commands" table. Its runner is recognized (go test,
+pytest, vitest, jest, cargo test) and read in its structured form; any other command is
+judged by its exit code alone.
+
+Failing tests are recorded, not an error: exit 0 whenever the suite ran. Exit 2 when there
+is no test command, or it could not run (not found, timed out).`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runBaseline(c.Context(), opts)
+		},
+	}
+	c.Flags().BoolVar(&opts.JSON, "json", false, "print the baseline as JSON, with its path")
+	c.Flags().StringVar(&opts.Command, "command", "", "test `command` line to run (overrides config and the task queue)")
+	c.Flags().DurationVar(&opts.Timeout, "timeout", 0, "time limit of the test run (default: config task_timeout)")
+	return c
+}
+
+func runBaseline(ctx context.Context, opts *baselineOptions) error {
+	l, err := opts.layout()
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(l.Config())
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	command, err := baselineCommand(l, cfg, opts.Command)
+	if err != nil {
+		return err
+	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = cfg.TaskTimeout.Duration
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := testrun.Run(ctx, l.Root, command, timeout)
+	switch {
+	case ctx.Err() != nil:
+		return &exitError{code: exitInterrupted, err: ctx.Err()}
+	case err != nil:
+		return &exitError{code: exitUsage, err: err}
+	}
+	if err := testrun.NotRun(res); err != nil {
+		fmt.Fprint(opts.Stderr, tail(res.Output, 20))
+		return &exitError{code: exitUsage, err: err}
+	}
+	b, err := testrun.NewBaseline(l.Root, res, cfg.TestGlobs)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(l.Dir(), "baseline.json")
+	if err := b.Write(path); err != nil {
+		return err
+	}
+	rel, err := filepath.Rel(l.Root, path)
+	if err != nil {
+		rel = path
+	}
+	if opts.JSON {
+		return writeJSON(opts.Stdout, struct {
+			Path string `json:"path"`
+			*testrun.Baseline
+		}{rel, b})
+	}
+	s := b.Summary
+	fmt.Fprintf(opts.Stdout, "runner:  %s (%s)\n", b.Runner, b.Command)
+	if b.Runner == testrun.Exit {
+		fmt.Fprintf(opts.Stdout, "result:  exit %d, %s\n", b.ExitCode, b.Class)
+	} else {
+		fmt.Fprintf(opts.Stdout, "tests:   %d total, %d passed, %d failed, %d skipped (%s)\n", s.Total, s.Passed, s.Failed, s.Skipped, b.Class)
+	}
+	if res.Reason != "" && b.Class != testrun.ClassAssertionFailure {
+		fmt.Fprintf(opts.Stdout, "reason:  %s\n", res.Reason)
+	}
+	fmt.Fprintf(opts.Stdout, "files:   %d test files hashed\n", len(b.TestFileHashes))
+	fmt.Fprintf(opts.Stdout, "wrote %s\n", rel)
+	return nil
+}
+
+// baselineCommand picks the test command: the flag, else config's commands.test, else the
+// Test row of the task queue's Project Commands table.
+func baselineCommand(l queue.Layout, cfg *config.Config, flag string) (string, error) {
+	if c := strings.TrimSpace(flag); c != "" {
+		return c, nil
+	}
+	if c := strings.TrimSpace(cfg.Commands.Test); c != "" {
+		return c, nil
+	}
+	tasks, err := loadOptional(l.Tasks())
+	if err != nil {
+		return "", err
+	}
+	if tasks != nil {
+		if t, ok := tasks.SectionTable("Project Commands", "Command"); ok {
+			for _, row := range t.Rows {
+				if strings.EqualFold(tasks.CellText(row, 0), "Test") {
+					if v := strings.TrimSpace(tasks.CellText(row, 1)); !queue.IsEmpty(v) {
+						return v, nil
+					}
+				}
+			}
+		}
+	}
+	return "", usageErrorf("no test command: pass --command, set commands.test in %s, or fill the Test row of the Project Commands table in %s", l.Config(), l.Tasks())
+}
+
+// tail returns the last n lines of s, ending with a newline ("" for no output).
+func tail(s string, n int) string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		return ""
+	}
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n") + "\n"
+}

@@ -1,0 +1,12 @@
+// Package gate decides whether an agent's claim holds (SPEC §7.2–7.4): the RED gate for a
+// test writer, the GREEN gate for an implementer (with the integrity check of the tests it
+// was given and the regression baseline), and the VERIFY gate. It runs the tests itself
+// through package testrun, never trusts the agent's word, and writes the evidence (the
+// hand-off manifests handoff-red.json and handoff-green.json) into the attempt folder.
+//
+// It also snapshots the repository's files before an attempt, so that what the agent changed
+// is known without git.
+//
+// The package does not schedule, start agents or edit the queue (package watch), and does not
+// decide retries (package retry).
+package gate

@@ -1,0 +1,465 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/orchestrator/orchestrator/queue"
+	"github.com/orchestrator/orchestrator/testrun"
+)
+
+// Failure types a gate reports (SPEC §8.1).
+const (
+	TypeFalseRed      = "false_red"
+	TypeScope         = "scope_violation"
+	TypeTampered      = "test_tampered"
+	TypeTestFails     = "test_fails"
+	TypeBuildFails    = "build_fails"
+	TypeRegression    = "regression"
+	TypeVerifyFails   = "verify_fails"
+	TypeNoTestCommand = "no_test_command"
+)
+
+// An Input is what a gate needs to judge one attempt.
+type Input struct {
+	Root        string
+	AttemptDir  string
+	Task        string
+	Attempt     int
+	Kind        queue.TaskKind
+	TestIDs     []string
+	TestCommand string
+	Globs       []string
+	// Changed are the files the agent changed (from a Snapshot), relative to Root.
+	Changed []string
+	// Deps are the RED manifests of the TEST tasks the task depends on (BUILD only).
+	Deps []*Manifest
+	// RegressionCommand re-runs the baseline's passing tests ("" when there is none).
+	RegressionCommand string
+	Timeout           time.Duration
+}
+
+// A Run is one command a gate ran.
+type Run struct {
+	Command  string        `json:"command"`
+	ExitCode int           `json:"exit_code"`
+	Class    string        `json:"class"`
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// A Verdict is a gate's decision with its evidence.
+type Verdict struct {
+	Pass        bool
+	Type        string // failure type when !Pass
+	Reason      string // one line
+	Output      string // raw output of the command that decided a failure
+	FailingTest string
+	File        string
+	Runs        []Run
+	Log         strings.Builder // gate.log: every command, its exit code, and the decision
+}
+
+func (v *Verdict) fail(typ, format string, args ...any) *Verdict {
+	v.Pass, v.Type, v.Reason = false, typ, fmt.Sprintf(format, args...)
+	fmt.Fprintf(&v.Log, "decision: fail (%s): %s\n", typ, v.Reason)
+	return v
+}
+
+func (v *Verdict) pass(format string, args ...any) *Verdict {
+	v.Pass, v.Type, v.Reason = true, "", fmt.Sprintf(format, args...)
+	fmt.Fprintf(&v.Log, "decision: pass: %s\n", v.Reason)
+	return v
+}
+
+// run runs a test command and logs it.
+func (v *Verdict) run(ctx context.Context, in Input, command string) (*testrun.Result, error) {
+	fmt.Fprintf(&v.Log, "$ %s\n", command)
+	res, err := testrun.Run(ctx, in.Root, command, in.Timeout)
+	if err != nil {
+		fmt.Fprintf(&v.Log, "could not run: %v\n", err)
+		return nil, err
+	}
+	v.Runs = append(v.Runs, Run{Command: command, ExitCode: res.ExitCode, Class: string(res.Class), Duration: res.Duration})
+	fmt.Fprintf(&v.Log, "exit code %d, runner %s, %s: %d passed, %d failed, %d skipped (%v)\n",
+		res.ExitCode, res.Runner, res.Class, len(res.Passed()), len(res.Failed()), len(res.Skipped()), res.Duration.Round(time.Millisecond))
+	for _, e := range res.BuildErrors {
+		fmt.Fprintf(&v.Log, "  build: %s\n", e)
+	}
+	return res, nil
+}
+
+// outputSection appends a command's raw output to the log, between the lines that
+// LastOutput finds.
+func (v *Verdict) outputSection(out string) {
+	v.Log.WriteString(OutputStart + out)
+	if !strings.HasSuffix(out, "\n") {
+		v.Log.WriteByte('\n')
+	}
+	v.Log.WriteString(OutputEnd)
+}
+
+// The raw output of the deciding command sits between these lines in gate.log.
+const (
+	OutputStart = "--- output ---\n"
+	OutputEnd   = "--- end of output ---\n"
+)
+
+// LastOutput returns the raw output recorded in a gate.log, or "".
+func LastOutput(log string) string {
+	_, out, ok := strings.Cut(log, OutputStart)
+	if !ok {
+		return ""
+	}
+	out, _, _ = strings.Cut(out, OutputEnd)
+	return out
+}
+
+// Red is the gate of a TEST task (SPEC §7.2): the new tests must fail, because they fail or
+// because the implementation they call does not exist yet, not because a test file is broken
+// or because no test ran; the agent may change only test files; and every Test ID must name
+// at least one of its tests. On success it writes handoff-red.json.
+func Red(ctx context.Context, in Input) (*Verdict, error) {
+	v := &Verdict{}
+	fmt.Fprintf(&v.Log, "RED gate: task %s attempt %d\n", in.Task, in.Attempt)
+	fmt.Fprintf(&v.Log, "changed files: %s\n", list(in.Changed))
+	var outside []string
+	var testFiles []string
+	for _, f := range in.Changed {
+		if testrun.IsTestFile(f, in.Globs) {
+			testFiles = append(testFiles, f)
+		} else {
+			outside = append(outside, f)
+		}
+	}
+	if len(outside) > 0 {
+		return v.fail(TypeScope, "the test writer changed files that are not tests: %s", strings.Join(outside, ", ")), nil
+	}
+	if in.TestCommand == "" {
+		return v.fail(TypeNoTestCommand, "the task has no test command, so the claim cannot be verified"), nil
+	}
+	res, err := v.run(ctx, in, in.TestCommand)
+	if err != nil {
+		return v.fail(TypeFalseRed, "the tests could not run: %v", err), nil
+	}
+	v.outputSection(res.Output)
+	v.Output = res.Output
+	switch res.Class {
+	case "pass":
+		return v.fail(TypeFalseRed, "false RED: the tests already pass (%s exited 0)", in.TestCommand), nil
+	case "no_tests":
+		return v.fail(TypeFalseRed, "false RED: no test ran"), nil
+	case "broken_test":
+		return v.fail(TypeFalseRed, "false RED: a test file is broken: %s", first(res.BuildErrors, "syntax error")), nil
+	case "assertion_failure", "missing_implementation":
+	default:
+		return v.fail(TypeFalseRed, "the tests did not run as tests (%s, exit %d): %s", res.Class, res.ExitCode, first(res.BuildErrors, "")), nil
+	}
+	// Every Test ID names a test: from the runner's list, or, when the build failed only for
+	// the missing implementation, from the test files the agent wrote.
+	names := testNames(res)
+	if len(names) == 0 {
+		names = fileWords(in.Root, testFiles)
+	}
+	for _, id := range in.TestIDs {
+		if !namesID(names, id) {
+			return v.fail(TypeFalseRed, "no test is named after %s (a test name must contain %s)", id, idToken(id)), nil
+		}
+	}
+	m := &Manifest{
+		Phase: "red", Timestamp: time.Now().UTC(), Task: in.Task, Attempt: in.Attempt,
+		TestFiles: testFiles, Command: in.TestCommand, ExitCode: res.ExitCode,
+		RunnerOutput: clip(res.Output, 2000), FailingTests: res.Failed(), Allowlist: testFiles,
+	}
+	if m.TestHashes, err = testrun.HashFiles(in.Root, testFiles); err != nil {
+		return nil, err
+	}
+	if err := m.write(filepath.Join(in.AttemptDir, "handoff-red.json")); err != nil {
+		return nil, err
+	}
+	return v.pass("RED: %s fails as it should (%s)", in.TestCommand, res.Class), nil
+}
+
+// Green is the gate of a BUILD task (SPEC §7.3): the tests of every TEST task it depends on
+// are unchanged since their RED (integrity) and now pass, with no fewer tests passing than
+// failed at RED; the regression baseline still passes. On success it writes
+// handoff-green.json.
+func Green(ctx context.Context, in Input) (*Verdict, error) {
+	v := &Verdict{}
+	fmt.Fprintf(&v.Log, "GREEN gate: task %s attempt %d\n", in.Task, in.Attempt)
+	fmt.Fprintf(&v.Log, "changed files: %s\n", list(in.Changed))
+	// Integrity first: a changed test cannot be trusted to judge anything.
+	for _, m := range in.Deps {
+		for _, f := range sortedKeys(m.TestHashes) {
+			now, _ := hashFile(filepath.Join(in.Root, filepath.FromSlash(f)))
+			if now != m.TestHashes[f] {
+				v.File = f
+				what := "changed"
+				if now == "" {
+					what = "deleted"
+				}
+				return v.fail(TypeTampered, "test_tampered: %s was %s after RED (%s)", f, what, m.Task), nil
+			}
+		}
+		fmt.Fprintf(&v.Log, "integrity: the %d test files of %s are as at RED\n", len(m.TestHashes), m.Task)
+	}
+	commands := []string{}
+	seen := map[string]bool{}
+	for _, m := range in.Deps {
+		if m.Command != "" && !seen[m.Command] {
+			seen[m.Command] = true
+			commands = append(commands, m.Command)
+		}
+	}
+	if in.TestCommand != "" && !seen[in.TestCommand] {
+		commands = append(commands, in.TestCommand)
+	}
+	if len(commands) == 0 {
+		return v.fail(TypeNoTestCommand, "the task has no test command, so the claim cannot be verified"), nil
+	}
+	passed := map[string]bool{}
+	for _, c := range commands {
+		res, err := v.run(ctx, in, c)
+		if err != nil {
+			return v.fail(TypeBuildFails, "the tests could not run: %v", err), nil
+		}
+		if res.Class != "pass" {
+			v.outputSection(res.Output)
+			v.Output = res.Output
+			typ := TypeTestFails
+			if res.Class == "missing_implementation" || res.Class == "broken_test" || len(res.BuildErrors) > 0 {
+				typ = TypeBuildFails
+			}
+			if f := res.Failed(); len(f) > 0 {
+				v.FailingTest = f[0]
+			}
+			return v.fail(typ, "%s exited %d (%s)", c, res.ExitCode, describe(res)), nil
+		}
+		for _, id := range res.Passed() {
+			passed[id] = true
+		}
+	}
+	// No fewer tests pass than failed at RED: a skipped or deleted test is not a pass.
+	for _, m := range in.Deps {
+		for _, id := range m.FailingTests {
+			if !passed[id] {
+				v.FailingTest = id
+				return v.fail(TypeTestFails, "%s failed at RED (%s) and did not pass now: skipped, renamed or deleted", id, m.Task), nil
+			}
+		}
+	}
+	if in.RegressionCommand != "" {
+		res, err := v.run(ctx, in, in.RegressionCommand)
+		if err != nil || res.ExitCode != 0 {
+			if res != nil {
+				v.outputSection(res.Output)
+				v.Output = res.Output
+				if f := res.Failed(); len(f) > 0 {
+					v.FailingTest = f[0]
+				}
+			}
+			return v.fail(TypeRegression, "regression: a test that passed in the baseline fails now"), nil
+		}
+	}
+	m := &Manifest{
+		Phase: "green", Timestamp: time.Now().UTC(), Task: in.Task, Attempt: in.Attempt,
+		Command: strings.Join(commands, " && "), RunnerOutput: "", Allowlist: in.Changed,
+	}
+	for _, d := range in.Deps {
+		m.TestFiles = append(m.TestFiles, d.TestFiles...)
+	}
+	for _, f := range in.Changed {
+		if !testrun.IsTestFile(f, in.Globs) {
+			m.ImplementationFiles = append(m.ImplementationFiles, f)
+		}
+	}
+	var err error
+	if m.TestHashes, err = testrun.HashFiles(in.Root, m.TestFiles); err != nil {
+		m.TestHashes = map[string]string{}
+	}
+	if err := m.write(filepath.Join(in.AttemptDir, "handoff-green.json")); err != nil {
+		return nil, err
+	}
+	return v.pass("GREEN: %s pass, %d tests", strings.Join(commands, ", "), len(passed)), nil
+}
+
+// Verify is the gate of a VERIFY task (SPEC §7.4): the tests pass; each failing test is
+// reported with its name and output.
+func Verify(ctx context.Context, in Input) (*Verdict, error) {
+	v := &Verdict{}
+	fmt.Fprintf(&v.Log, "VERIFY gate: task %s attempt %d\n", in.Task, in.Attempt)
+	if in.TestCommand == "" {
+		return v.fail(TypeNoTestCommand, "the task has no test command, so the claim cannot be verified"), nil
+	}
+	res, err := v.run(ctx, in, in.TestCommand)
+	if err != nil {
+		return v.fail(TypeVerifyFails, "the tests could not run: %v", err), nil
+	}
+	if res.Class == "pass" {
+		return v.pass("VERIFY: %s passes (%d tests)", in.TestCommand, len(res.Passed())), nil
+	}
+	var failing []string
+	for _, t := range res.Tests {
+		if t.Status == "failed" {
+			failing = append(failing, t.ID)
+			fmt.Fprintf(&v.Log, "FAIL %s\n%s\n", t.ID, indent(t.Output))
+		}
+	}
+	v.outputSection(res.Output)
+	v.Output = res.Output
+	if len(failing) > 0 {
+		v.FailingTest = failing[0]
+		return v.fail(TypeVerifyFails, "%d tests fail: %s", len(failing), strings.Join(failing, ", ")), nil
+	}
+	return v.fail(TypeVerifyFails, "%s exited %d (%s)", in.TestCommand, res.ExitCode, describe(res)), nil
+}
+
+// A Manifest is a phase's hand-off (handoff-red.json, handoff-green.json): what the next
+// phase may see and what must not change.
+type Manifest struct {
+	Phase               string            `json:"phase"`
+	Timestamp           time.Time         `json:"timestamp"`
+	Task                string            `json:"task"`
+	Attempt             int               `json:"attempt"`
+	TestFiles           []string          `json:"test_files"`
+	TestHashes          map[string]string `json:"test_hashes"`
+	Command             string            `json:"command"`
+	ExitCode            int               `json:"exit_code"`
+	RunnerOutput        string            `json:"runner_output"`
+	FailingTests        []string          `json:"failing_tests,omitempty"`
+	ImplementationFiles []string          `json:"implementation_files,omitempty"`
+	Allowlist           []string          `json:"allowlist"`
+}
+
+func (m *Manifest) write(path string) error {
+	if m.TestFiles == nil {
+		m.TestFiles = []string{}
+	}
+	if m.Allowlist == nil {
+		m.Allowlist = []string{}
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// FindRed returns the RED manifest of a TEST task's latest attempt that has one, or nil.
+func FindRed(runs, task string) (*Manifest, error) {
+	entries, err := os.ReadDir(filepath.Join(runs, task))
+	if err != nil {
+		return nil, nil
+	}
+	var nums []int
+	for _, e := range entries {
+		if n, err := strconv.Atoi(e.Name()); err == nil {
+			nums = append(nums, n)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.IntSlice(nums)))
+	for _, n := range nums {
+		b, err := os.ReadFile(filepath.Join(runs, task, strconv.Itoa(n), "handoff-red.json"))
+		if err != nil {
+			continue
+		}
+		var m Manifest
+		if err := json.Unmarshal(b, &m); err != nil {
+			return nil, fmt.Errorf("%s: handoff-red.json: %w", task, err)
+		}
+		return &m, nil
+	}
+	return nil, nil
+}
+
+// idToken returns how a Test ID appears in a test name: non-alphanumerics read as '_',
+// compared case-insensitively (UNIT-001 is named by TestAdd_UNIT_001).
+func idToken(id string) string {
+	return strings.ToLower(strings.Map(func(r rune) rune {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return r
+		}
+		return '_'
+	}, id))
+}
+
+func namesID(names []string, id string) bool {
+	tok := idToken(id)
+	for _, n := range names {
+		if strings.Contains(idToken(n), tok) {
+			return true
+		}
+	}
+	return false
+}
+
+func testNames(res *testrun.Result) []string {
+	var out []string
+	for _, t := range res.Tests {
+		out = append(out, t.ID)
+	}
+	return out
+}
+
+// fileWords returns the contents of the test files, to look for Test IDs in when the build
+// failed before any test could be listed.
+func fileWords(root string, files []string) []string {
+	var out []string
+	for _, f := range files {
+		if b, err := os.ReadFile(filepath.Join(root, f)); err == nil {
+			out = append(out, string(b))
+		}
+	}
+	return out
+}
+
+func describe(res *testrun.Result) string {
+	if f := res.Failed(); len(f) > 0 {
+		return fmt.Sprintf("%s: %s", res.Class, strings.Join(f, ", "))
+	}
+	if len(res.BuildErrors) > 0 {
+		return fmt.Sprintf("%s: %s", res.Class, res.BuildErrors[0])
+	}
+	return string(res.Class)
+}
+
+func list(files []string) string {
+	if len(files) == 0 {
+		return "none"
+	}
+	return strings.Join(files, ", ")
+}
+
+func first(list []string, def string) string {
+	if len(list) > 0 {
+		return list[0]
+	}
+	return def
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

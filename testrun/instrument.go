@@ -1,0 +1,109 @@
+package testrun
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// An invocation is a test command line rewritten to report structured output.
+type invocation struct {
+	runner  Runner
+	command string   // the command line as run
+	reports []string // files the runner writes its report to (pytest, vitest, jest)
+	verbose bool     // the command asked for every test's output (go test -v)
+}
+
+// instrument adds to every simple command of the line that runs the runner the flags that
+// make it report structured output: -json for go test; --junitxml (with xunit1 attributes,
+// which name each test's file) and -rA for pytest; the JSON reporter next to the default one
+// for vitest; --json for jest; --no-fail-fast for cargo test, whose human output is read as
+// it is (with --format=pretty when -q would make it terse). Report files go in tmp.
+func instrument(command string, r Runner, tmp string) invocation {
+	inv := invocation{runner: r, command: command}
+	if r == Exit {
+		return inv
+	}
+	type insert struct {
+		at   int
+		text string
+	}
+	var ins []insert
+	for _, s := range findSites(lex(command)) {
+		if s.runner != r {
+			continue
+		}
+		after := s.words[s.at].end
+		switch r {
+		case Go:
+			inv.verbose = inv.verbose || s.has("-v", "-test.v")
+			if !s.has("-json") {
+				ins = append(ins, insert{after, " -json"})
+			}
+		case Pytest:
+			f := filepath.Join(tmp, fmt.Sprintf("junit-%d.xml", len(inv.reports)+1))
+			inv.reports = append(inv.reports, f)
+			ins = append(ins, insert{after, " " + quote("--junitxml="+f) + " -o junit_family=xunit1 -rA"})
+		case Vitest:
+			f := filepath.Join(tmp, fmt.Sprintf("vitest-%d.json", len(inv.reports)+1))
+			inv.reports = append(inv.reports, f)
+			text := " --reporter=json " + quote("--outputFile.json="+f)
+			if !s.has("--reporter") {
+				text = " --reporter=default" + text
+			}
+			ins = append(ins, insert{after, text})
+		case Jest:
+			f := filepath.Join(tmp, fmt.Sprintf("jest-%d.json", len(inv.reports)+1))
+			inv.reports = append(inv.reports, f)
+			ins = append(ins, insert{after, " --json " + quote("--outputFile="+f)})
+		case Cargo:
+			dash := -1
+			for i, w := range s.words[s.at+1:] {
+				if w.text == "--" {
+					dash = s.at + 1 + i
+					break
+				}
+			}
+			hasFlag := func(from, to int, flags ...string) bool {
+				for _, w := range s.words[from:to] {
+					for _, f := range flags {
+						if w.text == f || strings.HasPrefix(w.text, f+"=") {
+							return true
+						}
+					}
+				}
+				return false
+			}
+			cargoEnd := len(s.words)
+			if dash >= 0 {
+				cargoEnd = dash
+			}
+			if !hasFlag(s.at+1, cargoEnd, "--no-fail-fast") {
+				ins = append(ins, insert{after, " --no-fail-fast"})
+			}
+			if s.has("-q", "--quiet") && !s.has("--format") {
+				if dash >= 0 {
+					ins = append(ins, insert{s.words[dash].end, " --format=pretty"})
+				} else {
+					ins = append(ins, insert{s.words[len(s.words)-1].end, " -- --format=pretty"})
+				}
+			}
+		}
+	}
+	// Insert from the end, so that earlier offsets stay right; equal offsets keep their order.
+	sort.SliceStable(ins, func(i, j int) bool { return ins[i].at > ins[j].at })
+	out := command
+	for i := 0; i < len(ins); {
+		j := i
+		var text strings.Builder
+		for j < len(ins) && ins[j].at == ins[i].at {
+			text.WriteString(ins[j].text)
+			j++
+		}
+		out = out[:ins[i].at] + text.String() + out[ins[i].at:]
+		i = j
+	}
+	inv.command = out
+	return inv
+}

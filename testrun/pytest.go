@@ -1,0 +1,305 @@
+package testrun
+
+import (
+	"bytes"
+	"encoding/xml"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// pytestParser reads pytest's JUnit XML report and, for what the report lacks (collection
+// errors of a conftest, a run that wrote no report), its console output with -rA.
+type pytestParser struct {
+	root string
+	// The console section being read: "ERROR collecting <file>" or a conftest that failed
+	// to load.
+	section     string
+	sectionFile string
+	text        capped
+	errors      []pyError
+	summary     []Test // the -rA short summary, used when there is no report
+	inSummary   bool
+}
+
+// A pyError is an error that kept a module from being collected.
+type pyError struct {
+	file string // the module being collected
+	text string // pytest's report of it
+}
+
+func newPytestParser(root string) *pytestParser {
+	return &pytestParser{root: root}
+}
+
+var (
+	pySubRE     = regexp.MustCompile(`^_{3,} (.+?) _{3,}$`)
+	pySectionRE = regexp.MustCompile(`^={3,} (.+?) ={3,}$`)
+	pyConftest  = regexp.MustCompile(`^ImportError while loading conftest '(.+)'\.$`)
+	pySummaryRE = regexp.MustCompile(`^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S+)(?: - (.*))?$`)
+)
+
+func (p *pytestParser) line(s string) {
+	if m := pySubRE.FindStringSubmatch(s); m != nil {
+		p.endSection()
+		if f, ok := strings.CutPrefix(m[1], "ERROR collecting "); ok {
+			p.section, p.sectionFile = m[1], f
+		}
+		return
+	}
+	if m := pySectionRE.FindStringSubmatch(s); m != nil {
+		p.endSection()
+		p.inSummary = m[1] == "short test summary info"
+		return
+	}
+	if m := pyConftest.FindStringSubmatch(s); m != nil {
+		p.endSection()
+		p.section, p.sectionFile = s, p.rel(m[1])
+		return
+	}
+	if p.section != "" {
+		p.text.WriteString(s)
+		p.text.WriteString("\n")
+		return
+	}
+	if p.inSummary {
+		if m := pySummaryRE.FindStringSubmatch(s); m != nil {
+			id := m[2]
+			if !strings.Contains(id, "::") {
+				return // a module that failed to collect
+			}
+			t := Test{ID: id, Status: Passed, File: id[:strings.Index(id, "::")]}
+			switch m[1] {
+			case "FAILED", "ERROR", "XPASS":
+				t.Status, t.Output = Failed, m[3]
+			case "XFAIL":
+				t.Status = Skipped
+			}
+			p.summary = append(p.summary, t)
+		}
+	}
+}
+
+func (p *pytestParser) endSection() {
+	if p.section != "" {
+		p.errors = append(p.errors, pyError{file: p.sectionFile, text: p.text.String()})
+	}
+	p.section, p.sectionFile = "", ""
+	p.text = capped{max: 64 << 10}
+}
+
+// junitCase is a <testcase> of a JUnit XML report.
+type junitCase struct {
+	Classname string     `xml:"classname,attr"`
+	Name      string     `xml:"name,attr"`
+	File      string     `xml:"file,attr"`
+	Failure   []junitMsg `xml:"failure"`
+	Error     []junitMsg `xml:"error"`
+	Skipped   []junitMsg `xml:"skipped"`
+}
+
+type junitMsg struct {
+	Message string `xml:"message,attr"`
+	Text    string `xml:",chardata"`
+}
+
+func (p *pytestParser) finish(res *Result, reports [][]byte) {
+	p.endSection()
+	var tests []Test
+	index := map[string]int{}
+	parsed := false
+	for _, r := range reports {
+		cases, err := junitCases(r)
+		if err != nil {
+			continue
+		}
+		parsed = true
+		for _, c := range cases {
+			if len(c.Error) > 0 && c.Error[0].Message == "collection failure" {
+				file := c.File
+				if file == "" {
+					file = p.moduleFile(c.Name)
+				}
+				p.errors = append(p.errors, pyError{file: p.rel(file), text: c.Error[0].Text})
+				continue
+			}
+			t := p.junitTest(c)
+			if i, ok := index[t.ID]; ok {
+				// A test that passed and then failed in teardown is reported twice.
+				if t.Status == Failed {
+					tests[i] = t
+				}
+				continue
+			}
+			index[t.ID] = len(tests)
+			tests = append(tests, t)
+		}
+	}
+	if !parsed {
+		tests = p.summary
+	}
+	res.Tests = tests
+	seen := map[string]bool{}
+	for _, e := range p.errors {
+		for _, l := range p.pythonErrors(e.file, e.text) {
+			if !seen[l] {
+				seen[l] = true
+				res.BuildErrors = append(res.BuildErrors, l)
+			}
+		}
+	}
+}
+
+// junitCases returns every <testcase> of a JUnit XML report, however nested.
+func junitCases(report []byte) ([]junitCase, error) {
+	d := xml.NewDecoder(bytes.NewReader(report))
+	var cases []junitCase
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			return cases, nil
+		}
+		if err != nil {
+			return cases, err
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "testcase" {
+			var c junitCase
+			if err := d.DecodeElement(&c, &se); err != nil {
+				return cases, err
+			}
+			cases = append(cases, c)
+		}
+	}
+}
+
+// junitTest turns a <testcase> into a Test with the pytest node ID it was made from.
+func (p *pytestParser) junitTest(c junitCase) Test {
+	file := p.rel(c.File)
+	if file == "" {
+		file = p.moduleFile(c.Classname)
+	}
+	parts := []string{file}
+	if file == "" {
+		parts[0] = strings.ReplaceAll(c.Classname, ".", "/") + ".py"
+	} else {
+		// pytest makes the classname from the node ID: the file's path with dots for
+		// slashes and no .py, then the classes.
+		mod := strings.ReplaceAll(strings.TrimSuffix(filepath.ToSlash(file), ".py"), "/", ".")
+		if rest, ok := strings.CutPrefix(c.Classname, mod); ok && rest != "" && rest[0] == '.' {
+			parts = append(parts, strings.Split(rest[1:], ".")...)
+		} else if !ok && c.Classname != "" {
+			parts = append(parts, c.Classname)
+		}
+	}
+	parts = append(parts, c.Name)
+	t := Test{ID: strings.Join(parts, "::"), Status: Passed, File: file}
+	switch {
+	case len(c.Failure) > 0:
+		t.Status = Failed
+		t.Output = capString(joinMsg(c.Failure[0]), maxTestOutput)
+	case len(c.Error) > 0:
+		t.Status = Failed
+		t.Output = capString(joinMsg(c.Error[0]), maxTestOutput)
+	case len(c.Skipped) > 0:
+		t.Status = Skipped
+		t.Output = capString(c.Skipped[0].Message, maxTestOutput)
+	}
+	return t
+}
+
+func joinMsg(m junitMsg) string {
+	text := strings.TrimSpace(m.Text)
+	if m.Message == "" || strings.Contains(text, m.Message) {
+		return text
+	}
+	return m.Message + "\n" + text
+}
+
+// moduleFile finds the file of a dotted module name ("tests.test_x.TestC"): the longest
+// prefix that is a .py file under the root.
+func (p *pytestParser) moduleFile(dotted string) string {
+	parts := strings.Split(dotted, ".")
+	for n := len(parts); n > 0; n-- {
+		f := strings.Join(parts[:n], "/") + ".py"
+		if p.root != "" {
+			if _, err := os.Stat(filepath.Join(p.root, f)); err == nil {
+				return f
+			}
+		}
+	}
+	return ""
+}
+
+// rel makes a path relative to the root when it is inside it.
+func (p *pytestParser) rel(path string) string {
+	return relTo(p.root, path)
+}
+
+// relTo makes path relative to root when it is an absolute path inside root, with slashes.
+func relTo(root, path string) string {
+	if root != "" && filepath.IsAbs(path) {
+		if r, err := filepath.Rel(root, path); err == nil && !strings.HasPrefix(r, "..") {
+			return filepath.ToSlash(r)
+		}
+		// The root may be reached through a symbolic link (macOS /tmp, t.TempDir()).
+		if real, err := filepath.EvalSymlinks(root); err == nil && real != root {
+			if r, err := filepath.Rel(real, path); err == nil && !strings.HasPrefix(r, "..") {
+				return filepath.ToSlash(r)
+			}
+		}
+	}
+	return filepath.ToSlash(path)
+}
+
+var (
+	// pyExcRE matches the exception line pytest marks with E: "E   ModuleNotFoundError: ...".
+	pyExcRE = regexp.MustCompile(`^E\s+((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit)\b.*)$`)
+	// pyFileRE matches the location Python gives a SyntaxError: E     File "x.py", line 3.
+	pyFileRE = regexp.MustCompile(`^E\s+File "(.+)", line (\d+)`)
+	// pyWhereRE matches a traceback entry: "tests/test_x.py:1: in <module>".
+	pyWhereRE = regexp.MustCompile(`^(\S+\.py):(\d+): in `)
+)
+
+// pythonErrors reads pytest's report of a module that failed to import and returns its
+// errors, one line each, as "file:line: Exception: message". A SyntaxError names the file
+// that has it; another error names the last place of the traceback.
+func (p *pytestParser) pythonErrors(module, text string) []string {
+	var out []string
+	file, line := "", ""
+	for _, l := range strings.Split(text, "\n") {
+		if m := pyFileRE.FindStringSubmatch(l); m != nil {
+			file, line = p.rel(m[1]), m[2]
+			continue
+		}
+		if m := pyWhereRE.FindStringSubmatch(l); m != nil {
+			file, line = p.rel(m[1]), m[2]
+			continue
+		}
+		if m := pyExcRE.FindStringSubmatch(l); m != nil {
+			where := module
+			if file != "" {
+				where = file + ":" + line
+			}
+			if where == "" {
+				out = append(out, m[1])
+			} else {
+				out = append(out, where+": "+m[1])
+			}
+			file, line = "", ""
+		}
+	}
+	if len(out) == 0 {
+		// No marked exception: keep the report's last line that says something.
+		lines := strings.Split(strings.TrimSpace(text), "\n")
+		last := strings.TrimSpace(lines[len(lines)-1])
+		if last != "" {
+			if module != "" {
+				last = module + ": " + last
+			}
+			out = append(out, last)
+		}
+	}
+	return out
+}

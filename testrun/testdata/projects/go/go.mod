@@ -1,0 +1,3 @@
+module example.com/proj
+
+go 1.22
