@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -178,6 +179,11 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 		TestFiles: testFiles, Command: in.TestCommand, ExitCode: res.ExitCode,
 		RunnerOutput: clip(res.Output, 2000), FailingTests: res.Failed(), Allowlist: testFiles,
 	}
+	if len(m.FailingTests) == 0 {
+		// The build failed before any test ran: the tests GREEN must see pass are the ones
+		// declared in the test files.
+		m.DeclaredTests = declaredTests(in.Root, testFiles)
+	}
 	if m.TestHashes, err = testrun.HashFiles(in.Root, testFiles); err != nil {
 		return nil, err
 	}
@@ -252,6 +258,12 @@ func Green(ctx context.Context, in Input) (*Verdict, error) {
 			if !passed[id] {
 				v.FailingTest = id
 				return v.fail(TypeTestFails, "%s failed at RED (%s) and did not pass now: skipped, renamed or deleted", id, m.Task), nil
+			}
+		}
+		for _, name := range m.DeclaredTests {
+			if !passedByName(passed, name) {
+				v.FailingTest = name
+				return v.fail(TypeTestFails, "%s, declared in %s's tests, did not pass: skipped, renamed or deleted", name, m.Task), nil
 			}
 		}
 	}
@@ -334,6 +346,7 @@ type Manifest struct {
 	ExitCode            int               `json:"exit_code"`
 	RunnerOutput        string            `json:"runner_output"`
 	FailingTests        []string          `json:"failing_tests,omitempty"`
+	DeclaredTests       []string          `json:"declared_tests,omitempty"`
 	ImplementationFiles []string          `json:"implementation_files,omitempty"`
 	Allowlist           []string          `json:"allowlist"`
 }
@@ -462,4 +475,41 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// declaredPatterns find test names in test files: Go, Python, JavaScript/TypeScript, Rust.
+var declaredPatterns = []*regexp.Regexp{
+	regexp.MustCompile(`(?m)^func (Test\w+)\(\s*\w+ \*testing\.T\)`),
+	regexp.MustCompile(`(?m)^\s*(?:async\s+)?def (test_\w+)\(`),
+	regexp.MustCompile(`(?m)\b(?:it|test)\(\s*["'\x60]([^"'\x60]+)["'\x60]`),
+	regexp.MustCompile(`(?m)#\[test\]\s*(?:#\[[^\]]*\]\s*)*fn (\w+)`),
+}
+
+// declaredTests returns the test names declared in files, in order.
+func declaredTests(root string, files []string) []string {
+	var out []string
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f)))
+		if err != nil {
+			continue
+		}
+		for _, re := range declaredPatterns {
+			for _, m := range re.FindAllSubmatch(b, -1) {
+				out = append(out, string(m[1]))
+			}
+		}
+	}
+	return out
+}
+
+// passedByName reports whether a passed test's ID ends with name (Go "pkg.TestX", pytest
+// "tests/t.py::test_x", JS "file > name").
+func passedByName(passed map[string]bool, name string) bool {
+	for id := range passed {
+		if id == name || strings.HasSuffix(id, "."+name) || strings.HasSuffix(id, "::"+name) ||
+			strings.HasSuffix(id, " > "+name) || strings.HasSuffix(id, "::"+name) {
+			return true
+		}
+	}
+	return false
 }
