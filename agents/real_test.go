@@ -398,17 +398,17 @@ func TestRealWatch(t *testing.T) {
 		wantCode              string   // calc/calc.go, "" for none
 	}{
 		{name: "claude tdd", agent: agents.Claude, scenario: "tdd.yaml", want001: queue.StatusCompleted,
-			wantGate: []string{"claim verified: go test ./... exited 0"}, wantCode: wantCode},
+			wantGate: []string{"decision: completed: claim verified"}, wantCode: wantCode},
 		{name: "codex tdd", agent: agents.Codex, scenario: "tdd.yaml", want001: queue.StatusCompleted,
-			wantGate: []string{"claim verified: go test ./... exited 0"}, wantCode: wantCode},
+			wantGate: []string{"decision: completed: claim verified"}, wantCode: wantCode},
 		{name: "claude false success", agent: agents.Claude, scenario: "false-success.yaml", wantExit: 1, want001: queue.StatusFailed,
-			wantGate: []string{"claim: done", "undefined: Add", "claim rejected: go test ./... exited 1"}},
+			wantGate: []string{"claim: done", "undefined: Add", "decision: failed: claim rejected"}},
 		{name: "codex false success", agent: agents.Codex, scenario: "false-success.yaml", wantExit: 1, want001: queue.StatusFailed,
-			wantGate: []string{"claim: done", "undefined: Add", "claim rejected: go test ./... exited 1"}},
+			wantGate: []string{"claim: done", "undefined: Add", "decision: failed: claim rejected"}},
 		{name: "claude test tampered", agent: agents.Claude, scenario: "tampered.yaml", wantExit: 1, want001: queue.StatusFailed,
-			wantGate: []string{"test_tampered", "calc/calc_test.go"}, wantCode: "package calc\n\n// Add returns 0.\nfunc Add(a, b int) int { return 0 }\n"},
+			wantGate: []string{"decision: failed: claim rejected: test_tampered: calc/calc_test.go"}, wantCode: "package calc\n\n// Add returns 0.\nfunc Add(a, b int) int { return 0 }\n"},
 		{name: "codex test tampered", agent: agents.Codex, scenario: "tampered.yaml", wantExit: 1, want001: queue.StatusFailed,
-			wantGate: []string{"test_tampered", "calc/calc_test.go"}, wantCode: "package calc\n\n// Add returns 0.\nfunc Add(a, b int) int { return 0 }\n"},
+			wantGate: []string{"decision: failed: claim rejected: test_tampered: calc/calc_test.go"}, wantCode: "package calc\n\n// Add returns 0.\nfunc Add(a, b int) int { return 0 }\n"},
 	}
 	t.Cleanup(func() { logTimings(t) })
 	for _, tt := range tests {
@@ -495,7 +495,7 @@ func TestRealWatch(t *testing.T) {
 				t.Errorf("calc/calc.go = %q (%v), want %q", got, err, tt.wantCode)
 			}
 			a, _ := agents.Lookup(tt.agent, nil)
-			for i, id := range []string{"TASK-T01", "TASK-001"} {
+			for _, id := range []string{"TASK-T01", "TASK-001"} {
 				dir := filepath.Join(sb.root, ".orchestrator", "runs", id, "1")
 				for _, f := range []string{"prompt.md", "agent.log", "result.json", "gate.log", id + ".done"} {
 					if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
@@ -522,7 +522,7 @@ func TestRealWatch(t *testing.T) {
 				if text, err := a.FinalText(log); err != nil || !strings.Contains(text, "```tdd-result") {
 					t.Errorf("%s agent.log: FinalText = %q, %v", id, clip(text), err)
 				}
-				recordTiming(t, tt.name, id, i, times, res.Started, res.Elapsed)
+				recordTiming(t, tt.name, id, times, res.Started, res.Elapsed)
 			}
 			for _, want := range tt.wantGate {
 				if !strings.Contains(string(gate), want) {
@@ -563,9 +563,10 @@ func TestRealWatch(t *testing.T) {
 	}
 }
 
-// recordTiming reads the agent's start and end, and those of the n-th gate run, from the
-// shims' file, and keeps the split of the attempt's time.
-func recordTiming(t *testing.T, run, task string, n int, times string, started time.Time, elapsed string) {
+// recordTiming reads the agent's start and end from the shims' file, and the gate's go
+// commands (those that ran between the agent's end and the attempt's end), and keeps the
+// split of the attempt's time.
+func recordTiming(t *testing.T, run, task string, times string, started time.Time, elapsed string) {
 	t.Helper()
 	total, err := time.ParseDuration(elapsed)
 	if err != nil {
@@ -574,8 +575,8 @@ func recordTiming(t *testing.T, run, task string, n int, times string, started t
 	}
 	b, _ := os.ReadFile(times)
 	x := attemptTiming{run: run, task: task, elapsed: total}
-	var agentSeen bool
-	gates := 0
+	var agentEnd int64
+	var gates [][2]int64
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		f := strings.Fields(line)
 		nums := make([]int64, len(f))
@@ -584,19 +585,22 @@ func recordTiming(t *testing.T, run, task string, n int, times string, started t
 		}
 		switch {
 		case len(f) == 4 && f[0] == task && f[1] == "1":
-			agentSeen = true
+			agentEnd = nums[3]
 			x.agentLife = time.Duration(nums[3] - nums[2])
 			x.before = time.Unix(0, nums[2]).Sub(started)
 		case len(f) == 3 && f[0] == "gate":
-			if gates == n {
-				x.gate = time.Duration(nums[2] - nums[1])
-			}
-			gates++
+			gates = append(gates, [2]int64{nums[1], nums[2]})
 		}
 	}
-	if !agentSeen {
+	if agentEnd == 0 {
 		t.Errorf("%s: the shim recorded no agent times", task)
 		return
+	}
+	end := started.Add(total).UnixNano()
+	for _, g := range gates {
+		if g[0] >= agentEnd && g[1] <= end {
+			x.gate += time.Duration(g[1] - g[0])
+		}
 	}
 	timingsMu.Lock()
 	timings = append(timings, x)
@@ -607,7 +611,8 @@ func recordTiming(t *testing.T, run, task string, n int, times string, started t
 // attempt's start to its recorded decision) between the agent process's lifetime and the
 // orchestrator's own time, the rest. The orchestrator's time is split further: "before" the
 // agent (attempt folder, prompt, process start), the gate's test command, and the rest
-// (waiting for the agent's process group to end, reading its output, recording).
+// (waiting for the agent's process group to end, reading its output, hashing and comparing
+// files, recording). "gate" is the time of the go commands the gate ran.
 func logTimings(t *testing.T) {
 	timingsMu.Lock()
 	defer timingsMu.Unlock()
@@ -621,6 +626,7 @@ func logTimings(t *testing.T) {
 		fmt.Fprintf(&b, "%-22s %-9s %8s %8s %13s %8s %8s %8s\n", x.run, x.task, ms(x.elapsed), ms(x.agentLife), ms(own), ms(x.before), ms(x.gate), ms(own-x.before-x.gate))
 	}
 	t.Logf("time per attempt (ms):\n%s", b.String())
+	timings = nil
 }
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }

@@ -78,6 +78,8 @@ func newRepo(t *testing.T, tasks []task, agents map[string][]string, extraConfig
 		fmt.Fprintf(&c, "  %s: {command: [%s]}\n", name, quoteAll(argv))
 	}
 	r.write(".orchestrator/config.yaml", c.String())
+	// One attempt per task unless a test turns auto-retry on: most tests look at one attempt.
+	r.write(".orchestrator/no_auto_retry", "")
 	return r
 }
 

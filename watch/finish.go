@@ -18,6 +18,7 @@ import (
 	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/markers"
 	"github.com/orchestrator/orchestrator/queue"
+	"github.com/orchestrator/orchestrator/retry"
 	"github.com/orchestrator/orchestrator/testrun"
 )
 
@@ -66,8 +67,18 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 	writeGateLog(a.dir, log)
 	a.record(res)
 	status, more := r.statusAfter(a, res)
+	fin := &transition{id: a.id, to: status, ops: more}
+	if status == queue.StatusFailed || status == queue.StatusHalted {
+		// A failure: the retry rules decide (SPEC §8), record the task's issue and move its
+		// Status themselves.
+		var err error
+		if status, err = r.recordFailure(ctx, a, res, log, more); err != nil {
+			return err
+		}
+		fin = nil
+	}
 	// Record the outcome and start what it made ready in one write of the queue.
-	doc, picks, err := r.advance(ctx, &transition{id: a.id, to: status, ops: more})
+	doc, picks, err := r.advance(ctx, fin)
 	if err != nil {
 		return err
 	}
@@ -78,12 +89,20 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 	}
 	if status == queue.StatusCompleted {
 		r.refreshBaseline(ctx, doc)
+		if a.n > 1 {
+			// A retried task passed: its issue is resolved.
+			if err := retry.Resolve(ctx, l, a.id, time.Now()); err != nil {
+				r.report.event(a.id, "warning", "issue: "+err.Error())
+			}
+		}
 	}
 	switch status {
+	case "":
+		// A person's edit won; nothing to report.
 	case queue.StatusCompleted:
 		r.report.event(a.id, "completed", fmt.Sprintf("attempt %d: %s", a.n, res.Reason))
 	case queue.StatusPending:
-		r.report.event(a.id, "retry", fmt.Sprintf("attempt %d: %s; asking again", a.n, res.Reason))
+		r.report.event(a.id, "retry", fmt.Sprintf("attempt %d: %s; trying again", a.n, res.Reason))
 	default:
 		r.report.event(a.id, status, fmt.Sprintf("attempt %d: %s", a.n, res.Reason))
 	}
@@ -130,6 +149,7 @@ func (r *runner) decide(ctx context.Context, a *attempt) (result, string) {
 			break
 		}
 		log.WriteString(v.Log.String())
+		a.gateOutput = v.Output
 		res.Gate = &gateResult{Pass: v.Pass, Runs: v.Runs}
 		res.Type, res.FailingTest, res.File = v.Type, v.FailingTest, v.File
 		if v.Pass {
@@ -455,4 +475,70 @@ func (r *runner) projectTestCommand(tasks *queue.Doc) string {
 		}
 	}
 	return ""
+}
+
+// failureTypes maps the loop's own reasons to the failure types of SPEC §8.1.
+var failureTypes = map[string]retry.Type{
+	"agent_failed":    retry.Type("test_fails"),
+	"gate_error":      retry.Type("build_fails"),
+	"no_test_command": retry.Type("build_fails"),
+}
+
+// recordFailure hands a failed attempt to the retry rules: they append or update the task's
+// issue, and retry it (Status pending) or stop it (failed, or halted on a repeated failure,
+// too many retries or the run's cap). A false-success halt (SPEC §10.3) is applied on top.
+// It returns the task's new status.
+func (r *runner) recordFailure(ctx context.Context, a *attempt, res result, log string, halt []queue.Op) (string, error) {
+	l := r.o.Layout
+	typ := retry.Type(res.Type)
+	if t, ok := failureTypes[res.Type]; ok {
+		typ = t
+	}
+	if !typ.Valid() {
+		typ = retry.Type("test_fails")
+	}
+	out := a.gateOutput
+	if out == "" {
+		out = log
+	}
+	f := retry.Failure{
+		Task: a.id, Category: a.task.Category, Type: typ, FailingTest: res.FailingTest, File: res.File,
+		Output: out, Summary: fmt.Sprintf("%s: %s", a.id, res.Reason), At: time.Now(),
+	}
+	lim := retry.Limits{
+		MaxRetries:        r.o.Config.Retries.MaxRetries,
+		SameSignatureHalt: r.o.Config.Retries.SameSignatureHalt,
+		GlobalCap:         r.o.Config.Retries.GlobalCap,
+	}
+	d, err := retry.Record(ctx, l, f, lim)
+	if errors.Is(err, queue.ErrConflict) {
+		r.report.event(a.id, "warning", "a person changed the task's status meanwhile, and that wins")
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	status := d.Status
+	if len(halt) > 0 && !d.Halt {
+		// The gate rejected a claim of done for the third time: halt, whatever the retry
+		// budget says.
+		ops := append([]queue.Op{queue.SetField{ID: a.id, Field: "Status", Value: queue.StatusHalted}}, halt...)
+		if _, err := queue.UpdateRecords(ctx, l.Tasks(), queue.Tasks, []string{a.id}, func(*queue.Doc) ([]queue.Op, error) { return ops, nil }); err != nil {
+			return "", err
+		}
+		status, d.Halt = queue.StatusHalted, true
+		for _, op := range halt {
+			if sf, ok := op.(queue.SetField); ok && sf.Field == "Halt-Reason" {
+				d.HaltReason = sf.Value
+			}
+		}
+	}
+	if d.Halt {
+		text, err := retry.WriteHaltReport(l, d, f)
+		if err != nil {
+			return "", err
+		}
+		r.report.block(a.id, "halted", d.HaltReason, text)
+	}
+	return status, nil
 }

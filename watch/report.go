@@ -208,3 +208,16 @@ func countStatuses(d *queue.Doc) map[string]int {
 	}
 	return counts
 }
+
+// block reports an event with a block of text, such as a halt report.
+func (r *reporter) block(id, kind, msg, text string) {
+	r.event(id, kind, msg)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.format == JSON {
+		return // the report is in .orchestrator/reports/, with its JSON twin
+	}
+	r.clear()
+	fmt.Fprintf(r.w, "\n%s\n", strings.TrimRight(text, "\n"))
+	r.draw()
+}

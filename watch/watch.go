@@ -17,6 +17,7 @@ import (
 	"github.com/orchestrator/orchestrator/config"
 	"github.com/orchestrator/orchestrator/markers"
 	"github.com/orchestrator/orchestrator/queue"
+	"github.com/orchestrator/orchestrator/retry"
 )
 
 // Outcome is how a run ended; the command turns it into an exit code (SPEC §7.1, §13).
@@ -170,6 +171,12 @@ func (r *runner) loop(ctx context.Context, w *fsnotify.Watcher) (Summary, error)
 	}
 	if err := r.recoverAttempts(ctx); err != nil {
 		return Summary{Outcome: SomeFailed}, err
+	}
+	if r.o.Only == "" {
+		// The global auto-retry cap is per run (SPEC §8.3).
+		if err := retry.ResetRun(ctx, r.o.Layout); err != nil {
+			return Summary{Outcome: SomeFailed}, err
+		}
 	}
 	if err := r.schedule(ctx); err != nil {
 		return r.stopAll(err)
