@@ -10,27 +10,18 @@ cd "$work"
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 say "demo project: $work"
-"$bin" status
+"$bin" init >/dev/null
+"$bin" validate && echo "validate: the queue is well-formed, TDD-ordered and covers the plan"
+"$bin" next
 
 say "orchestrator watch --once  (the replayed implementer's first attempt claims done with a bug)"
-set +e
 "$bin" watch --once
-code=$?
-set -e
-echo "exit code: $code"
 
-say "why TASK-001 was rejected (.orchestrator/runs/TASK-001/1/gate.log)"
+say "why TASK-001's first claim was rejected (.orchestrator/runs/TASK-001/1/gate.log)"
 cat .orchestrator/runs/TASK-001/1/gate.log
 
-say "a person sends TASK-001 back: orchestrator set TASK-001 Status=pending"
-"$bin" set TASK-001 Status=pending
-
-say "orchestrator watch --once  (second attempt)"
-"$bin" watch --once
+say "the issue it raised, resolved by the retry (.orchestrator/issue_queue.md)"
+sed -n '/^### ISSUE-/,$p' .orchestrator/issue_queue.md | grep -v '^$' | head -24
 
 say "orchestrator status"
 "$bin" status
-if "$bin" coverage >/dev/null 2>&1; then
-	say "orchestrator coverage"
-	"$bin" coverage
-fi

@@ -20,4 +20,13 @@ func Files() fs.FS {
 }
 
 // Names lists the init files in the order init writes them.
-var Names = []string{"task_queue.md", "issue_queue.md", "session_state.md", "config.yaml"}
+var Names = []string{"task_queue.md", "issue_queue.md", "session_state.md", "config.yaml", ".gitignore"}
+
+// Source returns the embedded file that init writes as name. (A file named .gitignore cannot
+// be embedded under its own name, so it is stored as gitignore.)
+func Source(name string) string {
+	if name == ".gitignore" {
+		return "gitignore"
+	}
+	return name
+}

@@ -38,13 +38,13 @@ type attempt struct {
 	argv    []string
 	testCmd string // the task's test command when the attempt started
 	// depTests are the TEST tasks a BUILD task depends on: their RED manifests feed its gate.
-	depTests []string
+	depTests   []string
 	snapshot   *gate.Snapshot // the repository's files before the agent started
 	gateOutput string         // raw output of the command that failed the gate
-	proc     *agents.Process
-	pid      int // for an adopted agent
-	start    uint64
-	started  time.Time
+	proc       *agents.Process
+	pid        int // for an adopted agent
+	start      uint64
+	started    time.Time
 
 	markerAt   time.Time
 	graceTimer *time.Timer

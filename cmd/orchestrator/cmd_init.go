@@ -68,7 +68,7 @@ func runInit(_ context.Context, opts *initOptions) error {
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		data, err := fs.ReadFile(templates.Files(), name)
+		data, err := fs.ReadFile(templates.Files(), templates.Source(name))
 		if err != nil {
 			return err
 		}
