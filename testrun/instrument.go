@@ -17,7 +17,8 @@ type invocation struct {
 
 // instrument adds to every simple command of the line that runs the runner the flags that
 // make it report structured output: -json for go test; --junitxml (with xunit1 attributes,
-// which name each test's file) and -rA for pytest; the JSON reporter next to the default one
+// which name each test's file) -rA and --continue-on-collection-errors (one broken test file must not hide
+// the rest of the suite from a baseline) for pytest; the JSON reporter next to the default one
 // for vitest; --json for jest; --no-fail-fast for cargo test, whose human output is read as
 // it is (with --format=pretty when -q would make it terse). Report files go in tmp.
 func instrument(command string, r Runner, tmp string) invocation {
@@ -44,7 +45,7 @@ func instrument(command string, r Runner, tmp string) invocation {
 		case Pytest:
 			f := filepath.Join(tmp, fmt.Sprintf("junit-%d.xml", len(inv.reports)+1))
 			inv.reports = append(inv.reports, f)
-			ins = append(ins, insert{after, " " + quote("--junitxml="+f) + " -o junit_family=xunit1 -rA"})
+			ins = append(ins, insert{after, " " + quote("--junitxml="+f) + " -o junit_family=xunit1 -rA --continue-on-collection-errors"})
 		case Vitest:
 			f := filepath.Join(tmp, fmt.Sprintf("vitest-%d.json", len(inv.reports)+1))
 			inv.reports = append(inv.reports, f)
