@@ -122,6 +122,13 @@ func (r *runner) decide(ctx context.Context, a *attempt) (result, string) {
 	}
 	claim, block, claimErr := r.claim(a)
 	res.Claim = claim
+	// What the agent program itself reported: an API error, or running out of turns.
+	var agentErr *agents.AgentError
+	if a.proc != nil && a.adapter != nil {
+		if _, err := a.adapter.FinalText([]byte(a.proc.Stdout())); errors.As(err, &agentErr) {
+			fmt.Fprintf(&log, "agent error: %s\n", agentErr.Error())
+		}
+	}
 	fmt.Fprintf(&log, "claim: %s\n", orNone(claim))
 	if block != nil && block.Message != "" {
 		res.Message = block.Message
@@ -132,6 +139,10 @@ func (r *runner) decide(ctx context.Context, a *attempt) (result, string) {
 		res.Type, res.Reason = "format_violation", "format_violation: "+claimErr.Error()
 	case claim == "" && a.stopReason == reasonTimeout:
 		res.Type, res.Reason = "timeout", fmt.Sprintf("timeout: no marker after %v; the process group was killed", r.o.Config.TaskTimeout.Duration)
+	case claim == "" && agentErr != nil && agentErr.Mode == agents.ModeOutOfTurns:
+		res.Type, res.Reason = "no_marker", "out of turns (failure mode E): "+agentErr.Error()
+	case claim == "" && agentErr != nil:
+		res.Type, res.Reason = "no_marker", "agent error: "+agentErr.Error()
 	case claim == "" && a.proc == nil:
 		res.Type, res.Reason = "agent_lost", "agent_lost: the agent's process is gone and left no marker"
 	case claim == "":
