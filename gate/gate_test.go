@@ -1,0 +1,193 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/orchestrator/orchestrator/queue"
+)
+
+// project writes a small repository: n source files and n test files in a few packages.
+func project(tb testing.TB, n int) string {
+	tb.Helper()
+	root := tb.TempDir()
+	for i := 0; i < n; i++ {
+		dir := filepath.Join(root, fmt.Sprintf("pkg%d", i%10))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.go", i)), []byte(strings.Repeat("// code\n", 40)), 0o644)
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d_test.go", i)), []byte(strings.Repeat("// test\n", 40)), 0o644)
+	}
+	return root
+}
+
+var globs = []string{"**/*_test.go"}
+
+func TestSnapshotChanged(t *testing.T) {
+	root := project(t, 4)
+	s, err := Take(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, "pkg0", "f0.go"), []byte("// changed, same size?\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "pkg1", "new_test.go"), []byte("x"), 0o644)
+	os.Remove(filepath.Join(root, "pkg2", "f2_test.go"))
+	os.MkdirAll(filepath.Join(root, ".git"), 0o755)
+	os.WriteFile(filepath.Join(root, ".git", "index"), []byte("x"), 0o644)
+	got, err := s.Changed(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "pkg0/f0.go pkg1/new_test.go pkg2/f2_test.go"
+	if strings.Join(got, " ") != want {
+		t.Errorf("changed = %v, want %s", got, want)
+	}
+}
+
+// TestSnapshotSameSizeRewrite: a file rewritten with the same size right after the snapshot
+// is still seen as changed (its content is hashed when its time is too close to tell).
+func TestSnapshotSameSizeRewrite(t *testing.T) {
+	root := t.TempDir()
+	p := filepath.Join(root, "a.go")
+	os.WriteFile(p, []byte("aaaa"), 0o644)
+	s, err := Take(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(p, []byte("bbbb"), 0o644)
+	if got, _ := s.Changed(root); len(got) != 1 {
+		t.Errorf("changed = %v, want [a.go]", got)
+	}
+}
+
+func TestRedScopeAndIDs(t *testing.T) {
+	root := project(t, 2)
+	dir := t.TempDir()
+	in := Input{Root: root, AttemptDir: dir, Task: "TASK-T01", Attempt: 1, Kind: queue.KindTest,
+		TestCommand: "false", Globs: globs, Timeout: time.Minute}
+
+	in.Changed = []string{"pkg0/f0_test.go", "pkg0/f0.go"}
+	v, err := Red(context.Background(), in)
+	if err != nil || v.Pass || v.Type != TypeScope || !strings.Contains(v.Reason, "pkg0/f0.go") {
+		t.Fatalf("scope: %+v %v", v, err)
+	}
+
+	in.Changed = []string{"pkg0/f0_test.go"}
+	in.TestIDs = []string{"UNIT-001"}
+	if v, _ := Red(context.Background(), in); v.Pass || !strings.Contains(v.Reason, "UNIT-001") {
+		t.Fatalf("unnamed Test ID passed: %+v", v)
+	}
+	os.WriteFile(filepath.Join(root, "pkg0", "f0_test.go"), []byte("func TestAdd_UNIT_001(t *testing.T) {}\n"), 0o644)
+	v, err = Red(context.Background(), in)
+	if err != nil || !v.Pass {
+		t.Fatalf("honest RED failed: %+v %v\n%s", v, err, v.Log.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "handoff-red.json")); err != nil {
+		t.Fatal(err)
+	}
+
+	in.TestCommand = "true"
+	if v, _ := Red(context.Background(), in); v.Pass || v.Type != TypeFalseRed {
+		t.Fatalf("passing tests gave %+v", v)
+	}
+}
+
+func TestGreenIntegrity(t *testing.T) {
+	root := project(t, 2)
+	dir := t.TempDir()
+	red := Input{Root: root, AttemptDir: dir, Task: "TASK-T01", Attempt: 1, Kind: queue.KindTest,
+		TestCommand: "false", Globs: globs, Changed: []string{"pkg0/f0_test.go"}, Timeout: time.Minute}
+	if v, err := Red(context.Background(), red); err != nil || !v.Pass {
+		t.Fatalf("RED: %+v %v", v, err)
+	}
+	var m Manifest
+	b, _ := os.ReadFile(filepath.Join(dir, "handoff-red.json"))
+	if err := jsonUnmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m.Command = "true"
+	green := Input{Root: root, AttemptDir: t.TempDir(), Task: "TASK-001", Attempt: 1, Kind: queue.KindBuild,
+		Globs: globs, Deps: []*Manifest{&m}, Changed: []string{"pkg0/f0.go"}, Timeout: time.Minute}
+	if v, err := Green(context.Background(), green); err != nil || !v.Pass {
+		t.Fatalf("GREEN: %+v %v\n%s", v, err, v.Log.String())
+	}
+	os.WriteFile(filepath.Join(root, "pkg0", "f0_test.go"), []byte("weaker"), 0o644)
+	v, err := Green(context.Background(), green)
+	if err != nil || v.Pass || v.Type != TypeTampered || v.File != "pkg0/f0_test.go" {
+		t.Fatalf("tampered test passed: %+v %v", v, err)
+	}
+}
+
+// BenchmarkGateOverhead measures what the RED and GREEN gates cost an attempt beyond the
+// test runs themselves (target: ≤ 20 ms): the snapshot before the agent and the changed
+// files after it, the scope and integrity checks, hashing the test files and writing the
+// manifests, on a project of 200 source and 200 test files. The test command is `true`, and
+// its own run time is subtracted.
+func BenchmarkGateOverhead(b *testing.B) {
+	root := project(b, 200)
+	var overhead time.Duration
+	for i := 0; b.Loop(); i++ {
+		start := time.Now()
+		snap, err := Take(root)
+		if err != nil {
+			b.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(root, "pkg0", "f0_test.go"), []byte(fmt.Sprintf("func TestX_%d(t *testing.T) {}\n", i)), 0o644)
+		changed, err := snap.Changed(root)
+		if err != nil {
+			b.Fatal(err)
+		}
+		dir := b.TempDir()
+		red := Input{Root: root, AttemptDir: dir, Task: "TASK-T01", Attempt: 1, Kind: queue.KindTest,
+			TestCommand: "false", Globs: globs, Changed: changed, Timeout: time.Minute}
+		v, err := Red(context.Background(), red)
+		if err != nil || !v.Pass {
+			b.Fatalf("RED: %+v %v", v, err)
+		}
+		var m Manifest
+		bb, err := os.ReadFile(filepath.Join(dir, "handoff-red.json"))
+		if err != nil || jsonUnmarshal(bb, &m) != nil {
+			b.Fatalf("manifest: %v", err)
+		}
+		m.Command = "true"
+		deps := []*Manifest{&m}
+		green := Input{Root: root, AttemptDir: b.TempDir(), Task: "TASK-001", Attempt: 1, Kind: queue.KindBuild,
+			Globs: globs, Deps: deps, Changed: []string{"pkg0/f0.go"}, Timeout: time.Minute}
+		g, err := Green(context.Background(), green)
+		if err != nil || !g.Pass {
+			b.Fatalf("GREEN: %+v %v", g, err)
+		}
+		total := time.Since(start)
+		for _, r := range append(v.Runs, g.Runs...) {
+			total -= r.Duration
+		}
+		overhead += total
+	}
+	b.ReportMetric(float64(overhead.Microseconds())/1000/float64(b.N), "overhead-ms/attempt")
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// TestGreenExitRunnerDeclaredTests: a test command judged by exit code names no tests, so the
+// tests declared in the RED files cannot be looked for in its output; its exit code decides.
+func TestGreenExitRunnerDeclaredTests(t *testing.T) {
+	root := project(t, 1)
+	os.WriteFile(filepath.Join(root, "pkg0", "f0_test.go"), []byte("func TestAdd(t *testing.T) {}\n"), 0o644)
+	m := &Manifest{Task: "TASK-T01", Command: "true", DeclaredTests: []string{"TestAdd"}, TestHashes: map[string]string{}}
+	in := Input{Root: root, AttemptDir: t.TempDir(), Task: "TASK-001", Attempt: 1, Kind: queue.KindBuild,
+		Globs: globs, Deps: []*Manifest{m}, Timeout: time.Minute}
+	if v, err := Green(context.Background(), in); err != nil || !v.Pass {
+		t.Fatalf("GREEN: %+v %v\n%s", v, err, v.Log.String())
+	}
+	m.Command = "false"
+	if v, _ := Green(context.Background(), in); v.Pass {
+		t.Fatal("a failing exit code passed")
+	}
+}
