@@ -204,7 +204,7 @@ func Green(ctx context.Context, in Input) (*Verdict, error) {
 	// Integrity first: a changed test cannot be trusted to judge anything.
 	for _, m := range in.Deps {
 		for _, f := range sortedKeys(m.TestHashes) {
-			now, _ := hashFile(filepath.Join(in.Root, filepath.FromSlash(f)))
+			now, _ := testrun.HashFile(filepath.Join(in.Root, filepath.FromSlash(f)))
 			if now != m.TestHashes[f] {
 				v.File = f
 				what := "changed"

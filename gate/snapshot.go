@@ -1,15 +1,14 @@
 package gate
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/orchestrator/orchestrator/testrun"
 )
 
 // skipDirs are folders a snapshot does not look into: version control, the orchestrator's
@@ -43,7 +42,7 @@ func Take(root string) (*Snapshot, error) {
 	err := walk(root, func(rel string, info fs.FileInfo) error {
 		st := FileState{Size: info.Size(), ModNS: info.ModTime().UnixNano()}
 		if s.Taken.Sub(info.ModTime()) < coarse {
-			st.Hash, _ = hashFile(filepath.Join(root, rel))
+			st.Hash, _ = testrun.HashFile(filepath.Join(root, rel))
 		}
 		s.Files[rel] = st
 		return nil
@@ -65,7 +64,7 @@ func (s *Snapshot) Changed(root string) ([]string, error) {
 		case before.ModNS != info.ModTime().UnixNano():
 			out = append(out, rel)
 		case before.Hash != "":
-			if h, _ := hashFile(filepath.Join(root, rel)); h != before.Hash {
+			if h, _ := testrun.HashFile(filepath.Join(root, rel)); h != before.Hash {
 				out = append(out, rel)
 			}
 		}
@@ -129,17 +128,4 @@ func walk(root string, fn func(rel string, info fs.FileInfo) error) error {
 		}
 		return fn(filepath.ToSlash(rel), info)
 	})
-}
-
-func hashFile(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

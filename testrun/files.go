@@ -54,7 +54,7 @@ func TestFiles(root string, globs []string) ([]string, error) {
 func HashFiles(root string, files []string) (map[string]string, error) {
 	sums := make(map[string]string, len(files))
 	for _, f := range files {
-		sum, err := hashFile(filepath.Join(root, filepath.FromSlash(f)))
+		sum, err := HashFile(filepath.Join(root, filepath.FromSlash(f)))
 		if err != nil {
 			return nil, fmt.Errorf("hash test file: %w", err)
 		}
@@ -63,7 +63,8 @@ func HashFiles(root string, files []string) (map[string]string, error) {
 	return sums, nil
 }
 
-func hashFile(path string) (string, error) {
+// HashFile returns the SHA-256 of a file's content, in hex.
+func HashFile(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err

@@ -7,11 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/orchestrator/orchestrator/agents"
@@ -268,53 +266,6 @@ func (r *runner) runGate(ctx context.Context, a *attempt) (*gate.Verdict, error)
 		return gate.Green(ctx, in)
 	}
 	return gate.Verify(ctx, in)
-}
-
-// maxOutput caps the gate output kept in memory and in gate.log.
-const maxOutput = 256 << 10
-
-// runShell runs a test command line with sh -c in dir, in its own process group, and returns
-// its exit code (-1 if it did not finish in time) and its combined output. Test commands are
-// shell command lines, as in a Makefile; agents, by contrast, are never run through a shell.
-func runShell(dir, command string, timeout time.Duration) (int, string) {
-	cmd := exec.Command("sh", "-c", command)
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var out capped
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		return -1, err.Error()
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			if ee.ExitCode() < 0 {
-				return -1, out.String()
-			}
-			return ee.ExitCode(), out.String()
-		}
-		if err != nil {
-			return -1, out.String() + err.Error()
-		}
-		return 0, out.String()
-	case <-time.After(timeout):
-		agents.StopGroup(cmd.Process.Pid, 2*time.Second)
-		<-done
-		return -1, out.String() + "\n(timed out after " + timeout.String() + ")\n"
-	}
-}
-
-// capped is a buffer that keeps the first maxOutput bytes written to it.
-type capped struct{ bytes.Buffer }
-
-func (c *capped) Write(p []byte) (int, error) {
-	if room := maxOutput - c.Len(); room > 0 {
-		c.Buffer.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
 }
 
 func writeGateLog(dir, text string) {
