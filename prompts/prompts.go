@@ -216,15 +216,7 @@ var funcs = template.FuncMap{
 // longer than any run of backticks in s, so nothing in s can close it, and a final newline is
 // added only when s lacks one. The result ends with the closing fence, without a newline.
 func fenced(info, s string) string {
-	longest, run := 0, 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
+	longest := queue.LongestBacktickRun(s)
 	fence := strings.Repeat("`", max(3, longest+1))
 	if s != "" && !strings.HasSuffix(s, "\n") {
 		s += "\n"

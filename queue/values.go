@@ -393,3 +393,18 @@ func checkedName(f Field) string {
 
 // EscapeCell escapes a value for a table cell: `|` becomes `\|`.
 func EscapeCell(v string) string { return strings.ReplaceAll(v, "|", `\|`) }
+
+// LongestBacktickRun returns the length of the longest run of backticks in s: a code fence
+// or code span around s must be longer, so that nothing in s can close it.
+func LongestBacktickRun(s string) int {
+	longest, run := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return longest
+}

@@ -190,15 +190,7 @@ func codeSpan(s string) string {
 	if s == "" {
 		return ""
 	}
-	longest, run := 0, 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
+	longest := queue.LongestBacktickRun(s)
 	tick := strings.Repeat("`", longest+1)
 	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
 		return tick + " " + s + " " + tick

@@ -191,15 +191,7 @@ func details(output string) string {
 // fenced puts text in a fenced code block whose fence is longer than any run of backticks
 // in it, so that nothing inside can close it.
 func fenced(text string) string {
-	longest, run := 0, 0
-	for i := 0; i < len(text); i++ {
-		if text[i] == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
+	longest := queue.LongestBacktickRun(text)
 	fence := strings.Repeat("`", max(3, longest+1))
 	if text != "" {
 		text += "\n"

@@ -52,13 +52,9 @@ is no test command, or it could not run (not found, timed out).`,
 }
 
 func runBaseline(ctx context.Context, opts *baselineOptions) error {
-	l, err := opts.layout()
+	l, cfg, err := opts.layoutConfig()
 	if err != nil {
 		return err
-	}
-	cfg, err := config.Load(l.Config())
-	if err != nil {
-		return &exitError{code: exitUsage, err: err}
 	}
 	command, err := baselineCommand(l, cfg, opts.Command)
 	if err != nil {

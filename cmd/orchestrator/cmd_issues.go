@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/orchestrator/orchestrator/config"
 	"github.com/orchestrator/orchestrator/retry"
 	"github.com/spf13/cobra"
 )
@@ -68,13 +67,9 @@ func sourceDateClock() time.Time {
 }
 
 func runIssuesConvert(ctx context.Context, opts *issuesConvertOptions) error {
-	l, err := opts.layout()
+	l, cfg, err := opts.layoutConfig()
 	if err != nil {
 		return err
-	}
-	cfg, err := config.Load(l.Config())
-	if err != nil {
-		return &exitError{code: exitUsage, err: err}
 	}
 	now := opts.Now
 	if now == nil {

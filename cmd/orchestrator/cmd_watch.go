@@ -9,7 +9,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/orchestrator/orchestrator/config"
 	"github.com/orchestrator/orchestrator/watch"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -80,13 +79,9 @@ func addWatchFlags(c *cobra.Command, opts *watchOptions) {
 }
 
 func runWatch(ctx context.Context, opts *watchOptions) error {
-	l, err := opts.layout()
+	l, cfg, err := opts.layoutConfig()
 	if err != nil {
 		return err
-	}
-	cfg, err := config.Load(l.Config())
-	if err != nil {
-		return &exitError{code: exitUsage, err: err}
 	}
 	if opts.Agent != "" {
 		cfg.Agent, cfg.Ladder = opts.Agent, nil
@@ -156,13 +151,9 @@ func newPromptCommand(g *globalOptions) *cobra.Command {
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.ID = args[0]
-			l, err := opts.layout()
+			l, cfg, err := opts.layoutConfig()
 			if err != nil {
 				return err
-			}
-			cfg, err := config.Load(l.Config())
-			if err != nil {
-				return &exitError{code: exitUsage, err: err}
 			}
 			text, err := watch.PromptFor(l, cfg, opts.ID)
 			if err != nil {

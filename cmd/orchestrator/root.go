@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/orchestrator/orchestrator/config"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/spf13/cobra"
 )
@@ -80,6 +81,20 @@ func (g *globalOptions) layout() (queue.Layout, error) {
 		return l, &exitError{code: exitUsage, err: err}
 	}
 	return l, nil
+}
+
+// layoutConfig finds the repository and reads its config.yaml (a bad config is bad input:
+// exit 2).
+func (g *globalOptions) layoutConfig() (queue.Layout, *config.Config, error) {
+	l, err := g.layout()
+	if err != nil {
+		return l, nil, err
+	}
+	cfg, err := config.Load(l.Config())
+	if err != nil {
+		return l, nil, &exitError{code: exitUsage, err: err}
+	}
+	return l, cfg, nil
 }
 
 // Main runs the command line args and returns the exit code.
