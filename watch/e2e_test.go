@@ -444,3 +444,55 @@ func waitCmd(t *testing.T, c *exec.Cmd, limit time.Duration) error {
 		return nil
 	}
 }
+
+// TestRunOneTask: `orchestrator run ID` runs one attempt of one task in the foreground,
+// whatever its dependencies, and refuses a task that is not pending, failed or blocked.
+func TestRunOneTask(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, []task{
+		{id: "TASK-T01", category: "testing", mode: "write", testCommand: "false"},
+		{id: "TASK-001", category: "backend", testCommand: "true", deps: "TASK-T01"},
+	}, map[string][]string{"honest": {"TESTAGENT_MODE=honest"}}, "")
+	code, out := r.run("run", "TASK-001")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, out)
+	}
+	st := r.statuses()
+	if st["TASK-001"] != "completed" || st["TASK-T01"] != "pending" {
+		t.Errorf("statuses %v, want only TASK-001 run", st)
+	}
+	if code, out := r.run("run", "TASK-001"); code != 2 || !strings.Contains(out, "TASK-001 is completed") {
+		t.Errorf("run of a completed task: exit %d\n%s", code, out)
+	}
+	r.noneLeft()
+}
+
+// TestPromptCommand: `orchestrator prompt ID` prints what the agent would get: the task's
+// record and the files on its allowlist (the tests it must make pass), and no other file.
+func TestPromptCommand(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, []task{
+		{id: "TASK-T01", category: "testing", mode: "write", testCommand: "false"},
+		{id: "TASK-001", category: "backend", testCommand: "true", deps: "TASK-T01"},
+	}, map[string][]string{"honest": {"TESTAGENT_MODE=honest"}}, "")
+	q := strings.Replace(r.read(".orchestrator/task_queue.md"), "| Mode | write |", "| Mode | write |\n| Test File | calc_test.go |", 1)
+	r.write(".orchestrator/task_queue.md", q)
+	r.write("calc_test.go", "func TestAdd_SECRET_TEST(t *testing.T) {}\n")
+	r.write("calc.go", "package calc // IMPLEMENTATION DETAIL\n")
+	code, out := r.run("prompt", "TASK-001")
+	if code != 0 {
+		t.Fatalf("prompt: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{"TASK-001", "implementer", "TestAdd_SECRET_TEST", "true"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("prompt lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "IMPLEMENTATION DETAIL") {
+		t.Errorf("prompt includes a file not on its allowlist:\n%s", out)
+	}
+	// The test writer's prompt never holds implementation files either.
+	if _, out := r.run("prompt", "TASK-T01"); strings.Contains(out, "IMPLEMENTATION DETAIL") || !strings.Contains(out, "test-writer") {
+		t.Errorf("test writer's prompt:\n%s", out)
+	}
+}

@@ -65,6 +65,14 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 	writeGateLog(a.dir, log)
 	a.record(res)
 	status, more := r.statusAfter(a, res)
+	if res.Outcome == "issue" && status == queue.StatusBlocked {
+		// Asked again as often as it may be: the question goes to a person as an issue.
+		id, err := retry.Ask(ctx, l, a.id, a.task.Category, res.Message, time.Now())
+		if err != nil {
+			return err
+		}
+		more = append(more, queue.SetField{ID: a.id, Field: "Remediation", Value: id})
+	}
 	fin := &transition{id: a.id, to: status, ops: more}
 	if status == queue.StatusFailed || status == queue.StatusHalted {
 		// A failure: the retry rules decide (SPEC §8), record the task's issue and move its

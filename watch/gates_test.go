@@ -183,8 +183,11 @@ func TestIssueStateReprompts(t *testing.T) {
 	if len(runs) != 3 {
 		t.Errorf("%d attempts, want 3 (the first and two re-prompts)", len(runs))
 	}
-	if q := r.read(".orchestrator/task_queue.md"); !strings.Contains(q, "which rounding mode?") {
+	if q := r.read(".orchestrator/task_queue.md"); !strings.Contains(q, "which rounding mode?") || !strings.Contains(q, "| Remediation | ISSUE-") {
 		t.Errorf("the question is not recorded on the task:\n%s", q)
+	}
+	if iq := r.read(".orchestrator/issue_queue.md"); !strings.Contains(iq, "| Type | question |") || !strings.Contains(iq, "which rounding mode?") {
+		t.Errorf("no issue for a person:\n%s", iq)
 	}
 	r.noneLeft()
 }
