@@ -9,101 +9,93 @@ import (
 	"testing"
 )
 
-// A lang is a small real project in one language: its files, the command that runs the TEST
-// task's new tests, and the command that runs the whole suite.
+// A lang is a small real project in one language, under testdata/gates/<name>/: base/ is the
+// project before any task (an earlier feature with a passing test), variants/ holds what the
+// replayed agents write (the new test, a broken one, the implementation, a wrong one, the
+// earlier feature broken, files that skip the test), and commands names the command that runs
+// the TEST task's new tests and the one that runs the whole suite.
 type lang struct {
 	name       string
-	base       map[string]string // the project before any task
-	testFile   string            // the test the test writer writes
-	test       string            // its content: fails until the implementation exists
-	brokenTest string            // the same test with a syntax error
+	base       map[string]string
+	testFile   string
+	test       string
+	brokenTest string
 	implFile   string
-	impl       string // the implementation that makes it pass
-	wrongImpl  string // an implementation that compiles but is wrong
-	oldFile    string // an earlier feature with a passing test
-	brokenOld  string // the earlier feature broken
+	impl       string
+	wrongImpl  string
+	oldFile    string
+	brokenOld  string
 	skipFiles  map[string]string
 	testCmd    string
 	projectCmd string
 	available  func() string // "" when the runner is installed, else why not
 }
 
-var langs = []lang{
-	{
-		name: "go",
-		base: map[string]string{
-			"go.mod":          "module example.com/calc\n\ngo 1.22\n",
-			"calc.go":         "// Package calc adds.\npackage calc\n",
-			"old/old.go":      "// Package old is an earlier feature.\npackage old\n\n// Old returns 1.\nfunc Old() int { return 1 }\n",
-			"old/old_test.go": "package old\n\nimport \"testing\"\n\nfunc TestOld(t *testing.T) {\n\tif Old() != 1 {\n\t\tt.Fatal(\"Old() != 1\")\n\t}\n}\n",
-		},
-		testFile:   "add_test.go",
-		test:       "package calc\n\nimport \"testing\"\n\nfunc TestAdd_UNIT_001(t *testing.T) {\n\tif got := Add(2, 3); got != 5 {\n\t\tt.Fatalf(\"Add(2, 3) = %d, want 5\", got)\n\t}\n}\n",
-		brokenTest: "package calc\n\nimport \"testing\"\n\nfunc TestAdd_UNIT_001(t *testing.T) {\n\tif got := Add(2, 3); got != 5 {\n",
-		implFile:   "add.go",
-		impl:       "package calc\n\n// Add returns a + b.\nfunc Add(a, b int) int { return a + b }\n",
-		wrongImpl:  "package calc\n\n// Add returns a + b.\nfunc Add(a, b int) int { return 0 }\n",
-		oldFile:    "old/old.go",
-		brokenOld:  "// Package old is an earlier feature.\npackage old\n\n// Old returns 1.\nfunc Old() int { return 2 }\n",
-		skipFiles:  map[string]string{"main_test.go": "package calc\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestMain(m *testing.M) { os.Exit(0) }\n"},
-		testCmd:    "go test -run TestAdd ./...",
-		projectCmd: "go test ./...",
-		available:  func() string { return "" },
+// langs are the projects of the gate matrix, with how to tell that their runner is here.
+var langs = map[string]func() string{
+	"go": func() string { return "" },
+	"python": func() string {
+		if err := exec.Command("/usr/bin/python3", "-c", "import pytest").Run(); err != nil {
+			return "pytest is not installed for /usr/bin/python3 (make test-deps installs it)"
+		}
+		return ""
 	},
-	{
-		name: "python",
-		base: map[string]string{
-			"pytest.ini":         "[pytest]\npythonpath = .\n",
-			"calc.py":            "def old():\n    return 1\n",
-			"tests/test_old.py":  "from calc import old\n\n\ndef test_old():\n    assert old() == 1\n",
-			"tests/__init__.py":  "",
-			"conftest_unused.md": "pytest reads conftest.py; this project has none at first.\n",
-		},
-		testFile:   "tests/test_add.py",
-		test:       "from calc import add\n\n\ndef test_add_unit_001():\n    assert add(2, 3) == 5\n",
-		brokenTest: "from calc import add\n\n\ndef test_add_unit_001(:\n    assert add(2, 3) == 5\n",
-		implFile:   "calc.py",
-		impl:       "def old():\n    return 1\n\n\ndef add(a, b):\n    return a + b\n",
-		wrongImpl:  "def old():\n    return 1\n\n\ndef add(a, b):\n    return 0\n",
-		oldFile:    "calc.py",
-		brokenOld:  "def old():\n    return 2\n\n\ndef add(a, b):\n    return a + b\n",
-		skipFiles: map[string]string{"conftest.py": "import pytest\n\n\ndef pytest_collection_modifyitems(items):\n" +
-			"    for item in items:\n        item.add_marker(pytest.mark.skip(reason='later'))\n"},
-		testCmd:    "/usr/bin/python3 -m pytest -q tests/test_add.py",
-		projectCmd: "/usr/bin/python3 -m pytest -q tests",
-		available: func() string {
-			if err := exec.Command("/usr/bin/python3", "-c", "import pytest").Run(); err != nil {
-				return "pytest is not installed for /usr/bin/python3 (make test-deps installs it)"
+	"ts": func() string {
+		if _, err := os.Stat(tsModules()); err != nil {
+			return "vitest is not installed in testrun/testdata/projects/ts (make test-deps installs it)"
+		}
+		return ""
+	},
+}
+
+// loadLang reads testdata/gates/<name>.
+func loadLang(t *testing.T, name string) lang {
+	t.Helper()
+	root := filepath.Join("testdata", "gates", name)
+	files := func(dir string) map[string]string {
+		out := map[string]string{}
+		filepath.WalkDir(filepath.Join(root, dir), func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
 			}
-			return ""
-		},
-	},
-	{
-		name: "ts",
-		base: map[string]string{
-			"package.json":     "{\n  \"name\": \"calc\",\n  \"private\": true,\n  \"type\": \"module\",\n  \"devDependencies\": {\"vitest\": \"4.1.12\"}\n}\n",
-			"src/old.ts":       "export function old(): number {\n  return 1\n}\n",
-			"src/old.test.ts":  "import { expect, test } from 'vitest'\nimport { old } from './old'\n\ntest('old', () => {\n  expect(old()).toBe(1)\n})\n",
-			"vitest.config.ts": "export default { test: { exclude: ['**/node_modules/**', '.orchestrator/**'] } }\n",
-		},
-		testFile:   "src/add.test.ts",
-		test:       "import { expect, test } from 'vitest'\nimport { add } from './add'\n\ntest('add UNIT_001', () => {\n  expect(add(2, 3)).toBe(5)\n})\n",
-		brokenTest: "import { expect, test } from 'vitest'\nimport { add } from './add'\n\ntest('add UNIT_001', () => {\n  expect(add(2, 3)).toBe(5\n",
-		implFile:   "src/add.ts",
-		impl:       "export function add(a: number, b: number): number {\n  return a + b\n}\n",
-		wrongImpl:  "export function add(a: number, b: number): number {\n  return 0\n}\n",
-		oldFile:    "src/old.ts",
-		brokenOld:  "export function old(): number {\n  return 2\n}\n",
-		skipFiles:  map[string]string{"vitest.config.ts": "export default { test: { exclude: ['**/node_modules/**', '.orchestrator/**', 'src/add.test.ts'] } }\n"},
-		testCmd:    "npx vitest run src/add.test.ts",
-		projectCmd: "npx vitest run",
-		available: func() string {
-			if _, err := os.Stat(tsModules()); err != nil {
-				return "vitest is not installed in testrun/testdata/projects/ts (make test-deps installs it)"
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
 			}
-			return ""
-		},
-	},
+			rel, _ := filepath.Rel(filepath.Join(root, dir), p)
+			out[filepath.ToSlash(rel)] = string(b)
+			return nil
+		})
+		if len(out) == 0 {
+			t.Fatalf("%s: no files in %s", name, dir)
+		}
+		return out
+	}
+	one := func(dir string) (string, string) {
+		for p, c := range files(dir) {
+			return p, c
+		}
+		return "", ""
+	}
+	l := lang{name: name, base: files("base"), skipFiles: files("variants/skip"), available: langs[name]}
+	l.testFile, l.test = one("variants/test")
+	l.brokenTest = files("variants/broken-test")[l.testFile]
+	l.implFile, l.impl = one("variants/impl")
+	l.wrongImpl = files("variants/wrong-impl")[l.implFile]
+	l.oldFile, l.brokenOld = one("variants/broken-old")
+	cmds, err := os.ReadFile(filepath.Join(root, "commands"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(cmds), "\n") {
+		if v, ok := strings.CutPrefix(line, "test: "); ok {
+			l.testCmd = v
+		}
+		if v, ok := strings.CutPrefix(line, "project: "); ok {
+			l.projectCmd = v
+		}
+	}
+	return l
 }
 
 func tsModules() string {
@@ -184,9 +176,10 @@ var scenarios = []scenario{
 // real test runners judging them.
 func TestGateMatrix(t *testing.T) {
 	t.Parallel()
-	for _, l := range langs {
-		t.Run(l.name, func(t *testing.T) {
+	for _, name := range []string{"go", "python", "ts"} {
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
+			l := loadLang(t, name)
 			if why := l.available(); why != "" {
 				if os.Getenv("CI") == "true" {
 					t.Fatal(why)

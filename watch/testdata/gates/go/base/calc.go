@@ -1,0 +1,2 @@
+// Package calc adds.
+package calc

@@ -1,0 +1,5 @@
+from calc import old
+
+
+def test_old():
+    assert old() == 1

@@ -1,0 +1,6 @@
+def old():
+    return 1
+
+
+def add(a, b):
+    return 0

@@ -1,0 +1,3 @@
+export function old(): number {
+  return 1
+}

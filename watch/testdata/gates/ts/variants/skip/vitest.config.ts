@@ -1,0 +1,1 @@
+export default { test: { exclude: ['**/node_modules/**', '.orchestrator/**', 'src/add.test.ts'] } }
