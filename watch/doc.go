@@ -6,8 +6,8 @@
 // It also recovers from its own crash: a task left in_progress whose agent is gone counts as
 // a lost attempt, and one whose agent still runs is adopted and waited for.
 //
-// The package owns scheduling, attempt folders and the day-one gate (a claim passes only if
-// the task's test command agrees with it). It does not parse markdown (package queue), start
-// or kill processes itself (package agents), read markers (package markers) or write prompts
-// (package prompts).
+// The package owns scheduling, attempt folders, reading the agent's claim and putting the
+// pieces together. It does not parse markdown (package queue), start or kill processes itself
+// (package agents), read markers (package markers), write prompts (package prompts), judge
+// claims (package gate, over package testrun) or decide retries and halts (package retry).
 package watch

@@ -145,7 +145,6 @@ type runner struct {
 	queueSum [32]byte
 	attempts int
 	started  map[string]bool // tasks this run started (for Only)
-	halted   bool
 	// recovering is set while recoverAttempts runs: finishing a recovered attempt then
 	// starts nothing, so that every leftover is seen to first.
 	recovering bool
@@ -349,7 +348,7 @@ func (r *runner) advance(ctx context.Context, fin *transition) (*queue.Doc, []qu
 			return nil, nil, err
 		}
 	}
-	pick := ctx.Err() == nil && !r.halted && !r.recovering
+	pick := ctx.Err() == nil && !r.recovering
 	var doc *queue.Doc
 	var picks []queue.Task
 	_, err := queue.Update(ctx, r.o.Layout.Tasks(), queue.Tasks, func(d *queue.Doc) ([]queue.Op, error) {
