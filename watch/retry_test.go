@@ -21,6 +21,17 @@ func failScript(r *repo, name string, n int, vary bool) string {
 	return "sh " + name + ".sh"
 }
 
+// failingRepo makes a repository with one task whose test command fails its first n runs
+// (each time differently with vary), with auto-retry on.
+func failingRepo(t *testing.T, n int, vary bool, config string) *repo {
+	t.Helper()
+	r := newRepo(t, []task{{id: "TASK-001", category: "backend", testCommand: "PLACEHOLDER"}}, map[string][]string{"honest": {"TESTAGENT_MODE=honest"}}, config)
+	cmd := failScript(r, "t1", n, vary)
+	r.write(".orchestrator/task_queue.md", strings.Replace(r.read(".orchestrator/task_queue.md"), "PLACEHOLDER", cmd, 1))
+	autoRetry(r)
+	return r
+}
+
 func autoRetry(r *repo) {
 	r.t.Helper()
 	if err := os.Remove(filepath.Join(r.root, ".orchestrator", "no_auto_retry")); err != nil {
@@ -37,10 +48,7 @@ func attempts(r *repo, id string) int {
 // with exit 3, the fields of SPEC §8.4 on task and issue, and a halt report.
 func TestRetryIdenticalFailureHalts(t *testing.T) {
 	t.Parallel()
-	r := newRepo(t, []task{{id: "TASK-001", category: "backend", testCommand: "PLACEHOLDER"}}, map[string][]string{"honest": {"TESTAGENT_MODE=honest"}}, "")
-	cmd := failScript(r, "t1", 99, false)
-	r.write(".orchestrator/task_queue.md", strings.Replace(r.read(".orchestrator/task_queue.md"), "PLACEHOLDER", cmd, 1))
-	autoRetry(r)
+	r := failingRepo(t, 99, false, "")
 	code, out := r.run("watch", "--once")
 	if code != 3 {
 		t.Fatalf("exit %d, want 3\n%s", code, out)
@@ -78,10 +86,7 @@ func TestRetryIdenticalFailureHalts(t *testing.T) {
 // claims done each time halts first on its third false success, SPEC §10.3.)
 func TestRetryDifferentFailuresUpToMaxRetries(t *testing.T) {
 	t.Parallel()
-	r := newRepo(t, []task{{id: "TASK-001", category: "backend", testCommand: "PLACEHOLDER"}}, map[string][]string{"honest": {"TESTAGENT_MODE=honest"}}, "retries: {max_retries: 2}\n")
-	cmd := failScript(r, "t1", 99, true)
-	r.write(".orchestrator/task_queue.md", strings.Replace(r.read(".orchestrator/task_queue.md"), "PLACEHOLDER", cmd, 1))
-	autoRetry(r)
+	r := failingRepo(t, 99, true, "retries: {max_retries: 2}\n")
 	code, out := r.run("watch", "--once")
 	if code != 3 {
 		t.Fatalf("exit %d, want 3\n%s", code, out)
@@ -98,10 +103,7 @@ func TestRetryDifferentFailuresUpToMaxRetries(t *testing.T) {
 // completed.
 func TestRetryThenSuccess(t *testing.T) {
 	t.Parallel()
-	r := newRepo(t, []task{{id: "TASK-001", category: "backend", testCommand: "PLACEHOLDER"}}, map[string][]string{"honest": {"TESTAGENT_MODE=honest"}}, "")
-	cmd := failScript(r, "t1", 1, false)
-	r.write(".orchestrator/task_queue.md", strings.Replace(r.read(".orchestrator/task_queue.md"), "PLACEHOLDER", cmd, 1))
-	autoRetry(r)
+	r := failingRepo(t, 1, false, "")
 	if code, out := r.run("watch", "--once"); code != 0 {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
@@ -163,10 +165,7 @@ func TestNoAutoRetry(t *testing.T) {
 // task makes it run again.
 func TestPersonRevivesHaltedTask(t *testing.T) {
 	t.Parallel()
-	r := newRepo(t, []task{{id: "TASK-001", category: "backend", testCommand: "PLACEHOLDER"}}, map[string][]string{"honest": {"TESTAGENT_MODE=honest"}}, "")
-	cmd := failScript(r, "t1", 3, false)
-	r.write(".orchestrator/task_queue.md", strings.Replace(r.read(".orchestrator/task_queue.md"), "PLACEHOLDER", cmd, 1))
-	autoRetry(r)
+	r := failingRepo(t, 3, false, "")
 	if code, out := r.run("watch", "--once"); code != 3 {
 		t.Fatalf("exit %d, want 3\n%s", code, out)
 	}
