@@ -514,7 +514,7 @@ func declaredTests(root string, files []string) []string {
 func passedByName(passed map[string]bool, name string) bool {
 	for id := range passed {
 		if id == name || strings.HasSuffix(id, "."+name) || strings.HasSuffix(id, "::"+name) ||
-			strings.HasSuffix(id, " > "+name) || strings.HasSuffix(id, "::"+name) {
+			strings.HasSuffix(id, " > "+name) {
 			return true
 		}
 	}

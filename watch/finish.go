@@ -126,15 +126,18 @@ func (r *runner) decide(ctx context.Context, a *attempt) (result, string) {
 		res.ExitCode = &code
 		fmt.Fprintf(&log, "agent exit code: %d\n", code)
 	}
-	claim, block, claimErr := r.claim(a)
-	res.Claim = claim
-	// What the agent program itself reported: an API error, or running out of turns.
+	// The agent's final message, read once; or what the agent program itself reported
+	// instead: an API error, or running out of turns.
+	var text string
 	var agentErr *agents.AgentError
 	if a.proc != nil && a.adapter != nil {
-		if _, err := a.adapter.FinalText([]byte(a.proc.Stdout())); errors.As(err, &agentErr) {
+		var err error
+		if text, err = a.adapter.FinalText([]byte(a.proc.Stdout())); errors.As(err, &agentErr) {
 			fmt.Fprintf(&log, "agent error: %s\n", agentErr.Error())
 		}
 	}
+	claim, block, claimErr := r.claim(a, text)
+	res.Claim = claim
 	fmt.Fprintf(&log, "claim: %s\n", orNone(claim))
 	if block != nil && block.Message != "" {
 		res.Message = block.Message
@@ -190,17 +193,16 @@ func orNone(s string) string {
 // result block, in the marker or in the agent's final message, is parsed strictly: a
 // malformed block, two blocks or a wrong role is a format violation even when a marker says
 // done. The marker's word decides the claim; without a marker, the block's state does.
-func (r *runner) claim(a *attempt) (string, *agents.Result, error) {
+// final is the agent's final message ("" when there is none).
+func (r *runner) claim(a *attempt, final string) (string, *agents.Result, error) {
 	role := roles[a.task.Kind]
 	var block *agents.Result
-	if a.proc != nil && a.adapter != nil {
-		if text, err := a.adapter.FinalText([]byte(a.proc.Stdout())); err == nil && strings.Contains(text, "```tdd-result") {
-			res, err := agents.ParseResult(text, role)
-			if err != nil {
-				return "", nil, err
-			}
-			block = res
+	if strings.Contains(final, "```tdd-result") {
+		res, err := agents.ParseResult(final, role)
+		if err != nil {
+			return "", nil, err
 		}
+		block = res
 	}
 	if m, err := markers.Find(r.o.Layout.Markers(), a.id); err == nil && m != nil {
 		if bytes.Contains(m.Body, []byte("```tdd-result")) {

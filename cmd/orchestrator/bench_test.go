@@ -16,14 +16,8 @@ import (
 // reports both times and their ratio (target: ratio ≤ 1.0). Each iteration flips the value,
 // so every run really rewrites the file.
 func BenchmarkSetVsSed(b *testing.B) {
-	if _, err := exec.LookPath("sed"); err != nil {
-		b.Skip("no sed")
-	}
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "orchestrator")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildOrchestrator(b, dir)
 	repo := filepath.Join(dir, "repo")
 	if err := os.MkdirAll(filepath.Join(repo, ".orchestrator"), 0o755); err != nil {
 		b.Fatal(err)
@@ -71,14 +65,8 @@ func BenchmarkSetVsSed(b *testing.B) {
 // `sed -i` editing one cell of the same file, and reports both times and their ratio
 // (target: ratio ≤ 1.0; in process, BenchmarkValidate in package queue, target 50 ms).
 func BenchmarkValidateVsSed(b *testing.B) {
-	if _, err := exec.LookPath("sed"); err != nil {
-		b.Skip("no sed")
-	}
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "orchestrator")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildOrchestrator(b, dir)
 	repo := filepath.Join(dir, "repo")
 	for _, d := range []string{".orchestrator", "projectspec"} {
 		if err := os.MkdirAll(filepath.Join(repo, d), 0o755); err != nil {
@@ -141,4 +129,17 @@ func BenchmarkValidateVsSed(b *testing.B) {
 	b.ReportMetric(float64(validateTime)/float64(sedTime), "ratio")
 	// The fastest run of each is less disturbed by other work on the machine.
 	b.ReportMetric(float64(validateMin)/float64(sedMin), "min-ratio")
+}
+
+// buildOrchestrator builds the command into dir, for whole-process benchmarks.
+func buildOrchestrator(b *testing.B, dir string) string {
+	b.Helper()
+	if _, err := exec.LookPath("sed"); err != nil {
+		b.Skip("no sed to compare with")
+	}
+	bin := filepath.Join(dir, "orchestrator")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
 }

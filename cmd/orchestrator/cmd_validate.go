@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io/fs"
 	"runtime/debug"
 	"sort"
 
@@ -95,7 +96,7 @@ func runValidate(_ context.Context, opts *validateOptions) error {
 		}
 		if d == nil {
 			if path == l.Tasks() {
-				return fmt.Errorf("read queue: %s: %w", path, errMissing)
+				return fmt.Errorf("read queue: %s: %w", path, fs.ErrNotExist)
 			}
 			continue
 		}

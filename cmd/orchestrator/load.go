@@ -40,8 +40,6 @@ func loadOptional(path string) (*queue.Doc, error) {
 	return queue.Parse(path, src, queue.KindOf(path))
 }
 
-var errMissing = fs.ErrNotExist
-
 // loadPlan reads the test plan (SPEC §5.1): the file given with --plan, else the
 // repository's projectspec/test-plan-output.json. Without --plan, a missing plan means no
 // plan (nil, nil) unless required. Any other problem is bad input (exit 2), and the error
