@@ -10,10 +10,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"regexp"
 	"strconv"
 	"time"
 
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 	"gopkg.in/yaml.v3"
 )
 
@@ -118,7 +118,10 @@ func Load(path string) (*Config, error) {
 	return c, nil
 }
 
-var lineRE = regexp.MustCompile(`line (\d+): (.*)`)
+var (
+	lineRE  = lazyre.New(`line (\d+): (.*)`)
+	fieldRE = lazyre.New(`field (\S+) not found in type`)
+)
 
 // yamlError turns a yaml.v3 error ("yaml: unmarshal errors:\n  line 3: field foo not found
 // in type config.Config") into path:line: message.
@@ -128,10 +131,10 @@ func yamlError(path string, err error) error {
 	if errors.As(err, &te) && len(te.Errors) > 0 {
 		msg = te.Errors[0]
 	}
-	if m := lineRE.FindStringSubmatch(msg); m != nil {
+	if m := lineRE().FindStringSubmatch(msg); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		text := m[2]
-		if f := regexp.MustCompile(`field (\S+) not found in type`).FindStringSubmatch(text); f != nil {
+		if f := fieldRE().FindStringSubmatch(text); f != nil {
 			text = "unknown key " + f[1]
 		}
 		return &Error{Path: path, Line: n, Msg: text}

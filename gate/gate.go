@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -485,12 +486,14 @@ func sortedKeys(m map[string]string) []string {
 }
 
 // declaredPatterns find test names in test files: Go, Python, JavaScript/TypeScript, Rust.
-var declaredPatterns = []*regexp.Regexp{
-	regexp.MustCompile(`(?m)^func (Test\w+)\(\s*\w+ \*testing\.T\)`),
-	regexp.MustCompile(`(?m)^\s*(?:async\s+)?def (test_\w+)\(`),
-	regexp.MustCompile(`(?m)\b(?:it|test)\(\s*["'\x60]([^"'\x60]+)["'\x60]`),
-	regexp.MustCompile(`(?m)#\[test\]\s*(?:#\[[^\]]*\]\s*)*fn (\w+)`),
-}
+var declaredPatterns = sync.OnceValue(func() []*regexp.Regexp {
+	return []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^func (Test\w+)\(\s*\w+ \*testing\.T\)`),
+		regexp.MustCompile(`(?m)^\s*(?:async\s+)?def (test_\w+)\(`),
+		regexp.MustCompile(`(?m)\b(?:it|test)\(\s*["'\x60]([^"'\x60]+)["'\x60]`),
+		regexp.MustCompile(`(?m)#\[test\]\s*(?:#\[[^\]]*\]\s*)*fn (\w+)`),
+	}
+})
 
 // declaredTests returns the test names declared in files, in order.
 func declaredTests(root string, files []string) []string {
@@ -500,7 +503,7 @@ func declaredTests(root string, files []string) []string {
 		if err != nil {
 			continue
 		}
-		for _, re := range declaredPatterns {
+		for _, re := range declaredPatterns() {
 			for _, m := range re.FindAllSubmatch(b, -1) {
 				out = append(out, string(m[1]))
 			}

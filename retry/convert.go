@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 	"github.com/orchestrator/orchestrator/queue"
 )
 
@@ -26,8 +26,8 @@ type Conversion struct {
 }
 
 var (
-	taskNumRE = regexp.MustCompile(`^TASK-(\d+)$`)
-	hex16RE   = regexp.MustCompile(`^[0-9a-f]{16}$`)
+	taskNumRE = lazyre.New(`^TASK-(\d+)$`)
+	hex16RE   = lazyre.New(`^[0-9a-f]{16}$`)
 )
 
 // Convert turns the issue queue's pending issues into tasks (SPEC §8.3; RFC-001 Diff 5), in
@@ -137,7 +137,7 @@ func convertOne(ctx context.Context, l queue.Layout, issues *queue.Doc, r *queue
 func nextTaskID(d *queue.Doc) string {
 	n, width := 0, 3
 	for i := range d.Records {
-		m := taskNumRE.FindStringSubmatch(d.Records[i].ID)
+		m := taskNumRE().FindStringSubmatch(d.Records[i].ID)
 		if m == nil {
 			continue
 		}
@@ -194,12 +194,12 @@ func taskText(d *queue.Doc, id string, issues *queue.Doc, r *queue.Record, deps 
 		return strconv.Itoa(def)
 	}
 	sig := "-"
-	if s := get("Failure-Signature"); hex16RE.MatchString(s) {
+	if s := get("Failure-Signature"); hex16RE().MatchString(s) {
 		sig = s
 	}
 	var prev []string
 	for _, s := range queue.List(get("Previous-Signatures")) {
-		if hex16RE.MatchString(s) {
+		if hex16RE().MatchString(s) {
 			prev = append(prev, s)
 		}
 	}

@@ -7,12 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/templates"
 )
@@ -24,7 +24,7 @@ const DetailsLimit = 2000
 // QueueStatusTitle is the heading of the issue queue's counts section (SPEC §3.6).
 const QueueStatusTitle = "Queue Status"
 
-var issueIDRE = regexp.MustCompile(`^ISSUE-(\d{8})-(\d+)$`)
+var issueIDRE = lazyre.New(`^ISSUE-(\d{8})-(\d+)$`)
 
 // NextIssueID returns the ID for a new issue created at t in the issue queue d:
 // ISSUE-YYYYMMDD-NNN (the date in UTC), NNN one more than the highest of that day in the
@@ -33,7 +33,7 @@ func NextIssueID(d *queue.Doc, t time.Time) string {
 	day := t.UTC().Format("20060102")
 	n := 0
 	for i := range d.Records {
-		m := issueIDRE.FindStringSubmatch(d.Records[i].ID)
+		m := issueIDRE().FindStringSubmatch(d.Records[i].ID)
 		if m == nil || m[1] != day {
 			continue
 		}
@@ -155,7 +155,7 @@ func oneLine(s string) string {
 // cleanText removes ANSI codes and control characters other than tab and newline, and
 // turns CRLF and lone CR line endings into LF.
 func cleanText(s string) string {
-	s = ansiRE.ReplaceAllString(s, "")
+	s = ansiRE().ReplaceAllString(s, "")
 	s = strings.ReplaceAll(s, "\r\n", "\n")
 	s = strings.ReplaceAll(s, "\r", "\n")
 	return strings.Map(func(r rune) rune {

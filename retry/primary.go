@@ -1,44 +1,45 @@
 package retry
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 )
 
 // Patterns of error lines in the output of the runners of SPEC §7.5. Lines are matched
 // after their ANSI codes are removed.
 var (
 	// go test
-	goCompileRE = regexp.MustCompile(`^(?:\.{1,2}/)?[\w.\-/]+\.go:\d+(?::\d+)?: \S`) // ./x.go:3:5: undefined: Add
-	goFailRE    = regexp.MustCompile(`^(\s*)--- FAIL: (\S+)`)                        // --- FAIL: TestX (0.00s)
-	goLogRE     = regexp.MustCompile(`^\s+[\w.\-]+\.go:\d+: \S`)                     //     x_test.go:8: got 5, want 4
-	goRunRE     = regexp.MustCompile(`^=== (?:RUN|CONT|NAME|PAUSE)\s+(\S+)`)
-	goPanicRE   = regexp.MustCompile(`^(?:panic: |fatal error: )`)
-	goPkgFailRE = regexp.MustCompile(`^FAIL\t\S`) // FAIL	example.com/calc [build failed]
+	goCompileRE = lazyre.New(`^(?:\.{1,2}/)?[\w.\-/]+\.go:\d+(?::\d+)?: \S`) // ./x.go:3:5: undefined: Add
+	goFailRE    = lazyre.New(`^(\s*)--- FAIL: (\S+)`)                        // --- FAIL: TestX (0.00s)
+	goLogRE     = lazyre.New(`^\s+[\w.\-]+\.go:\d+: \S`)                     //     x_test.go:8: got 5, want 4
+	goRunRE     = lazyre.New(`^=== (?:RUN|CONT|NAME|PAUSE)\s+(\S+)`)
+	goPanicRE   = lazyre.New(`^(?:panic: |fatal error: )`)
+	goPkgFailRE = lazyre.New(`^FAIL\t\S`) // FAIL	example.com/calc [build failed]
 
 	// pytest
-	pyELineRE      = regexp.MustCompile(`^E\s+\S`)                            // E   AssertionError: ...
-	pyFailedRE     = regexp.MustCompile(`^(?:FAILED|ERROR) (\S+)(?: - .*)?$`) // FAILED tests/x.py::test_y - ...
-	pyCollectingRE = regexp.MustCompile(`^_+ ERROR collecting (\S+) _+$`)
-	pyHeaderRE     = regexp.MustCompile(`^_{3,} (\S.*?) _{3,}$`) // ____ test_entries ____
+	pyELineRE      = lazyre.New(`^E\s+\S`)                            // E   AssertionError: ...
+	pyFailedRE     = lazyre.New(`^(?:FAILED|ERROR) (\S+)(?: - .*)?$`) // FAILED tests/x.py::test_y - ...
+	pyCollectingRE = lazyre.New(`^_+ ERROR collecting (\S+) _+$`)
+	pyHeaderRE     = lazyre.New(`^_{3,} (\S.*?) _{3,}$`) // ____ test_entries ____
 
 	// vitest and jest
-	jsFailRE  = regexp.MustCompile(`^\s*FAIL {1,2}(\S.*)$`) // " FAIL  x.test.ts > a > b" (vitest), "FAIL ./x.test.js" (jest)
-	jsErrorRE = regexp.MustCompile(`^\s*(?:[A-Z]\w*)?Error(?:\s*\[[\w-]+\])?: \S`)
-	jestDotRE = regexp.MustCompile(`^\s*● (.+)$`)
-	tsErrorRE = regexp.MustCompile(`\berror TS\d+: `)
+	jsFailRE  = lazyre.New(`^\s*FAIL {1,2}(\S.*)$`) // " FAIL  x.test.ts > a > b" (vitest), "FAIL ./x.test.js" (jest)
+	jsErrorRE = lazyre.New(`^\s*(?:[A-Z]\w*)?Error(?:\s*\[[\w-]+\])?: \S`)
+	jestDotRE = lazyre.New(`^\s*● (.+)$`)
+	tsErrorRE = lazyre.New(`\berror TS\d+: `)
 
 	// cargo test
-	rustErrorRE = regexp.MustCompile(`^error(?:\[E\d+\])?: \S`)
-	rustPanicRE = regexp.MustCompile(`^thread '([^']*)'(?: \(\d+\))? panicked at `)
-	rustTestRE  = regexp.MustCompile(`^---- (\S+) stdout ----$`)
+	rustErrorRE = lazyre.New(`^error(?:\[E\d+\])?: \S`)
+	rustPanicRE = lazyre.New(`^thread '([^']*)'(?: \(\d+\))? panicked at `)
+	rustTestRE  = lazyre.New(`^---- (\S+) stdout ----$`)
 
 	// valueRE matches the lines after a generic assertion message that hold the values
 	// compared: jest's "Expected: 4" / "Received: 5", Rust's "left: 5" / "right: 4".
-	valueRE = regexp.MustCompile(`^\s*(?:Expected|Received|left|right): \S`)
+	valueRE = lazyre.New(`^\s*(?:Expected|Received|left|right): \S`)
 
 	// decorationRE matches lines that are only rules and banners: ====, ----, ⎯⎯⎯⎯.
-	decorationRE = regexp.MustCompile(`^[\s=\-_*#~⎯─━.]*$`)
+	decorationRE = lazyre.New(`^[\s=\-_*#~⎯─━.]*$`)
 )
 
 // lines splits output into lines without their line endings and without ANSI codes.
@@ -46,7 +47,7 @@ func lines(output string) []string {
 	out := strings.Split(strings.ReplaceAll(output, "\r\n", "\n"), "\n")
 	for i, l := range out {
 		if strings.IndexByte(l, 0x1b) >= 0 {
-			l = ansiRE.ReplaceAllString(l, "")
+			l = ansiRE().ReplaceAllString(l, "")
 		}
 		out[i] = strings.TrimRight(l, " \t\r")
 	}
@@ -93,17 +94,17 @@ func PrimaryError(output string) string {
 		return text
 	}
 	for i, l := range ls {
-		if goPkgFailRE.MatchString(l) {
+		if goPkgFailRE().MatchString(l) {
 			return strings.TrimSpace(ls[i])
 		}
 	}
 	for _, l := range ls {
-		if jsErrorRE.MatchString(l) || rustErrorRE.MatchString(l) {
+		if jsErrorRE().MatchString(l) || rustErrorRE().MatchString(l) {
 			return strings.TrimSpace(l)
 		}
 	}
 	for _, l := range ls {
-		if !decorationRE.MatchString(l) {
+		if !decorationRE().MatchString(l) {
 			return strings.TrimSpace(l)
 		}
 	}
@@ -114,9 +115,9 @@ func PrimaryError(output string) string {
 func goPrimary(ls []string) (int, string) {
 	for i, l := range ls {
 		switch {
-		case strings.Contains(l, ".go:") && goCompileRE.MatchString(l), goPanicRE.MatchString(l):
+		case strings.Contains(l, ".go:") && goCompileRE().MatchString(l), goPanicRE().MatchString(l):
 			return i, l
-		case goFailRE.MatchString(l):
+		case goFailRE().MatchString(l):
 			return i, goFailMessage(ls, i)
 		}
 	}
@@ -129,18 +130,18 @@ func goFailMessage(ls []string, i int) string {
 	// of its subtests), and a panic follows unindented.
 	j := i + 1
 	for ; j < len(ls) && (strings.HasPrefix(ls[j], " ") || strings.HasPrefix(ls[j], "\t")); j++ {
-		if goLogRE.MatchString(ls[j]) {
+		if goLogRE().MatchString(ls[j]) {
 			return ls[j]
 		}
 	}
-	if j < len(ls) && goPanicRE.MatchString(ls[j]) {
+	if j < len(ls) && goPanicRE().MatchString(ls[j]) {
 		return ls[j]
 	}
 	// With -v, it comes before: after the test's own === RUN (or CONT, NAME) line.
-	name := goFailRE.FindStringSubmatch(ls[i])[2]
+	name := goFailRE().FindStringSubmatch(ls[i])[2]
 	start := -1
 	for k := i - 1; k >= 0; k-- {
-		if m := goRunRE.FindStringSubmatch(ls[k]); m != nil {
+		if m := goRunRE().FindStringSubmatch(ls[k]); m != nil {
 			if m[1] == name || strings.HasPrefix(m[1], name+"/") {
 				start = k
 				continue
@@ -150,7 +151,7 @@ func goFailMessage(ls []string, i int) string {
 	}
 	if start >= 0 {
 		for k := start + 1; k < i; k++ {
-			if goLogRE.MatchString(ls[k]) {
+			if goLogRE().MatchString(ls[k]) {
 				return ls[k]
 			}
 		}
@@ -161,17 +162,17 @@ func goFailMessage(ls []string, i int) string {
 // pytestPrimary finds pytest's first error line.
 func pytestPrimary(ls []string) (int, string) {
 	for i, l := range ls {
-		if pyELineRE.MatchString(l) {
+		if pyELineRE().MatchString(l) {
 			return i, l
 		}
 	}
 	for i, l := range ls {
-		if pyFailedRE.MatchString(l) {
+		if pyFailedRE().MatchString(l) {
 			return i, l
 		}
 	}
 	for i, l := range ls {
-		if m := pyCollectingRE.FindStringSubmatch(l); m != nil {
+		if m := pyCollectingRE().FindStringSubmatch(l); m != nil {
 			return i, "ERROR collecting " + m[1]
 		}
 	}
@@ -181,20 +182,20 @@ func pytestPrimary(ls []string) (int, string) {
 // jsPrimary finds the first vitest or jest failure: the error under its FAIL heading.
 func jsPrimary(ls []string) (int, string) {
 	for i, l := range ls {
-		if strings.Contains(l, "error TS") && tsErrorRE.MatchString(l) {
+		if strings.Contains(l, "error TS") && tsErrorRE().MatchString(l) {
 			return i, l
 		}
-		if !jsFailRE.MatchString(l) || strings.HasPrefix(l, "FAIL\t") {
+		if !jsFailRE().MatchString(l) || strings.HasPrefix(l, "FAIL\t") {
 			continue
 		}
 		for j := i + 1; j < len(ls) && j <= i+40; j++ {
-			if jsFailRE.MatchString(ls[j]) {
+			if jsFailRE().MatchString(ls[j]) {
 				break
 			}
-			if jsErrorRE.MatchString(ls[j]) {
+			if jsErrorRE().MatchString(ls[j]) {
 				return i, ls[j]
 			}
-			if jestDotRE.MatchString(ls[j]) {
+			if jestDotRE().MatchString(ls[j]) {
 				for k := j + 1; k < len(ls); k++ {
 					if strings.TrimSpace(ls[k]) != "" {
 						return i, withValues(ls, k)
@@ -210,10 +211,10 @@ func jsPrimary(ls []string) (int, string) {
 // cargoPrimary finds the first compile error or panic of cargo test.
 func cargoPrimary(ls []string) (int, string) {
 	for i, l := range ls {
-		if rustErrorRE.MatchString(l) && !strings.HasPrefix(l, "error: test failed") {
+		if rustErrorRE().MatchString(l) && !strings.HasPrefix(l, "error: test failed") {
 			return i, l
 		}
-		if rustPanicRE.MatchString(l) {
+		if rustPanicRE().MatchString(l) {
 			// Since Rust 1.73 the message is on the next line: "panicked at src/lib.rs:11:9:".
 			if strings.HasSuffix(l, ":") && i+1 < len(ls) && strings.TrimSpace(ls[i+1]) != "" {
 				return i, strings.TrimSpace(l + " " + withValues(ls, i+1))
@@ -236,7 +237,7 @@ func withValues(ls []string, k int) string {
 		switch {
 		case l == "" && seen == 0:
 			continue
-		case valueRE.MatchString(ls[j]):
+		case valueRE().MatchString(ls[j]):
 			out += "; " + l
 			seen++
 			continue
@@ -268,16 +269,16 @@ func FailingTest(output string) string {
 
 func goFailingTest(ls []string) (int, string) {
 	for i, l := range ls {
-		m := goFailRE.FindStringSubmatch(l)
+		m := goFailRE().FindStringSubmatch(l)
 		if m == nil {
 			continue
 		}
 		name := m[2]
 		for j := i + 1; j < len(ls) && (strings.HasPrefix(ls[j], " ") || strings.HasPrefix(ls[j], "\t")); j++ {
-			if goLogRE.MatchString(ls[j]) {
+			if goLogRE().MatchString(ls[j]) {
 				break
 			}
-			if n := goFailRE.FindStringSubmatch(ls[j]); n != nil && strings.HasPrefix(n[2], name+"/") {
+			if n := goFailRE().FindStringSubmatch(ls[j]); n != nil && strings.HasPrefix(n[2], name+"/") {
 				name = n[2]
 			}
 		}
@@ -290,7 +291,7 @@ func pytestFailingTest(ls []string) (int, string) {
 	// The short summary names the test by node ID; it comes last, but the test failed where
 	// its section begins.
 	for i, l := range ls {
-		if m := pyCollectingRE.FindStringSubmatch(l); m != nil {
+		if m := pyCollectingRE().FindStringSubmatch(l); m != nil {
 			return i, m[1]
 		}
 	}
@@ -304,7 +305,7 @@ func pytestFailingTest(ls []string) (int, string) {
 		}
 	}
 	for _, l := range ls {
-		if m := pyFailedRE.FindStringSubmatch(l); m != nil && strings.HasPrefix(l, "FAILED") {
+		if m := pyFailedRE().FindStringSubmatch(l); m != nil && strings.HasPrefix(l, "FAILED") {
 			if first < 0 {
 				first = 0
 			}
@@ -312,7 +313,7 @@ func pytestFailingTest(ls []string) (int, string) {
 		}
 	}
 	if first >= 0 && first < len(ls) {
-		if m := pyHeaderRE.FindStringSubmatch(ls[first]); m != nil {
+		if m := pyHeaderRE().FindStringSubmatch(ls[first]); m != nil {
 			return first, m[1]
 		}
 	}
@@ -321,7 +322,7 @@ func pytestFailingTest(ls []string) (int, string) {
 
 func jsFailingTest(ls []string) (int, string) {
 	for i, l := range ls {
-		m := jsFailRE.FindStringSubmatch(l)
+		m := jsFailRE().FindStringSubmatch(l)
 		if m == nil || strings.HasPrefix(l, "FAIL\t") {
 			continue
 		}
@@ -336,10 +337,10 @@ func jsFailingTest(ls []string) (int, string) {
 		file := strings.TrimPrefix(head, "./")
 		// jest: "FAIL ./x.test.js" with "● a › b" under it.
 		for j := i + 1; j < len(ls); j++ {
-			if jsFailRE.MatchString(ls[j]) {
+			if jsFailRE().MatchString(ls[j]) {
 				break
 			}
-			if d := jestDotRE.FindStringSubmatch(ls[j]); d != nil {
+			if d := jestDotRE().FindStringSubmatch(ls[j]); d != nil {
 				if d[1] == "Test suite failed to run" {
 					break
 				}
@@ -353,10 +354,10 @@ func jsFailingTest(ls []string) (int, string) {
 
 func cargoFailingTest(ls []string) (int, string) {
 	for i, l := range ls {
-		if m := rustTestRE.FindStringSubmatch(l); m != nil {
+		if m := rustTestRE().FindStringSubmatch(l); m != nil {
 			return i, m[1]
 		}
-		if m := rustPanicRE.FindStringSubmatch(l); m != nil && m[1] != "main" && m[1] != "<unnamed>" {
+		if m := rustPanicRE().FindStringSubmatch(l); m != nil && m[1] != "main" && m[1] != "<unnamed>" {
 			return i, m[1]
 		}
 	}

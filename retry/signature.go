@@ -4,8 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"regexp"
 	"strings"
+
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 )
 
 // A Type is the kind of a failed attempt (SPEC §8.1). It is the first input of a failure
@@ -81,37 +82,37 @@ const (
 var (
 	// ansiRE matches terminal escape sequences: CSI (colours, cursor moves) and OSC (titles,
 	// links).
-	ansiRE = regexp.MustCompile("\x1b\\[[0-9;?]*[ -/]*[@-~]|\x1b\\][^\x07\x1b]*(?:\x07|\x1b\\\\)|\x1b[@-Z\\\\-_]")
+	ansiRE = lazyre.New("\x1b\\[[0-9;?]*[ -/]*[@-~]|\x1b\\][^\x07\x1b]*(?:\x07|\x1b\\\\)|\x1b[@-Z\\\\-_]")
 
 	// tempRE matches a path under a temporary folder (/tmp, macOS's /var/folders/xx/yyyy/T),
 	// at the start of a word: not /home/me/tmp/x.
-	tempRE = regexp.MustCompile(`(^|[^\w./~>-])((?:/private)?/var/folders(?:/[^\s'"` + "`" + `:,;()\[\]{}<>]*)?|/tmp(?:/[^\s'"` + "`" + `:,;()\[\]{}<>]*|\b))`)
+	tempRE = lazyre.New(`(^|[^\w./~>-])((?:/private)?/var/folders(?:/[^\s'"` + "`" + `:,;()\[\]{}<>]*)?|/tmp(?:/[^\s'"` + "`" + `:,;()\[\]{}<>]*|\b))`)
 
 	// timestampRE matches dates with a time: RFC 3339 (2026-01-07T10:00:00.123Z,
 	// 2026-01-07T10:00:00+01:00), 2026-01-07 10:00:00 and Go's log format 2026/01/07 10:00:00.
-	timestampRE = regexp.MustCompile(`\b\d{4}[-/]\d{2}[-/]\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2}\b)?)?`)
+	timestampRE = lazyre.New(`\b\d{4}[-/]\d{2}[-/]\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2}\b)?)?`)
 
 	// clockRE matches a time of day, 10:00:00 or 10:00:00.123. The caller checks that it is
 	// not the line:col part of a position (file.go:10:20:30 does not occur, but a position
 	// followed by a number might).
-	clockRE = regexp.MustCompile(`\b(?:[01]?\d|2[0-3]):[0-5]\d:[0-5]\d(?:[.,]\d+)?\b`)
+	clockRE = lazyre.New(`\b(?:[01]?\d|2[0-3]):[0-5]\d:[0-5]\d(?:[.,]\d+)?\b`)
 
 	// durationRE matches durations: 0.01s, 12ms, 1m2.5s, 3.2µs, 150ns, "3 ms" (jest),
 	// "0.05 seconds". A bare number is never a duration.
-	durationRE = regexp.MustCompile(`\b(?:\d+(?:\.\d+)?(?:h|m(?:in)?|s|ms|us|µs|ns))+\b|\b\d+(?:\.\d+)?\s?(?:ms|µs|us|ns|secs?|seconds?|minutes?)\b|\d+(?:\.\d+)?µs`)
+	durationRE = lazyre.New(`\b(?:\d+(?:\.\d+)?(?:h|m(?:in)?|s|ms|us|µs|ns))+\b|\b\d+(?:\.\d+)?\s?(?:ms|µs|us|ns|secs?|seconds?|minutes?)\b|\d+(?:\.\d+)?µs`)
 
 	// addrRE matches memory addresses such as 0xc000123456 or 0x55c980: six hex digits or
 	// more, so that small constants (0x0, 0xff) in messages stay.
-	addrRE = regexp.MustCompile(`\b0x[0-9a-fA-F]{6,}\b`)
+	addrRE = lazyre.New(`\b0x[0-9a-fA-F]{6,}\b`)
 
-	goroutineRE = regexp.MustCompile(`\bgoroutine \d+\b`)
+	goroutineRE = lazyre.New(`\bgoroutine \d+\b`)
 
 	// pidRE matches "pid 1234", "pid=1234" and "PID: 1234"; bracketRE a number of three or
 	// more digits in brackets ("[1234]"), as loggers print a process ID.
-	pidRE      = regexp.MustCompile(`(?i)\b(pid)(\s*[=:]?\s*)\d+\b`)
-	bracketRE  = regexp.MustCompile(`\[\d{3,}\]`)
-	threadIDRE = regexp.MustCompile(`(thread '[^']*') \(\d+\)`) // Rust 1.89+: thread 'x' (12345) panicked
-	spacesRE   = regexp.MustCompile(`\s+`)
+	pidRE      = lazyre.New(`(?i)\b(pid)(\s*[=:]?\s*)\d+\b`)
+	bracketRE  = lazyre.New(`\[\d{3,}\]`)
+	threadIDRE = lazyre.New(`(thread '[^']*') \(\d+\)`) // Rust 1.89+: thread 'x' (12345) panicked
+	spacesRE   = lazyre.New(`\s+`)
 )
 
 // Normalize rewrites one line of runner output so that the same failure reads the same in
@@ -122,29 +123,29 @@ var (
 // of white space to one space and trims the ends. Positions such as file.go:3:5 stay: they
 // tell failures apart.
 func Normalize(line string) string {
-	s := strings.ReplaceAll(ansiRE.ReplaceAllString(line, ""), "\x1b", "") // and a stray ESC
-	s = spacesRE.ReplaceAllString(s, " ")
+	s := strings.ReplaceAll(ansiRE().ReplaceAllString(line, ""), "\x1b", "") // and a stray ESC
+	s = spacesRE().ReplaceAllString(s, " ")
 	s = replaceTemp(s)
-	s = timestampRE.ReplaceAllStringFunc(s, func(m string) string {
+	s = timestampRE().ReplaceAllStringFunc(s, func(m string) string {
 		if !strings.ContainsAny(m[10:], ":") {
 			return m // a date alone is not a timestamp of the run
 		}
 		return phTime
 	})
 	s = replaceClock(s)
-	s = addrRE.ReplaceAllString(s, phAddr)
-	s = goroutineRE.ReplaceAllString(s, "goroutine "+phNum)
-	s = threadIDRE.ReplaceAllString(s, "$1 ("+phPID+")")
-	s = pidRE.ReplaceAllString(s, "${1}${2}"+phPID)
-	s = bracketRE.ReplaceAllString(s, "["+phPID+"]")
-	s = durationRE.ReplaceAllString(s, phDur)
-	s = spacesRE.ReplaceAllString(s, " ")
+	s = addrRE().ReplaceAllString(s, phAddr)
+	s = goroutineRE().ReplaceAllString(s, "goroutine "+phNum)
+	s = threadIDRE().ReplaceAllString(s, "$1 ("+phPID+")")
+	s = pidRE().ReplaceAllString(s, "${1}${2}"+phPID)
+	s = bracketRE().ReplaceAllString(s, "["+phPID+"]")
+	s = durationRE().ReplaceAllString(s, phDur)
+	s = spacesRE().ReplaceAllString(s, " ")
 	return strings.TrimSpace(s)
 }
 
 // replaceClock replaces times of day that are not part of a file:line:col position.
 func replaceClock(s string) string {
-	ms := clockRE.FindAllStringIndex(s, -1)
+	ms := clockRE().FindAllStringIndex(s, -1)
 	if ms == nil {
 		return s
 	}
@@ -168,7 +169,7 @@ func replaceClock(s string) string {
 // mktemp's tmp.XXXXXXXXXX), so only the last element of a path is kept (<TMP>/x), and a
 // path that names a folder just under the temp root is <TMP> alone.
 func replaceTemp(s string) string {
-	ms := tempRE.FindAllStringSubmatchIndex(s, -1)
+	ms := tempRE().FindAllStringSubmatchIndex(s, -1)
 	if ms == nil {
 		return s
 	}

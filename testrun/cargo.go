@@ -1,8 +1,9 @@
 package testrun
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 )
 
 // cargoParser reads cargo test's output: cargo's compile errors, and libtest's human
@@ -20,19 +21,19 @@ type cargoParser struct {
 }
 
 var (
-	cargoTestRE    = regexp.MustCompile(`^test (.+?) \.\.\. (ok|FAILED|ignored(?:, .*)?)$`)
-	cargoRunningRE = regexp.MustCompile(`^\s*Running (?:unittests )?(\S+)`)
-	cargoDocRE     = regexp.MustCompile(`^\s*Doc-tests (\S+)`)
-	cargoStdoutRE  = regexp.MustCompile(`^---- (.+) stdout ----$`)
-	cargoErrorRE   = regexp.MustCompile(`^error(\[E\d+\])?: (.*)$`)
-	cargoLocRE     = regexp.MustCompile(`^\s*--> (\S+?):(\d+):\d+`)
+	cargoTestRE    = lazyre.New(`^test (.+?) \.\.\. (ok|FAILED|ignored(?:, .*)?)$`)
+	cargoRunningRE = lazyre.New(`^\s*Running (?:unittests )?(\S+)`)
+	cargoDocRE     = lazyre.New(`^\s*Doc-tests (\S+)`)
+	cargoStdoutRE  = lazyre.New(`^---- (.+) stdout ----$`)
+	cargoErrorRE   = lazyre.New(`^error(\[E\d+\])?: (.*)$`)
+	cargoLocRE     = lazyre.New(`^\s*--> (\S+?):(\d+):\d+`)
 )
 
 // cargoSummaryErrors are error lines that sum up, rather than report, a failure.
 var cargoSummaryErrors = []string{"could not compile", "test failed, to rerun", "target failed", "targets failed", "aborting due to", "build failed", "no library targets"}
 
 func (p *cargoParser) line(s string) {
-	if m := cargoErrorRE.FindStringSubmatch(s); m != nil {
+	if m := cargoErrorRE().FindStringSubmatch(s); m != nil {
 		p.flushError()
 		for _, sum := range cargoSummaryErrors {
 			if strings.Contains(m[2], sum) {
@@ -43,23 +44,23 @@ func (p *cargoParser) line(s string) {
 		return
 	}
 	if p.pending != "" {
-		if m := cargoLocRE.FindStringSubmatch(s); m != nil {
+		if m := cargoLocRE().FindStringSubmatch(s); m != nil {
 			p.build = append(p.build, m[1]+":"+m[2]+": "+p.pending)
 			p.pending = ""
 			return
 		}
 	}
-	if m := cargoRunningRE.FindStringSubmatch(s); m != nil {
+	if m := cargoRunningRE().FindStringSubmatch(s); m != nil {
 		p.endFailure()
 		p.file, p.index = m[1], map[string]int{}
 		return
 	}
-	if m := cargoDocRE.FindStringSubmatch(s); m != nil {
+	if m := cargoDocRE().FindStringSubmatch(s); m != nil {
 		p.endFailure()
 		p.file, p.index = "", map[string]int{}
 		return
 	}
-	if m := cargoTestRE.FindStringSubmatch(s); m != nil {
+	if m := cargoTestRE().FindStringSubmatch(s); m != nil {
 		name := strings.TrimSuffix(m[1], " - should panic")
 		t := Test{ID: name, Status: Passed, File: p.file}
 		if p.file == "" {
@@ -80,7 +81,7 @@ func (p *cargoParser) line(s string) {
 		p.tests = append(p.tests, t)
 		return
 	}
-	if m := cargoStdoutRE.FindStringSubmatch(s); m != nil {
+	if m := cargoStdoutRE().FindStringSubmatch(s); m != nil {
 		p.endFailure()
 		p.failing = strings.TrimSuffix(m[1], " - should panic")
 		p.out = capped{max: maxTestOutput}

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
+
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 )
 
 // Classify says why a run ended as it did (SPEC §7.2), and gives the line that decided it.
@@ -69,7 +72,7 @@ func Classify(r *Result, globs []string) (Class, string) {
 	if len(failed) > 0 {
 		allMissing := true
 		for _, t := range failed {
-			if !missingRE.MatchString(t.Output) {
+			if !missingRE().MatchString(t.Output) {
 				allMissing = false
 				break
 			}
@@ -83,7 +86,7 @@ func Classify(r *Result, globs []string) (Class, string) {
 		}
 		if allMissing {
 			for _, t := range failed {
-				if m := missingRE.FindString(t.Output); m != "" {
+				if m := missingRE().FindString(t.Output); m != "" {
 					return ClassMissingImplementation, t.ID + ": " + lineAround(t.Output, m)
 				}
 			}
@@ -95,8 +98,8 @@ func Classify(r *Result, globs []string) (Class, string) {
 		return ClassError, r.BuildErrors[0]
 	case passed > 0 && r.ExitCode == 0:
 		return ClassPass, ""
-	case passed == 0 && (r.ExitCode == 0 || r.ExitCode == 5 || noTestsRE.MatchString(r.Output)):
-		if m := noTestsRE.FindString(r.Output); m != "" {
+	case passed == 0 && (r.ExitCode == 0 || r.ExitCode == 5 || noTestsRE().MatchString(r.Output)):
+		if m := noTestsRE().FindString(r.Output); m != "" {
 			return ClassNoTests, m
 		}
 		return ClassNoTests, "no tests ran"
@@ -106,10 +109,10 @@ func Classify(r *Result, globs []string) (Class, string) {
 
 var (
 	// locRE reads the location of a build error: "path/x_test.go:7:13: message".
-	locRE = regexp.MustCompile(`^([^\s:]+):(\d+)(?::\d+)?: `)
+	locRE = lazyre.New(`^([^\s:]+):(\d+)(?::\d+)?: `)
 
 	// missingRE matches what runners say when a test calls code that does not exist yet.
-	missingRE = regexp.MustCompile(strings.Join([]string{
+	missingRE = lazyre.New(strings.Join([]string{
 		// Go
 		`undefined: `, `has no field or method`, `no required module provides package`,
 		`is not in std`, `cannot find package`, `could not import`,
@@ -125,38 +128,40 @@ var (
 	}, "|"))
 
 	// syntaxRE matches a syntax error, per runner.
-	syntaxRE = map[Runner]*regexp.Regexp{
-		Go:     regexp.MustCompile(`: (?:syntax error|expected |illegal character|invalid character)`),
-		Pytest: regexp.MustCompile(`\b(?:SyntaxError|IndentationError|TabError)\b`),
-		Vitest: jsSyntaxRE,
-		Jest:   jsSyntaxRE,
-		// rustc gives error codes to its type and name errors, not to its parse errors.
-		Cargo: regexp.MustCompile(`: error: |unclosed delimiter|closing delimiter|expected one of`),
-	}
-	jsSyntaxRE = regexp.MustCompile(`Transform failed|PARSE_ERROR|SyntaxError|Parse failure|Unexpected token|Expression expected|error TS1\d\d\d|Unterminated`)
+	syntaxRE = sync.OnceValue(func() map[Runner]*regexp.Regexp {
+		return map[Runner]*regexp.Regexp{
+			Go:     regexp.MustCompile(`: (?:syntax error|expected |illegal character|invalid character)`),
+			Pytest: regexp.MustCompile(`\b(?:SyntaxError|IndentationError|TabError)\b`),
+			Vitest: jsSyntaxRE(),
+			Jest:   jsSyntaxRE(),
+			// rustc gives error codes to its type and name errors, not to its parse errors.
+			Cargo: regexp.MustCompile(`: error: |unclosed delimiter|closing delimiter|expected one of`),
+		}
+	})
+	jsSyntaxRE = lazyre.New(`Transform failed|PARSE_ERROR|SyntaxError|Parse failure|Unexpected token|Expression expected|error TS1\d\d\d|Unterminated`)
 
 	// noTestsRE matches what runners say when they ran no test.
-	noTestsRE = regexp.MustCompile(`no test files|No test files found|No tests found|no tests ran|no tests to run|running 0 tests`)
+	noTestsRE = lazyre.New(`no test files|No test files found|No tests found|no tests ran|no tests to run|running 0 tests`)
 )
 
 // errorKind says whether a build error is a broken test file, missing code called from a
 // test, or something else (ClassError).
 func errorKind(r Runner, e string, globs []string) Class {
 	file := ""
-	if m := locRE.FindStringSubmatch(e); m != nil {
+	if m := locRE().FindStringSubmatch(e); m != nil {
 		file = m[1]
 	} else if f, _, ok := strings.Cut(e, ": "); ok && !strings.ContainsAny(f, " \t") && strings.Contains(f, ".") {
 		file = f // "tests/test_x.py: ModuleNotFoundError: ..."
 	}
 	inTest := file != "" && IsTestFile(file, globs)
-	if re := syntaxRE[r]; re != nil && inTest && re.MatchString(e) {
-		if !(r == Cargo && missingRE.MatchString(e)) { // "error: cannot find macro" has no code
+	if re := syntaxRE()[r]; re != nil && inTest && re.MatchString(e) {
+		if !(r == Cargo && missingRE().MatchString(e)) { // "error: cannot find macro" has no code
 			return ClassBrokenTest
 		}
 	}
 	// Code missing for a test: named from a test file, or from nowhere in particular. Rust
 	// keeps unit tests inside the code, so any file will do.
-	if missingRE.MatchString(e) && (file == "" || inTest || r == Cargo) {
+	if missingRE().MatchString(e) && (file == "" || inTest || r == Cargo) {
 		return ClassMissingImplementation
 	}
 	return ClassError

@@ -2,9 +2,10 @@ package testrun
 
 import (
 	"encoding/json"
-	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 )
 
 // goEvent is one line of go test -json (cmd/test2json), with the build events of Go 1.24.
@@ -173,13 +174,13 @@ func sortByDepth(names []string) {
 }
 
 // goErrRE matches a compiler or vet error line: "./calc_test.go:7:13: undefined: Add".
-var goErrRE = regexp.MustCompile(`^\s*(\S+\.go):(\d+)(?::\d+)?: `)
+var goErrRE = lazyre.New(`^\s*(\S+\.go):(\d+)(?::\d+)?: `)
 
 // buildLine keeps a line of build output that reports an error.
 func (p *goParser) buildLine(s string) {
 	s = strings.TrimRight(s, " \t")
 	switch {
-	case goErrRE.MatchString(s):
+	case goErrRE().MatchString(s):
 		s = strings.TrimSpace(s)
 	case strings.HasPrefix(s, "go: "):
 		for _, quiet := range []string{"go: downloading ", "go: warning: ", "go: finding ", "go: extracting ", "go: found "} {

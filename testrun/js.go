@@ -2,8 +2,9 @@ package testrun
 
 import (
 	"encoding/json"
-	"regexp"
 	"strings"
+
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 )
 
 // jsParser reads the JSON report that vitest and jest write (the same shape: jest's
@@ -63,10 +64,10 @@ func (p *jsParser) finish(res *Result, reports [][]byte) {
 
 // jsLocRE matches a source location in a JavaScript tool's message: "src/x.test.ts:6:1",
 // "/abs/x.test.js: Unexpected token".
-var jsLocRE = regexp.MustCompile(`((?:[\w@.-]*/)*[\w@.-]+\.(?:[cm]?[jt]sx?))(?::(\d+)(?::\d+)?|:\s|\b)`)
+var jsLocRE = lazyre.New(`((?:[\w@.-]*/)*[\w@.-]+\.(?:[cm]?[jt]sx?))(?::(\d+)(?::\d+)?|:\s|\b)`)
 
 // tsDiagRE matches a TypeScript diagnostic as ts-jest reports it.
-var tsDiagRE = regexp.MustCompile(`^(\S+?):(\d+):\d+ - (error TS\d+: .*)$`)
+var tsDiagRE = lazyre.New(`^(\S+?):(\d+):\d+ - (error TS\d+: .*)$`)
 
 // suiteError turns the message of a test file that failed to run into one line:
 // "location: message", where the location is the first source file the message points at
@@ -88,12 +89,12 @@ func (p *jsParser) suiteError(file, msg string) string {
 			text += " " + lines[1]
 		}
 	}
-	if m := tsDiagRE.FindStringSubmatch(text); m != nil {
+	if m := tsDiagRE().FindStringSubmatch(text); m != nil {
 		// A TypeScript diagnostic names its own place: "src/x.test.ts:1:15 - error TS2305: ...".
 		return relTo(p.root, m[1]) + ":" + m[2] + ": " + m[3]
 	}
 	loc := file
-	for _, m := range jsLocRE.FindAllStringSubmatchIndex(msg, -1) {
+	for _, m := range jsLocRE().FindAllStringSubmatchIndex(msg, -1) {
 		path := msg[m[2]:m[3]]
 		hasLine := m[4] >= 0
 		if strings.Contains(path, "node_modules/") || !hasLine && !strings.HasPrefix(path, "/") {

@@ -6,8 +6,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
+
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 )
 
 // pytestParser reads pytest's JUnit XML report and, for what the report lacks (collection
@@ -35,26 +36,26 @@ func newPytestParser(root string) *pytestParser {
 }
 
 var (
-	pySubRE     = regexp.MustCompile(`^_{3,} (.+?) _{3,}$`)
-	pySectionRE = regexp.MustCompile(`^={3,} (.+?) ={3,}$`)
-	pyConftest  = regexp.MustCompile(`^ImportError while loading conftest '(.+)'\.$`)
-	pySummaryRE = regexp.MustCompile(`^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S+)(?: - (.*))?$`)
+	pySubRE     = lazyre.New(`^_{3,} (.+?) _{3,}$`)
+	pySectionRE = lazyre.New(`^={3,} (.+?) ={3,}$`)
+	pyConftest  = lazyre.New(`^ImportError while loading conftest '(.+)'\.$`)
+	pySummaryRE = lazyre.New(`^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S+)(?: - (.*))?$`)
 )
 
 func (p *pytestParser) line(s string) {
-	if m := pySubRE.FindStringSubmatch(s); m != nil {
+	if m := pySubRE().FindStringSubmatch(s); m != nil {
 		p.endSection()
 		if f, ok := strings.CutPrefix(m[1], "ERROR collecting "); ok {
 			p.section, p.sectionFile = m[1], f
 		}
 		return
 	}
-	if m := pySectionRE.FindStringSubmatch(s); m != nil {
+	if m := pySectionRE().FindStringSubmatch(s); m != nil {
 		p.endSection()
 		p.inSummary = m[1] == "short test summary info"
 		return
 	}
-	if m := pyConftest.FindStringSubmatch(s); m != nil {
+	if m := pyConftest().FindStringSubmatch(s); m != nil {
 		p.endSection()
 		p.section, p.sectionFile = s, p.rel(m[1])
 		return
@@ -65,7 +66,7 @@ func (p *pytestParser) line(s string) {
 		return
 	}
 	if p.inSummary {
-		if m := pySummaryRE.FindStringSubmatch(s); m != nil {
+		if m := pySummaryRE().FindStringSubmatch(s); m != nil {
 			id := m[2]
 			if !strings.Contains(id, "::") {
 				return // a module that failed to collect
@@ -255,11 +256,11 @@ func relTo(root, path string) string {
 
 var (
 	// pyExcRE matches the exception line pytest marks with E: "E   ModuleNotFoundError: ...".
-	pyExcRE = regexp.MustCompile(`^E\s+((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit)\b.*)$`)
+	pyExcRE = lazyre.New(`^E\s+((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit)\b.*)$`)
 	// pyFileRE matches the location Python gives a SyntaxError: E     File "x.py", line 3.
-	pyFileRE = regexp.MustCompile(`^E\s+File "(.+)", line (\d+)`)
+	pyFileRE = lazyre.New(`^E\s+File "(.+)", line (\d+)`)
 	// pyWhereRE matches a traceback entry: "tests/test_x.py:1: in <module>".
-	pyWhereRE = regexp.MustCompile(`^(\S+\.py):(\d+): in `)
+	pyWhereRE = lazyre.New(`^(\S+\.py):(\d+): in `)
 )
 
 // pythonErrors reads pytest's report of a module that failed to import and returns its
@@ -269,15 +270,15 @@ func (p *pytestParser) pythonErrors(module, text string) []string {
 	var out []string
 	file, line := "", ""
 	for _, l := range strings.Split(text, "\n") {
-		if m := pyFileRE.FindStringSubmatch(l); m != nil {
+		if m := pyFileRE().FindStringSubmatch(l); m != nil {
 			file, line = p.rel(m[1]), m[2]
 			continue
 		}
-		if m := pyWhereRE.FindStringSubmatch(l); m != nil {
+		if m := pyWhereRE().FindStringSubmatch(l); m != nil {
 			file, line = p.rel(m[1]), m[2]
 			continue
 		}
-		if m := pyExcRE.FindStringSubmatch(l); m != nil {
+		if m := pyExcRE().FindStringSubmatch(l); m != nil {
 			where := module
 			if file != "" {
 				where = file + ":" + line

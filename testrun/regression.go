@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 )
 
 // defaultInvocation is how RegressionCommand runs each runner.
@@ -137,7 +139,7 @@ func goRegression(root, inv string, ids []string) string {
 }
 
 // goTestNameRE matches the start of a Go test function's name, after its package.
-var goTestNameRE = regexp.MustCompile(`^(?:Test|Fuzz|Example|Benchmark)[\p{L}\p{N}_]*(?:/|$)`)
+var goTestNameRE = lazyre.New(`^(?:Test|Fuzz|Example|Benchmark)[\p{L}\p{N}_]*(?:/|$)`)
 
 // SplitGoID splits a Go test ID ("example.com/calc.TestAdd/sub") into its import path
 // ("example.com/calc") and test name ("TestAdd/sub"). module, when not empty, is the
@@ -146,7 +148,7 @@ var goTestNameRE = regexp.MustCompile(`^(?:Test|Fuzz|Example|Benchmark)[\p{L}\p{
 func SplitGoID(id, module string) (pkg, name string, ok bool) {
 	first := -1
 	for i := 0; i < len(id); i++ {
-		if id[i] != '.' || !goTestNameRE.MatchString(id[i+1:]) {
+		if id[i] != '.' || !goTestNameRE().MatchString(id[i+1:]) {
 			continue
 		}
 		p := id[:i]

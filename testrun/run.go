@@ -9,11 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 )
 
 // ErrNoCommand is returned by Run for an empty command line.
@@ -231,7 +232,7 @@ func (f *feeder) Write(b []byte) (int, error) {
 func (f *feeder) emit(line []byte) {
 	line = bytes.TrimSuffix(line, []byte("\r"))
 	if bytes.IndexByte(line, 0x1b) >= 0 {
-		line = ansiRE.ReplaceAll(line, nil)
+		line = ansiRE().ReplaceAll(line, nil)
 	}
 	f.p.line(string(line))
 }
@@ -263,13 +264,13 @@ func trimRoot(root, s string) string {
 }
 
 // ansiRE matches terminal escape sequences (colors, cursor moves).
-var ansiRE = regexp.MustCompile(`\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07]*\x07|[@-Z\\-_])`)
+var ansiRE = lazyre.New(`\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07]*\x07|[@-Z\\-_])`)
 
 func stripANSI(s string) string {
 	if strings.IndexByte(s, 0x1b) < 0 {
 		return s
 	}
-	return ansiRE.ReplaceAllString(s, "")
+	return ansiRE().ReplaceAllString(s, "")
 }
 
 // capped is a buffer that keeps the first max bytes written to it.
