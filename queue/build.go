@@ -99,47 +99,74 @@ func (b *builder) closeRecord(end int) {
 var statusKey = fieldKey([]byte("status"))
 
 // paragraph takes the lines of a top-level paragraph and finds a table in it as goldmark's
-// table extension does: the first delimiter row whose previous line is a header with as many
-// cells; every later line of the paragraph is a row.
+// table extension does (see tableAt).
 func (b *builder) paragraph(lines []lineSpan) {
-	src := b.d.Src
+	i, header, cols := b.tableAt(lines, b.withEOL)
+	if i == 0 {
+		b.prose(lines)
+		return
+	}
+	b.prose(lines[:i-1])
+	b.tableLines(header, lines[i-1:], cols)
+}
+
+// tableLines records a table of cols columns: its header row (split from lines[0]), its
+// delimiter row lines[1], and a row for every later line.
+func (b *builder) tableLines(header Row, lines []lineSpan, cols int) {
+	t := Table{Header: header, Start: lines[0].start, End: lines[1].end}
+	b.rowBuf = b.rowBuf[:0]
+	b.spanBuf = b.spanBuf[:0]
+	for _, l := range lines[2:] {
+		row := b.splitRowInto(&b.spanBuf, l, cols, false)
+		b.rowBuf = append(b.rowBuf, row)
+		t.End = l.end
+	}
+	t.Rows = b.rowBuf
+	b.table(t)
+}
+
+// tableAt finds where a table starts in the lines of a paragraph, as goldmark's table
+// extension does: at the first delimiter row, when the line before it is a header with no
+// more cells than the delimiter row has columns. raw returns a line as goldmark holds it
+// (see delimiterCols). It returns the delimiter row's index (0 when there is no table), the
+// header and the number of columns.
+func (b *builder) tableAt(lines []lineSpan, raw func(lineSpan) []byte) (int, Row, int) {
 	for i := 1; i < len(lines); i++ {
-		aligns := delimiterCells(src, lines[i])
-		if aligns == 0 {
+		cols := delimiterCols(raw(lines[i]))
+		if cols == 0 {
 			continue
 		}
 		// goldmark pads a short header with empty cells, so only a longer one is refused.
-		header, ok := b.splitRow(lines[i-1], aligns, true)
+		header, ok := b.splitRow(lines[i-1], cols, true)
 		if !ok {
-			break
+			return 0, Row{}, 0
 		}
-		b.prose(lines[:i-1])
-		t := Table{Header: header, Start: lines[i-1].start, End: lines[i].end}
-		b.rowBuf = b.rowBuf[:0]
-		b.spanBuf = b.spanBuf[:0]
-		for _, l := range lines[i+1:] {
-			row := b.splitRowInto(&b.spanBuf, l, aligns, false)
-			b.rowBuf = append(b.rowBuf, row)
-			t.End = l.end
-		}
-		t.Rows = b.rowBuf
-		b.table(t)
-		return
+		return i, header, cols
 	}
-	b.prose(lines)
+	return 0, Row{}, 0
 }
 
-// delimiterCells returns the number of columns of a GFM delimiter row, or 0 if the line is
-// not one. It follows goldmark's parseDelimiter.
-func delimiterCells(src []byte, l lineSpan) int {
-	// goldmark looks at the paragraph line before trimming it: four spaces of indentation
-	// make it text.
-	if l.end-l.start >= 4 && bytes.HasPrefix(src[l.start:l.end], []byte("    ")) {
+// delimiterCols returns the number of columns of a GFM delimiter row, or 0 if raw is not
+// one. raw is the line as goldmark's paragraph holds it: with its indentation, and with its
+// line ending when it has one. It follows goldmark's isTableDelim and parseDelimiter.
+func delimiterCols(raw []byte) int {
+	width := 0 // of the indentation, a tab reaching the next multiple of four
+	for _, c := range raw {
+		if c == ' ' {
+			width++
+		} else if c == '\t' {
+			width += 4 - width%4
+		} else {
+			break
+		}
+	}
+	if width > 3 {
 		return 0
 	}
-	line := trimSpace(src[l.start:l.end])
+	// A line of dashes alone is not one (elsewhere than in these tests it is a setext
+	// underline, which never reaches a paragraph's table).
 	allDash := true
-	for _, c := range line {
+	for _, c := range raw {
 		if c != '-' {
 			allDash = false
 		}
@@ -152,8 +179,8 @@ func delimiterCells(src []byte, l lineSpan) int {
 	}
 	// Split on '|', dropping a blank first and a blank last part.
 	n := 0
-	parts := bytes.Count(line, []byte{'|'}) + 1
-	for i, rest := 0, line; i < parts; i++ {
+	parts := bytes.Count(raw, []byte{'|'}) + 1
+	for i, rest := 0, raw; i < parts; i++ {
 		col := rest
 		if k := bytes.IndexByte(rest, '|'); k >= 0 {
 			col, rest = rest[:k], rest[k+1:]
@@ -179,6 +206,20 @@ func delimiterCells(src []byte, l lineSpan) int {
 		n++
 	}
 	return n
+}
+
+// withEOL returns line l as goldmark's paragraph holds it before it is closed: with its line
+// ending.
+func (b *builder) withEOL(l lineSpan) []byte {
+	src := b.d.Src
+	e := l.end
+	if e < len(src) && src[e] == '\r' {
+		e++
+	}
+	if e < len(src) && src[e] == '\n' {
+		e++
+	}
+	return src[l.start:e]
 }
 
 // splitRow splits a table line into cells as goldmark's parseRow does: a leading and a

@@ -41,9 +41,8 @@ func (c *CoverageReport) Summary() string {
 }
 
 // Coverage computes the coverage of plan by the TEST tasks of the task queue d.
-func Coverage(d *Doc, plan *Plan) *CoverageReport { return coverageOf(d.Tasks(), plan) }
-
-func coverageOf(tasks []Task, plan *Plan) *CoverageReport {
+func Coverage(d *Doc, plan *Plan) *CoverageReport {
+	tasks := d.Tasks()
 	mapped := make([]bool, plan.Len())
 	for _, t := range tasks {
 		if t.Kind != KindTest {
@@ -55,12 +54,17 @@ func coverageOf(tasks []Task, plan *Plan) *CoverageReport {
 			}
 		}
 	}
+	return coverageOf(plan, func(i int) bool { return mapped[i] })
+}
+
+// coverageOf makes the report of plan, whose test i is mapped when mapped(i).
+func coverageOf(plan *Plan, mapped func(i int) bool) *CoverageReport {
 	c := &CoverageReport{Categories: make([]CategoryCoverage, len(plan.Categories))}
 	at := 0
 	for ci, cat := range plan.Categories {
 		row := CategoryCoverage{Category: cat.Name, Planned: len(cat.Tests)}
 		for _, t := range cat.Tests {
-			if mapped[at] {
+			if mapped(at) {
 				row.Mapped++
 			} else {
 				row.Missing = append(row.Missing, t.ID)

@@ -58,3 +58,19 @@ func FuzzFastAgreesWithGoldmark(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFallbackAgreesWithGoldmark checks the goldmark fallback of Parse, which finds tables in
+// goldmark's paragraphs itself, against goldmark with its table extension, on every input.
+func FuzzFallbackAgreesWithGoldmark(f *testing.F) {
+	fuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, src []byte) {
+		d, b := newDoc("q.md", src, Tasks, nil)
+		b.presize(src)
+		scanGoldmark(src, b)
+		b.finish()
+		g, _ := parseGoldmark("q.md", src, Tasks)
+		if diff := compareDocs(d, g); diff != "" {
+			t.Fatalf("fallback and goldmark's table extension disagree on %q:\n%s", src, diff)
+		}
+	})
+}

@@ -1,28 +1,110 @@
 package queue
 
 import (
-	"bytes"
 	"sort"
+	"sync"
 
-	"github.com/yuin/goldmark"
 	gast "github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/extension"
-	east "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
 )
 
-var gm = goldmark.New(goldmark.WithExtensions(extension.Table))
+// gmParser is goldmark's CommonMark block parser, made when a file first needs it. Instead
+// of goldmark's table extension, which the fallback does not need the rest of, tableSplitter
+// splits off the lines of a table, and the builder finds the table in them. (Tests compare
+// the result with goldmark's table extension.)
+var gmParser = sync.OnceValue(func() parser.Parser {
+	return parser.NewParser(
+		parser.WithBlockParsers(parser.DefaultBlockParsers()...),
+		parser.WithParagraphTransformers(append(parser.DefaultParagraphTransformers(),
+			util.Prioritized(tableSplitter{}, 200))...), // the table extension's priority
+	)
+})
 
-// scanGoldmark reads src with goldmark and feeds its top-level blocks to b. It is the
-// reference the fast scanner must agree with.
-func scanGoldmark(src []byte, b *builder) {
-	root := gm.Parser().Parse(text.NewReader(src))
-	starts := lineStarts(src)
-	lineOf := func(off int) int {
-		return sort.Search(len(starts), func(i int) bool { return starts[i] > off })
+// tableSplitter moves the lines of a table at the end of a top-level paragraph into a
+// tableLines node, where goldmark's table extension would make them a table node: what
+// goldmark does next depends on it (a setext underline after a table, say, is not a
+// heading's). It decides on the lines as goldmark holds them: before the paragraph is
+// closed, with their indentation and line endings; when a setext underline closed it first,
+// trimmed.
+type tableSplitter struct{}
+
+func (tableSplitter) Transform(node *gast.Paragraph, reader text.Reader, pc parser.Context) {
+	segs := node.Lines()
+	parent := node.Parent()
+	if _, top := parent.(*gast.Document); !top || segs.Len() < 2 {
+		return
 	}
-	lineAt := func(off int) lineSpan {
-		n := lineOf(off)
+	src := reader.Source()
+	lines := make([]lineSpan, segs.Len())
+	for i := range lines {
+		lines[i] = lineSpan{start: segs.At(i).Start, end: segs.At(i).Stop}
+	}
+	raw := func(l lineSpan) []byte { return src[l.start:l.end] }
+	i, _, cols := newBuilder(&Doc{Src: src}).tableAt(lines, raw)
+	if i == 0 {
+		return
+	}
+	table := &tableLines{cols: cols}
+	table.Lines().AppendAll(segs.Sliced(i-1, segs.Len()))
+	segs.SetSliced(0, i-1)
+	parent.InsertAfter(parent, node, table)
+	if segs.Len() == 0 {
+		parent.RemoveChild(parent, node)
+	}
+}
+
+// tableLines holds the lines of a table of cols columns (see tableSplitter).
+type tableLines struct {
+	gast.BaseBlock
+	cols int
+}
+
+var kindTableLines = gast.NewNodeKind("TableLines")
+
+func (n *tableLines) Kind() gast.NodeKind           { return kindTableLines }
+func (n *tableLines) Dump(source []byte, level int) { gast.DumpHelper(n, source, level, nil, nil) }
+
+// scanGoldmark reads src with goldmark and feeds its top-level blocks to b: the fallback for
+// the files the line scanner leaves (see scanFast).
+func scanGoldmark(src []byte, b *builder) {
+	root := gmParser().Parse(text.NewReader(src))
+	lineAt := lineFinder(src)
+	for n := root.FirstChild(); n != nil; n = n.NextSibling() {
+		switch n := n.(type) {
+		case *gast.Heading:
+			var sp Span
+			if n.Lines().Len() > 0 {
+				seg := n.Lines().At(0)
+				sp = trimSpan(src, Span{seg.Start, seg.Stop})
+			}
+			l := lineAt(n.Pos())
+			b.heading(n.Level, l.line, l.start, sp)
+		case *gast.Paragraph:
+			b.prose(gmLines(n, lineAt))
+		case *tableLines:
+			lines := gmLines(n, lineAt)
+			header, _ := b.splitRow(lines[0], n.cols, true)
+			b.tableLines(header, lines, n.cols)
+		}
+	}
+}
+
+// gmLines returns the whole lines of a goldmark block.
+func gmLines(n gast.Node, lineAt func(int) lineSpan) []lineSpan {
+	lines := make([]lineSpan, n.Lines().Len())
+	for i := range lines {
+		lines[i] = lineAt(n.Lines().At(i).Start)
+	}
+	return lines
+}
+
+// lineFinder returns a function that finds the line holding an offset of src.
+func lineFinder(src []byte) func(off int) lineSpan {
+	starts := lineStarts(src)
+	return func(off int) lineSpan {
+		n := sort.Search(len(starts), func(i int) bool { return starts[i] > off })
 		s := starts[n-1]
 		e := len(src)
 		if n < len(starts) {
@@ -35,79 +117,6 @@ func scanGoldmark(src []byte, b *builder) {
 		}
 		return lineSpan{line: n, start: s, end: e}
 	}
-	for n := root.FirstChild(); n != nil; n = n.NextSibling() {
-		switch n := n.(type) {
-		case *gast.Heading:
-			var sp Span
-			if n.Lines().Len() > 0 {
-				seg := n.Lines().At(0)
-				sp = trimSpan(src, Span{seg.Start, seg.Stop})
-			}
-			l := lineAt(n.Pos())
-			b.heading(n.Level, l.line, l.start, sp)
-		case *gast.Paragraph:
-			lines := make([]lineSpan, 0, n.Lines().Len())
-			for i := 0; i < n.Lines().Len(); i++ {
-				l := lineAt(n.Lines().At(i).Start)
-				lines = append(lines, l)
-			}
-			b.prose(lines)
-		case *east.Table:
-			b.table(gmTable(n, src, lineAt))
-		}
-	}
-}
-
-func gmTable(t *east.Table, src []byte, lineAt func(int) lineSpan) Table {
-	var out Table
-	for r := t.FirstChild(); r != nil; r = r.NextSibling() {
-		row := gmRow(r, src, lineAt)
-		if _, ok := r.(*east.TableHeader); ok {
-			out.Header = row
-			out.Start = row.Start
-			continue
-		}
-		out.Rows = append(out.Rows, row)
-	}
-	out.End = out.Header.End
-	if len(out.Rows) > 0 {
-		out.End = out.Rows[len(out.Rows)-1].End
-	} else {
-		// The delimiter row is the line after the header.
-		out.End = out.Header.End
-		if nl := bytes.IndexByte(src[out.Header.End:], '\n'); nl >= 0 && out.Header.End+nl+1 < len(src) {
-			out.End = lineAt(out.Header.End + nl + 1).end
-		}
-	}
-	return out
-}
-
-func gmRow(r gast.Node, src []byte, lineAt func(int) lineSpan) Row {
-	var pos int
-	switch r := r.(type) {
-	case *east.TableHeader:
-		pos = r.Pos()
-	case *east.TableRow:
-		pos = r.Pos()
-	}
-	l := lineAt(pos)
-	row := Row{Line: l.line, Start: l.start, End: l.end}
-	for c := r.FirstChild(); c != nil; c = c.NextSibling() {
-		if c.Lines().Len() == 0 {
-			continue
-		}
-		seg := c.Lines().At(0)
-		row.Cells = append(row.Cells, Span{seg.Start, seg.Stop})
-	}
-	row.Raw = rawCells(src, l)
-	return row
-}
-
-// rawCells counts the cells written on a table line, split as the fast path splits them.
-func rawCells(src []byte, l lineSpan) int {
-	b := &builder{d: &Doc{Src: src}}
-	row, _ := b.splitRow(l, 1<<30, true)
-	return row.Raw
 }
 
 func lineStarts(src []byte) []int {

@@ -204,7 +204,7 @@ func (d *Doc) TitleText(r *Record) string { return string(r.Title.Bytes(d.Src)) 
 // case-insensitively): from its heading to the next heading of the same or a higher level.
 func (d *Doc) Section(title string) (Span, Heading, bool) {
 	for i, h := range d.Headings {
-		if !strings.EqualFold(strings.TrimSpace(string(h.Text.Bytes(d.Src))), title) {
+		if !bytes.EqualFold(bytes.TrimSpace(h.Text.Bytes(d.Src)), []byte(title)) {
 			continue
 		}
 		end := len(d.Src)

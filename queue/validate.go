@@ -2,7 +2,9 @@ package queue
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -24,15 +26,23 @@ type Finding struct {
 	Message  string   `json:"message"`
 }
 
-func (f Finding) String() string {
-	msg := f.Message
-	if f.Severity == Warning {
-		msg = "warning: " + msg
-	}
+func (f Finding) String() string { return string(f.AppendText(nil)) }
+
+// AppendText appends the finding as validate prints it, `path:line: ID: message`, to b.
+// (validate may print thousands.)
+func (f Finding) AppendText(b []byte) []byte {
+	b = append(b, f.Path...)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, int64(f.Line), 10)
+	b = append(b, ": "...)
 	if f.ID != "" {
-		return fmt.Sprintf("%s:%d: %s: %s", f.Path, f.Line, f.ID, msg)
+		b = append(b, f.ID...)
+		b = append(b, ": "...)
 	}
-	return fmt.Sprintf("%s:%d: %s", f.Path, f.Line, msg)
+	if f.Severity == Warning {
+		b = append(b, "warning: "...)
+	}
+	return append(b, f.Message...)
 }
 
 // FindingsFromParse turns parse errors into findings.
@@ -62,7 +72,7 @@ func CheckStructure(d *Doc) []Finding {
 func checkStructure(d *Doc, tasks []Task) []Finding {
 	out := d.checkValues(0, len(d.Records))
 	if d.Kind == Tasks {
-		out = append(out, checkRefs(d, tasks, taskIndex(tasks))...)
+		out = append(out, checkRefs(d, tasks, newGraph(tasks))...)
 	}
 	return sortFindings(out)
 }
@@ -89,21 +99,18 @@ func (d *Doc) checkValues(lo, hi int) []Finding {
 }
 
 // checkRefs reports dependencies that do not exist and dependency cycles.
-func checkRefs(d *Doc, tasks []Task, index map[string]int) []Finding {
+func checkRefs(d *Doc, tasks []Task, g *graph) []Finding {
 	var out []Finding
-	add := func(line int, id string, sev Severity, format string, args ...any) {
-		out = append(out, Finding{Path: d.Path, Line: line, ID: id, Severity: sev, Message: fmt.Sprintf(format, args...)})
+	add := func(line int, id string, format string, args ...any) {
+		out = append(out, Finding{Path: d.Path, Line: line, ID: id, Severity: Error, Message: fmt.Sprintf(format, args...)})
 	}
-	for _, t := range tasks {
-		for _, dep := range t.Deps {
-			if _, ok := index[dep]; !ok {
-				add(d.depLine(t.Record), t.ID, Error, "depends on %s, which does not exist", dep)
-			}
-		}
+	for _, m := range g.missing {
+		t := tasks[m.task]
+		add(d.depLine(t.Record), t.ID, "depends on %s, which does not exist", m.id)
 	}
-	for _, cyc := range cycles(tasks, index) {
-		first := tasks[index[cyc[0]]]
-		add(d.depLine(first.Record), first.ID, Error, "dependency cycle: %s", strings.Join(append(cyc, cyc[0]), " -> "))
+	for _, cyc := range cycles(tasks, g) {
+		first := tasks[g.index[cyc[0]]]
+		add(d.depLine(first.Record), first.ID, "dependency cycle: %s", strings.Join(append(cyc, cyc[0]), " -> "))
 	}
 	return out
 }
@@ -118,57 +125,79 @@ func (d *Doc) depLine(r *Record) int {
 	return r.Line
 }
 
+// A graph holds the tasks' dependencies resolved to task indices, in compressed rows: task
+// i depends on the tasks to[at[i]:at[i+1]]. The rules over the whole queue share it, which
+// looks every dependency up once on a queue of 10,000 tasks.
+type graph struct {
+	index   map[string]int // task ID -> its first task
+	at, to  []int32
+	missing []missingDep // dependencies on IDs that no task has, in task order
+}
+
+type missingDep struct {
+	task int
+	id   string
+}
+
+func newGraph(tasks []Task) *graph {
+	g := &graph{index: make(map[string]int, len(tasks)), at: make([]int32, len(tasks)+1)}
+	edges := 0
+	for i, t := range tasks {
+		if _, dup := g.index[t.ID]; !dup {
+			g.index[t.ID] = i
+		}
+		edges += len(t.Deps)
+	}
+	g.to = make([]int32, 0, edges)
+	for i, t := range tasks {
+		for _, dep := range t.Deps {
+			if j, ok := g.index[dep]; ok {
+				g.to = append(g.to, int32(j))
+			} else {
+				g.missing = append(g.missing, missingDep{i, dep})
+			}
+		}
+		g.at[i+1] = int32(len(g.to))
+	}
+	return g
+}
+
+// deps returns the tasks that task i depends on.
+func (g *graph) deps(i int) []int32 { return g.to[g.at[i]:g.at[i+1]] }
+
 // Cycles returns the dependency cycles among tasks, each as the IDs along it, starting from
 // the task that comes first in the file. It runs in time linear in tasks and edges (Tarjan's
 // strongly connected components, iteratively).
-func Cycles(tasks []Task) [][]string { return cycles(tasks, taskIndex(tasks)) }
+func Cycles(tasks []Task) [][]string { return cycles(tasks, newGraph(tasks)) }
 
-// taskIndex maps each task ID to its first task.
-func taskIndex(tasks []Task) map[string]int {
-	index := make(map[string]int, len(tasks))
-	for i, t := range tasks {
-		if _, dup := index[t.ID]; !dup {
-			index[t.ID] = i
-		}
-	}
-	return index
-}
-
-// cycles is Cycles with the tasks' index already made.
-func cycles(tasks []Task, index map[string]int) [][]string {
+// cycles is Cycles with the tasks' graph already made.
+func cycles(tasks []Task, g *graph) [][]string {
 	n := len(tasks)
-	adj := make([][]int, n)
-	for i, t := range tasks {
-		for _, dep := range t.Deps {
-			if j, ok := index[dep]; ok {
-				adj[i] = append(adj[i], j)
-			}
-		}
-	}
 	const unvisited = -1
-	idx := make([]int, n)
-	low := make([]int, n)
+	idx := make([]int32, n)
+	low := make([]int32, n)
 	onStack := make([]bool, n)
 	for i := range idx {
 		idx[i] = unvisited
 	}
-	var stack []int
-	var comps [][]int
-	counter := 0
-	type frame struct{ v, next int }
-	for root := 0; root < n; root++ {
+	var stack []int32
+	var comps [][]int32
+	var counter int32
+	type frame struct{ v, next int32 }
+	var call []frame
+	for root := range int32(n) {
 		if idx[root] != unvisited {
 			continue
 		}
-		call := []frame{{root, 0}}
+		call = append(call[:0], frame{root, 0})
 		idx[root], low[root] = counter, counter
 		counter++
 		stack = append(stack, root)
 		onStack[root] = true
 		for len(call) > 0 {
 			f := &call[len(call)-1]
-			if f.next < len(adj[f.v]) {
-				w := adj[f.v][f.next]
+			if adj := g.deps(int(f.v)); int(f.next) < len(adj) {
+				w := adj[f.next]
 				f.next++
 				if idx[w] == unvisited {
 					idx[w], low[w] = counter, counter
@@ -191,7 +220,7 @@ func cycles(tasks []Task, index map[string]int) [][]string {
 			if low[v] != idx[v] {
 				continue
 			}
-			var comp []int
+			var comp []int32
 			for {
 				w := stack[len(stack)-1]
 				stack = stack[:len(stack)-1]
@@ -201,29 +230,23 @@ func cycles(tasks []Task, index map[string]int) [][]string {
 					break
 				}
 			}
-			selfLoop := false
-			for _, w := range adj[v] {
-				if w == v {
-					selfLoop = true
-				}
-			}
-			if len(comp) > 1 || selfLoop {
+			if len(comp) > 1 || slices.Contains(g.deps(int(v)), v) {
 				comps = append(comps, comp)
 			}
 		}
 	}
 	var out [][]string
 	for _, comp := range comps {
-		out = append(out, cyclePath(tasks, adj, comp))
+		out = append(out, cyclePath(tasks, g, comp))
 	}
-	sort.Slice(out, func(i, j int) bool { return index[out[i][0]] < index[out[j][0]] })
+	sort.Slice(out, func(i, j int) bool { return g.index[out[i][0]] < g.index[out[j][0]] })
 	return out
 }
 
 // cyclePath walks one cycle inside a strongly connected component, from its first task in
 // file order, following the first dependency that stays in the component.
-func cyclePath(tasks []Task, adj [][]int, comp []int) []string {
-	in := make(map[int]bool, len(comp))
+func cyclePath(tasks []Task, g *graph, comp []int32) []string {
+	in := make(map[int32]bool, len(comp))
 	start := comp[0]
 	for _, v := range comp {
 		in[v] = true
@@ -233,14 +256,14 @@ func cyclePath(tasks []Task, adj [][]int, comp []int) []string {
 	}
 	// Breadth-first search from start back to start, within the component: the shortest
 	// cycle through the first task.
-	prev := map[int]int{}
-	queue := []int{start}
-	seen := map[int]bool{start: true}
-	end := -1
+	prev := map[int32]int32{}
+	queue := []int32{start}
+	seen := map[int32]bool{start: true}
+	end := int32(-1)
 	for len(queue) > 0 && end < 0 {
 		v := queue[0]
 		queue = queue[1:]
-		for _, w := range adj[v] {
+		for _, w := range g.deps(int(v)) {
 			if !in[w] {
 				continue
 			}
@@ -255,7 +278,7 @@ func cyclePath(tasks []Task, adj [][]int, comp []int) []string {
 			}
 		}
 	}
-	var path []int
+	var path []int32
 	for v := end; v != start; v = prev[v] {
 		path = append(path, v)
 	}

@@ -67,25 +67,40 @@ func normalizeName(s string) string {
 	return string(b)
 }
 
-func normByte(c byte) byte {
-	switch {
-	case c >= 'A' && c <= 'Z':
-		return c + 'a' - 'A'
-	case c == '-' || c == '_':
-		return ' '
+func normByte(c byte) byte { return normBytes[c] }
+
+// normBytes maps each byte to its normalized form: A-Z to lower case, - and _ to a space.
+var normBytes = func() (t [256]byte) {
+	for i := range t {
+		c := byte(i)
+		switch {
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+		case c == '-' || c == '_':
+			c = ' '
+		}
+		t[i] = c
 	}
-	return c
+	return t
+}()
+
+// fieldKey sums up a trimmed field name for a quick comparison, without allocating: its
+// length and its first four and last three bytes, normalized. Names with different keys
+// differ (after normalizing); names with the same key are compared whole. (Reading a queue
+// makes a key for every field, so it must be cheap; it is exact up to 7 bytes.)
+func fieldKey(b []byte) uint64 {
+	k := uint64(len(b) & 0xff)
+	for i := 0; i < len(b) && i < 4; i++ {
+		k = k<<8 | uint64(normBytes[b[i]])
+	}
+	for i := max(4, len(b)-3); i < len(b); i++ {
+		k = k<<8 | uint64(normBytes[b[i]])
+	}
+	return k
 }
 
-// fieldKey hashes a field name's normalized form (FNV-1a) without allocating.
-func fieldKey(b []byte) uint64 {
-	h := uint64(14695981039346656037)
-	for _, c := range b {
-		h ^= uint64(normByte(c))
-		h *= 1099511628211
-	}
-	return h
-}
+// keyBit spreads a field key over 64 bits for a one-word set of keys (checkedMask).
+func keyBit(k uint64) uint64 { return 1 << (k * 0x9e3779b97f4a7c15 >> 58) }
 
 func equalFoldASCII(b []byte, s string) bool {
 	if len(b) != len(s) {
@@ -333,11 +348,11 @@ var checkedKeys = func() []uint64 {
 	return out
 }()
 
-// checkedMask has bit k&63 set for each of checkedKeys.
+// checkedMask has the keyBit of each of checkedKeys.
 var checkedMask = func() uint64 {
 	var m uint64
 	for _, k := range checkedKeys {
-		m |= 1 << (k & 63)
+		m |= keyBit(k)
 	}
 	return m
 }()
@@ -380,7 +395,7 @@ func quickValid(k Kind, name string, b []byte) bool {
 // checkedName returns the normalized name of field f when CheckValue may refuse a table
 // cell of it (and "" when it may not).
 func checkedName(f Field) string {
-	if checkedMask&(1<<(f.key&63)) == 0 {
+	if checkedMask&keyBit(f.key) == 0 {
 		return "" // most fields: one test rules them out
 	}
 	for i, k := range checkedKeys {

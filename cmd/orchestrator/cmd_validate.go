@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io/fs"
@@ -127,12 +126,16 @@ func runValidate(_ context.Context, opts *validateOptions) error {
 			return err
 		}
 	} else {
-		w := bufio.NewWriter(opts.Stdout)
+		// One write of a buffer sized first: growing it costs more than filling it.
+		size := 0
 		for _, f := range findings {
-			w.WriteString(f.String())
-			w.WriteByte('\n')
+			size += len(f.Path) + len(f.ID) + len(f.Message) + 32
 		}
-		if err := w.Flush(); err != nil {
+		buf := make([]byte, 0, size)
+		for _, f := range findings {
+			buf = append(f.AppendText(buf), '\n')
+		}
+		if _, err := opts.Stdout.Write(buf); err != nil {
 			return err
 		}
 	}

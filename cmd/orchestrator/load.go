@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"io/fs"
-	"os"
 
 	"github.com/orchestrator/orchestrator/queue"
 )
@@ -30,7 +29,7 @@ func loadQueues(l queue.Layout) (*queues, error) {
 
 // loadOptional parses a queue file that may be missing (then it returns nil, nil).
 func loadOptional(path string) (*queue.Doc, error) {
-	src, err := os.ReadFile(path)
+	src, err := queue.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
