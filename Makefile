@@ -32,6 +32,7 @@ bench:
 fuzz:
 	$(GO) test ./queue -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./queue -run '^$$' -fuzz '^FuzzFastAgreesWithGoldmark$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./queue -run '^$$' -fuzz '^FuzzFallbackAgreesWithGoldmark$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./queue -run '^$$' -fuzz '^FuzzSplice$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./queue -run '^$$' -fuzz '^FuzzParsePlan$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./queue -run '^$$' -fuzz '^FuzzQuickValid$$' -fuzztime $(FUZZTIME)

@@ -21,6 +21,7 @@ type builder struct {
 	keeping bool
 	scratch []Field // fields of a record that is not kept
 	hasFT   bool    // the open record has a field table
+	keyBits uint64  // the keyBit of every field name of the open record
 	rowBuf  []Row   // rows of the table being built
 	spanBuf []Span
 	whole   *whole // the allocations shared with a sibling (see presizeSplit)
@@ -58,6 +59,7 @@ func (b *builder) heading(level, line, start int, text Span) {
 	b.keeping = b.keep == nil || b.keep(b.d.Records[b.cur].ID)
 	b.scratch = b.scratch[:0]
 	b.hasFT = false
+	b.keyBits = 0
 }
 
 func (b *builder) recordHeading(level int, text Span) bool {
@@ -85,12 +87,12 @@ func (b *builder) closeRecord(end int) {
 		return
 	}
 	for _, f := range fields {
-		if f.key != statusKey || !equalFoldASCII(f.Name.Bytes(d.Src), "status") {
+		if f.key != statusKey || !equalFoldASCII(f.Name().Bytes(d.Src), "status") {
 			continue
 		}
 		if v := d.Value(f); !IsEmpty(v) {
 			if _, ok := NormalizeStatus(d.Kind, v); !ok {
-				b.errorf(f.Line, r.ID, "unknown status %q", v)
+				b.errorf(f.Line(), r.ID, "unknown status %q", v)
 			}
 		}
 	}
@@ -113,13 +115,20 @@ func (b *builder) paragraph(lines []lineSpan) {
 // tableLines records a table of cols columns: its header row (split from lines[0]), its
 // delimiter row lines[1], and a row for every later line.
 func (b *builder) tableLines(header Row, lines []lineSpan, cols int) {
-	t := Table{Header: header, Start: lines[0].start, End: lines[1].end}
+	t := Table{Header: header, Start: lines[0].start, End: lines[len(lines)-1].end}
+	if b.cur >= 0 && isFieldHeader(b.d.Src, header) {
+		// A record's field table, by far the most common: its rows go straight to fields.
+		b.fieldTable(t)
+		for _, l := range lines[2:] {
+			b.spanBuf = b.spanBuf[:0]
+			b.fieldRow(b.splitRowInto(&b.spanBuf, l, cols, false))
+		}
+		return
+	}
 	b.rowBuf = b.rowBuf[:0]
 	b.spanBuf = b.spanBuf[:0]
 	for _, l := range lines[2:] {
-		row := b.splitRowInto(&b.spanBuf, l, cols, false)
-		b.rowBuf = append(b.rowBuf, row)
-		t.End = l.end
+		b.rowBuf = append(b.rowBuf, b.splitRowInto(&b.spanBuf, l, cols, false))
 	}
 	t.Rows = b.rowBuf
 	b.table(t)
@@ -298,7 +307,7 @@ func (b *builder) prose(lines []lineSpan) {
 			continue
 		}
 		val := trimSpan(src, Span{s + 2 + k + 3, l.end})
-		b.d.prose = append(b.d.prose, Field{Name: name, Value: val, Line: l.line, key: fieldKey(name.Bytes(src))})
+		b.d.prose = append(b.d.prose, newField(name, val, l.line, src))
 	}
 }
 
@@ -306,62 +315,67 @@ func (b *builder) prose(lines []lineSpan) {
 // not kept as rows; other tables keep their rows (copied out of the caller's buffers).
 func (b *builder) table(t Table) {
 	d := b.d
-	field := b.cur >= 0 && isFieldHeader(d.Src, t.Header)
-	if field {
-		b.hasFT = true
-	}
-	if field && !b.keeping {
-		b.fieldRows(t.Rows)
-		return // the Doc keeps nothing of a record it does not keep
-	}
-	d.Tables = append(d.Tables, t)
-	ti := len(d.Tables) - 1
-	if !field {
-		lo := len(b.rows)
+	if b.cur >= 0 && isFieldHeader(d.Src, t.Header) {
+		b.fieldTable(t)
 		for _, row := range t.Rows {
-			c := len(b.span)
-			b.span = append(b.span, row.Cells...)
-			row.Cells = b.span[c:len(b.span):len(b.span)]
-			b.rows = append(b.rows, row)
+			b.fieldRow(row)
 		}
-		d.Tables[ti].Rows = b.rows[lo:len(b.rows):len(b.rows)]
 		return
 	}
-	d.Tables[ti].Rows = nil
-	b.fieldRows(t.Rows)
+	lo := len(b.rows)
+	for _, row := range t.Rows {
+		c := len(b.span)
+		b.span = append(b.span, row.Cells...)
+		row.Cells = b.span[c:len(b.span):len(b.span)]
+		b.rows = append(b.rows, row)
+	}
+	t.Rows = b.rows[lo:len(b.rows):len(b.rows)]
+	d.Tables = append(d.Tables, t)
 }
 
-// fieldRows turns the rows of the open record's field table into its fields.
-func (b *builder) fieldRows(rows []Row) {
+// fieldTable records that the open record has the field table t, whose rows become fields
+// (see fieldRow). The Doc keeps nothing of a record it does not keep.
+func (b *builder) fieldTable(t Table) {
+	b.hasFT = true
+	if b.keeping {
+		t.Rows = nil
+		b.d.Tables = append(b.d.Tables, t)
+	}
+}
+
+// fieldRow turns a row of the open record's field table into a field.
+func (b *builder) fieldRow(row Row) {
 	d := b.d
 	src := d.Src
 	rec := &d.Records[b.cur]
-	for _, row := range rows {
-		if row.Raw != 2 || len(row.Cells) != 2 {
-			b.errorf(row.Line, rec.ID, "malformed field row: %d cells, want 2 (Field | Value)", row.Raw)
-			continue
+	if row.Raw != 2 || len(row.Cells) != 2 {
+		b.errorf(row.Line, rec.ID, "malformed field row: %d cells, want 2 (Field | Value)", row.Raw)
+		return
+	}
+	name := row.Cells[0]
+	if name.Start == name.Stop {
+		b.errorf(row.Line, rec.ID, "malformed field row: the field name is empty")
+		return
+	}
+	f := newField(name, row.Cells[1], row.Line, src)
+	seen := b.scratch
+	if b.keeping {
+		seen = d.fields[rec.fields[0]:]
+	}
+	if bit := keyBit(f.key); b.keyBits&bit == 0 {
+		b.keyBits |= bit
+		seen = nil // no earlier name has this key
+	}
+	for _, g := range seen {
+		if g.key == f.key && normalizeName(string(g.Name().Bytes(src))) == normalizeName(string(name.Bytes(src))) {
+			b.errorf(row.Line, rec.ID, "field %q repeated (first at line %d)", name.Bytes(src), g.Line())
+			break
 		}
-		name := row.Cells[0]
-		if name.Start == name.Stop {
-			b.errorf(row.Line, rec.ID, "malformed field row: the field name is empty")
-			continue
-		}
-		f := Field{Name: name, Value: row.Cells[1], Line: row.Line, key: fieldKey(name.Bytes(src))}
-		seen := b.scratch
-		if b.keeping {
-			seen = d.fields[rec.fields[0]:]
-		}
-		for _, g := range seen {
-			if g.key == f.key && normalizeName(string(g.Name.Bytes(src))) == normalizeName(string(name.Bytes(src))) {
-				b.errorf(row.Line, rec.ID, "field %q repeated (first at line %d)", name.Bytes(src), g.Line)
-				break
-			}
-		}
-		if b.keeping {
-			d.fields = append(d.fields, f)
-		} else {
-			b.scratch = append(b.scratch, f)
-		}
+	}
+	if b.keeping {
+		d.fields = append(d.fields, f)
+	} else {
+		b.scratch = append(b.scratch, f)
 	}
 }
 

@@ -238,23 +238,23 @@ func CheckFieldName(name string) error {
 // spliceCell replaces the value cell of field f, keeping the cell's padding (SPEC §3.5).
 func (d *Doc) spliceCell(f Field, value string) []splice {
 	src := d.Src
-	if string(f.Value.Bytes(src)) == value {
+	if string(f.Value().Bytes(src)) == value {
 		return nil
 	}
 	row := d.RowSpan(f)
 	// The cell's interior runs from the pipe after the name to the next pipe or the line end.
-	in := bytes.IndexByte(src[f.Name.Stop:row.Stop], '|')
+	in := bytes.IndexByte(src[f.Name().Stop:row.Stop], '|')
 	if in < 0 {
 		return nil // not reachable for a well-formed row
 	}
-	inStart := f.Name.Stop + in + 1
+	inStart := f.Name().Stop + in + 1
 	inEnd := row.Stop
-	if k := bytes.IndexByte(src[f.Value.Stop:row.Stop], '|'); k >= 0 {
-		inEnd = f.Value.Stop + k
+	if k := bytes.IndexByte(src[f.Value().Stop:row.Stop], '|'); k >= 0 {
+		inEnd = f.Value().Stop + k
 	}
-	left := string(src[inStart:f.Value.Start])
-	right := string(src[f.Value.Stop:inEnd])
-	if f.Value.Start == f.Value.Stop {
+	left := string(src[inStart:f.Value().Start])
+	right := string(src[f.Value().Stop:inEnd])
+	if f.Value().Start == f.Value().Stop {
 		left, right = " ", " "
 	}
 	width := utf8.RuneCount(src[inStart:inEnd])

@@ -83,10 +83,10 @@ func spliceQueue(text []byte, shape byte) []byte {
 // after its name to the next pipe, or to the end of the line when none follows.
 func cellInterior(d *Doc, f Field) Span {
 	row := d.RowSpan(f)
-	start := bytes.LastIndexByte(d.Src[f.Name.Stop:f.Value.Start], '|') + f.Name.Stop + 1
+	start := bytes.LastIndexByte(d.Src[f.Name().Stop:f.Value().Start], '|') + f.Name().Stop + 1
 	end := row.Stop
-	if k := bytes.IndexByte(d.Src[f.Value.Stop:row.Stop], '|'); k >= 0 {
-		end = f.Value.Stop + k
+	if k := bytes.IndexByte(d.Src[f.Value().Stop:row.Stop], '|'); k >= 0 {
+		end = f.Value().Stop + k
 	}
 	return Span{start, end}
 }

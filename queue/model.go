@@ -43,22 +43,42 @@ type Table struct {
 func (t *Table) Cols() int { return len(t.Header.Cells) }
 
 // A Field is one `| Name | Value |` row of a record's field table, or one `**Name:** value`
-// prose line.
+// prose line. It is small (24 bytes), as a queue has one for nearly every line: its
+// positions are 32-bit, and Parse refuses a file of 2 GiB or more.
 type Field struct {
-	Name  Span
-	Value Span
-	Line  int
-	key   uint64
+	name, value span32
+	line        int32
+	key         uint32 // fieldKey of the name
 }
+
+type span32 struct{ start, stop int32 }
+
+func newField(name, value Span, line int, src []byte) Field {
+	return Field{
+		name:  span32{int32(name.Start), int32(name.Stop)},
+		value: span32{int32(value.Start), int32(value.Stop)},
+		line:  int32(line),
+		key:   fieldKey(name.Bytes(src)),
+	}
+}
+
+// Name returns the span of the field's name, trimmed.
+func (f Field) Name() Span { return Span{int(f.name.start), int(f.name.stop)} }
+
+// Value returns the span of the field's value, trimmed and still escaped.
+func (f Field) Value() Span { return Span{int(f.value.start), int(f.value.stop)} }
+
+// Line returns the field's 1-based line.
+func (f Field) Line() int { return int(f.line) }
 
 // RowSpan returns the whole line that holds field f, without its line ending.
 func (d *Doc) RowSpan(f Field) Span {
-	s := bytes.LastIndexByte(d.Src[:f.Name.Start], '\n') + 1
-	e := bytes.IndexByte(d.Src[f.Name.Start:], '\n')
+	s := bytes.LastIndexByte(d.Src[:f.Name().Start], '\n') + 1
+	e := bytes.IndexByte(d.Src[f.Name().Start:], '\n')
 	if e < 0 {
 		e = len(d.Src)
 	} else {
-		e += f.Name.Start
+		e += f.Name().Start
 	}
 	if e > s && d.Src[e-1] == '\r' {
 		e--
@@ -155,12 +175,12 @@ func (d *Doc) FieldTables(r *Record) []int {
 func (d *Doc) Lookup(r *Record, name string) (Field, bool) {
 	k := fieldKey([]byte(trimASCII(name)))
 	for _, f := range d.Fields(r) {
-		if f.key == k && sameName(f.Name.Bytes(d.Src), name) {
+		if f.key == k && sameName(f.Name().Bytes(d.Src), name) {
 			return f, true
 		}
 	}
 	for _, f := range d.Prose(r) {
-		if f.key == k && sameName(f.Name.Bytes(d.Src), name) {
+		if f.key == k && sameName(f.Name().Bytes(d.Src), name) {
 			return f, true
 		}
 	}
@@ -177,8 +197,11 @@ func (d *Doc) Get(r *Record, name string) string {
 }
 
 // Value returns f's value with `\|` unescaped.
-func (d *Doc) Value(f Field) string {
-	v := f.Value.Bytes(d.Src)
+func (d *Doc) Value(f Field) string { return d.unescape(f.Value()) }
+
+// unescape returns the text of a cell with `\|` unescaped.
+func (d *Doc) unescape(s Span) string {
+	v := s.Bytes(d.Src)
 	if bytes.Contains(v, []byte(`\|`)) {
 		return string(bytes.ReplaceAll(v, []byte(`\|`), []byte("|")))
 	}
@@ -186,7 +209,7 @@ func (d *Doc) Value(f Field) string {
 }
 
 // Name returns f's name as written.
-func (d *Doc) Name(f Field) string { return string(f.Name.Bytes(d.Src)) }
+func (d *Doc) Name(f Field) string { return string(f.Name().Bytes(d.Src)) }
 
 // Body returns the record's text after its heading line.
 func (d *Doc) Body(r *Record) string {
@@ -243,7 +266,7 @@ func (d *Doc) CellText(row Row, i int) string {
 	if i >= len(row.Cells) {
 		return ""
 	}
-	return d.Value(Field{Value: row.Cells[i]})
+	return d.unescape(row.Cells[i])
 }
 
 // LineOf returns the 1-based line number of offset off.

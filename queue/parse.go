@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 )
 
@@ -30,6 +31,9 @@ func ParseOnly(path string, src []byte, kind Kind, ids ...string) (*Doc, error) 
 }
 
 func parse(path string, src []byte, kind Kind, keep func(string) bool) (*Doc, error) {
+	if len(src) > maxSize {
+		return nil, ParseErrors{{Path: path, Line: 1, Msg: fmt.Sprintf("%d bytes: a queue file must be smaller than 2 GiB", len(src))}}
+	}
 	d, b := newDoc(path, src, kind, keep)
 	if scanFast(src, b) {
 		d.Fast = true
@@ -44,6 +48,9 @@ func parse(path string, src []byte, kind Kind, keep func(string) bool) (*Doc, er
 	}
 	return d, nil
 }
+
+// maxSize is the largest queue file: positions in fields are 32-bit (see Field).
+const maxSize = math.MaxInt32
 
 func newDoc(path string, src []byte, kind Kind, keep func(string) bool) (*Doc, *builder) {
 	d := &Doc{Path: path, Src: src, Kind: kind, Partial: keep != nil}

@@ -3,7 +3,6 @@ package queue
 import (
 	"bytes"
 	"fmt"
-	"strings"
 )
 
 // Check reports every rule of SPEC §6.1 for a queue file: those of CheckStructure
@@ -24,7 +23,7 @@ func Check(d *Doc, plan *Plan) []Finding {
 	half := func(k, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			tasks[i] = d.Task(&d.Records[i])
-			exempt[i] = tddExempt(d, tasks[i])
+			exempt[i] = tddExempt(tasks[i])
 		}
 		values[k] = d.checkValues(lo, hi)
 	}
@@ -44,7 +43,7 @@ func Check(d *Doc, plan *Plan) []Finding {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		g := newGraph(tasks)
+		g := newGraph(tasks, d.index)
 		refs = checkRefs(d, tasks, g)
 		tdd = checkTDD(d, tasks, g, exempt)
 	}()
@@ -79,9 +78,9 @@ func CheckTDD(d *Doc) []Finding {
 	tasks := d.Tasks()
 	exempt := make([]bool, len(tasks))
 	for i, t := range tasks {
-		exempt[i] = tddExempt(d, t)
+		exempt[i] = tddExempt(t)
 	}
-	return sortFindings(checkTDD(d, tasks, newGraph(tasks), exempt))
+	return sortFindings(checkTDD(d, tasks, newGraph(tasks, d.index), exempt))
 }
 
 // checkTDD is CheckTDD with the tasks' graph made and exempt[i] saying whether task i is
@@ -141,12 +140,7 @@ func checkTDD(d *Doc, tasks []Task, g *graph, exempt []bool) []Finding {
 
 // tddExempt reports whether t is outside TDD ordering: a devops or docs task, or one with
 // `| TDD | exempt |`.
-func tddExempt(d *Doc, t Task) bool {
-	if t.Category == "devops" || t.Category == "docs" {
-		return true
-	}
-	return strings.EqualFold(strings.TrimSpace(d.Get(t.Record, "TDD")), "exempt")
-}
+func tddExempt(t Task) bool { return t.Category == "devops" || t.Category == "docs" || t.exempt }
 
 // CheckCoverage reports SPEC §6.1 items 4 and 5 for the task queue d and a test plan:
 //
@@ -174,7 +168,7 @@ func checkCoverage(d *Doc, tasks []Task, plan *Plan) (inQueue, inPlan []Finding)
 			if line == 0 {
 				line = t.Line
 				if f, ok := d.Lookup(t.Record, "Test IDs"); ok {
-					line = f.Line
+					line = f.Line()
 				}
 			}
 			return line

@@ -33,6 +33,8 @@ type Task struct {
 	Halted   bool
 	Issues   []string // Source Issue and Remediation links
 	Record   *Record
+
+	exempt bool // | TDD | exempt |
 }
 
 // Tasks returns the tasks of d in file order.
@@ -47,9 +49,7 @@ func (d *Doc) Tasks() []Task {
 // Task returns the scheduling view of record r.
 func (d *Doc) Task(r *Record) Task {
 	t := Task{ID: r.ID, Line: r.Line, Record: r}
-	var f [len(taskFields)]Field
-	var found [len(taskFields)]bool
-	d.lookupAll(r, taskFields[:], taskFieldKeys[:], f[:], found[:])
+	f, found := d.taskFields(r)
 	get := func(i int) string {
 		if !found[i] {
 			return ""
@@ -64,37 +64,49 @@ func (d *Doc) Task(r *Record) Task {
 	t.TestIDs = List(get(3))
 	t.Halted = d.word(f[4], found[4], lowerTrim, plainWords) == "true"
 	t.Issues = append(List(get(5)), List(get(6))...)
+	t.exempt = found[7] && strings.EqualFold(strings.TrimSpace(get(7)), "exempt")
 	return t
 }
 
-// taskFields are the fields Task reads (besides the dependencies), in the order of
-// taskFieldKeys.
-var taskFields = [...]string{"Status", "Category", "Mode", "Test IDs", "Halted", "Source Issue", "Remediation"}
+// taskFieldNames are the fields Task reads (besides the dependencies), in the order of
+// taskFieldKeys; taskFieldMask has their keyBits.
+var (
+	taskFieldNames = [...]string{"Status", "Category", "Mode", "Test IDs", "Halted", "Source Issue", "Remediation", "TDD"}
+	taskFieldKeys  = func() (out [len(taskFieldNames)]uint32) {
+		for i, n := range taskFieldNames {
+			out[i] = fieldKey([]byte(n))
+		}
+		return out
+	}()
+	taskFieldMask = func() (m uint64) {
+		for _, k := range taskFieldKeys {
+			m |= keyBit(k)
+		}
+		return m
+	}()
+)
 
-var taskFieldKeys = func() (out [len(taskFields)]uint64) {
-	for i, n := range taskFields {
-		out[i] = fieldKey([]byte(n))
-	}
-	return out
-}()
-
-// lookupAll does Lookup(r, names[i]) for every name in one pass over r's fields, which
-// matters when every task of a large queue is read. keys[i] is fieldKey(names[i]).
-func (d *Doc) lookupAll(r *Record, names []string, keys []uint64, out []Field, found []bool) {
-	missing := len(names)
+// taskFields does Lookup(r, name) for each of taskFieldNames in one pass over r's fields:
+// validate reads every task of a large queue.
+func (d *Doc) taskFields(r *Record) (out [len(taskFieldNames)]Field, found [len(taskFieldNames)]bool) {
+	missing := len(taskFieldNames)
 	for _, list := range [2][]Field{d.Fields(r), d.Prose(r)} {
 		for _, f := range list {
-			for i, k := range keys {
-				if f.key == k && !found[i] && sameName(f.Name.Bytes(d.Src), names[i]) {
+			if taskFieldMask&keyBit(f.key) == 0 {
+				continue // most fields: one test rules them out
+			}
+			for i, k := range taskFieldKeys {
+				if f.key == k && !found[i] && sameName(f.Name().Bytes(d.Src), taskFieldNames[i]) {
 					out[i], found[i] = f, true
 					missing--
 				}
 			}
 		}
 		if missing == 0 {
-			return
+			break
 		}
 	}
+	return out, found
 }
 
 var normStatus = [...]func(string) string{
@@ -168,7 +180,7 @@ var dependsOnKey, dependenciesKey = fieldKey([]byte("Depends On")), fieldKey([]b
 // isDepsField reports whether f is a Depends On or Dependencies field. The name's hash is
 // compared first: validate asks this of every field of a large queue.
 func isDepsField(d *Doc, f Field) bool {
-	n := f.Name.Bytes(d.Src)
+	n := f.Name().Bytes(d.Src)
 	return f.key == dependsOnKey && sameName(n, "Depends On") || f.key == dependenciesKey && sameName(n, "Dependencies")
 }
 
@@ -198,7 +210,7 @@ func (d *Doc) word(f Field, found bool, norm func(string) string, words map[stri
 	if !found {
 		return norm("")
 	}
-	if w, ok := words[string(f.Value.Bytes(d.Src))]; ok {
+	if w, ok := words[string(f.Value().Bytes(d.Src))]; ok {
 		return w
 	}
 	return norm(d.Value(f))

@@ -72,7 +72,7 @@ func CheckStructure(d *Doc) []Finding {
 func checkStructure(d *Doc, tasks []Task) []Finding {
 	out := d.checkValues(0, len(d.Records))
 	if d.Kind == Tasks {
-		out = append(out, checkRefs(d, tasks, newGraph(tasks))...)
+		out = append(out, checkRefs(d, tasks, newGraph(tasks, d.index))...)
 	}
 	return sortFindings(out)
 }
@@ -86,12 +86,12 @@ func (d *Doc) checkValues(lo, hi int) []Finding {
 			// Most fields need no check, and most values pass: the field's name as written
 			// is only needed for the message.
 			name := checkedName(f)
-			if name == "" || !sameName(f.Name.Bytes(d.Src), name) || quickValid(d.Kind, name, f.Value.Bytes(d.Src)) {
+			if name == "" || !sameName(f.Name().Bytes(d.Src), name) || quickValid(d.Kind, name, f.Value().Bytes(d.Src)) {
 				continue
 			}
 			if v := d.Value(f); checkSyntax(d.Kind, name, v) != nil {
 				err := checkSyntax(d.Kind, d.Name(f), v)
-				out = append(out, Finding{Path: d.Path, Line: f.Line, ID: r.ID, Severity: Error, Message: err.Error()})
+				out = append(out, Finding{Path: d.Path, Line: f.Line(), ID: r.ID, Severity: Error, Message: err.Error()})
 			}
 		}
 	}
@@ -119,7 +119,7 @@ func checkRefs(d *Doc, tasks []Task, g *graph) []Finding {
 func (d *Doc) depLine(r *Record) int {
 	for _, name := range []string{"Depends On", "Dependencies"} {
 		if f, ok := d.Lookup(r, name); ok {
-			return f.Line
+			return f.Line()
 		}
 	}
 	return r.Line
@@ -139,13 +139,20 @@ type missingDep struct {
 	id   string
 }
 
-func newGraph(tasks []Task) *graph {
-	g := &graph{index: make(map[string]int, len(tasks)), at: make([]int32, len(tasks)+1)}
-	edges := 0
-	for i, t := range tasks {
-		if _, dup := g.index[t.ID]; !dup {
-			g.index[t.ID] = i
+// newGraph makes the graph of tasks. index maps each task ID to its first task; when it is
+// nil, newGraph makes it. (The tasks of a Doc are its records: the Doc's index serves.)
+func newGraph(tasks []Task, index map[string]int) *graph {
+	if index == nil {
+		index = make(map[string]int, len(tasks))
+		for i, t := range tasks {
+			if _, dup := index[t.ID]; !dup {
+				index[t.ID] = i
+			}
 		}
+	}
+	g := &graph{index: index, at: make([]int32, len(tasks)+1)}
+	edges := 0
+	for _, t := range tasks {
 		edges += len(t.Deps)
 	}
 	g.to = make([]int32, 0, edges)
@@ -168,7 +175,7 @@ func (g *graph) deps(i int) []int32 { return g.to[g.at[i]:g.at[i+1]] }
 // Cycles returns the dependency cycles among tasks, each as the IDs along it, starting from
 // the task that comes first in the file. It runs in time linear in tasks and edges (Tarjan's
 // strongly connected components, iteratively).
-func Cycles(tasks []Task) [][]string { return cycles(tasks, newGraph(tasks)) }
+func Cycles(tasks []Task) [][]string { return cycles(tasks, newGraph(tasks, nil)) }
 
 // cycles is Cycles with the tasks' graph already made.
 func cycles(tasks []Task, g *graph) [][]string {

@@ -85,10 +85,10 @@ var normBytes = func() (t [256]byte) {
 }()
 
 // fieldKey sums up a trimmed field name for a quick comparison, without allocating: its
-// length and its first four and last three bytes, normalized. Names with different keys
-// differ (after normalizing); names with the same key are compared whole. (Reading a queue
-// makes a key for every field, so it must be cheap; it is exact up to 7 bytes.)
-func fieldKey(b []byte) uint64 {
+// length and its first four and last three bytes, normalized, mixed into 32 bits. Names with
+// different keys differ (after normalizing); names with the same key are compared whole.
+// (Reading a queue makes a key for every field, so it must be cheap.)
+func fieldKey(b []byte) uint32 {
 	k := uint64(len(b) & 0xff)
 	for i := 0; i < len(b) && i < 4; i++ {
 		k = k<<8 | uint64(normBytes[b[i]])
@@ -96,11 +96,11 @@ func fieldKey(b []byte) uint64 {
 	for i := max(4, len(b)-3); i < len(b); i++ {
 		k = k<<8 | uint64(normBytes[b[i]])
 	}
-	return k
+	return uint32(k * 0x9e3779b97f4a7c15 >> 32)
 }
 
-// keyBit spreads a field key over 64 bits for a one-word set of keys (checkedMask).
-func keyBit(k uint64) uint64 { return 1 << (k * 0x9e3779b97f4a7c15 >> 58) }
+// keyBit maps a field key to one bit of a 64-bit set of keys (checkedMask).
+func keyBit(k uint32) uint64 { return 1 << (k >> 26) }
 
 func equalFoldASCII(b []byte, s string) bool {
 	if len(b) != len(s) {
@@ -340,8 +340,8 @@ var checkedNames = []string{
 	"complexity", "tdd",
 }
 
-var checkedKeys = func() []uint64 {
-	out := make([]uint64, len(checkedNames))
+var checkedKeys = func() []uint32 {
+	out := make([]uint32, len(checkedNames))
 	for i, n := range checkedNames {
 		out[i] = fieldKey([]byte(n))
 	}

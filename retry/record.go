@@ -267,7 +267,7 @@ func readState(tasks *queue.Doc, tr *queue.Record, issues *queue.Doc, ir *queue.
 func fieldError(d *queue.Doc, r *queue.Record, name string, err error) error {
 	line := r.Line
 	if f, ok := d.Lookup(r, name); ok {
-		line = f.Line
+		line = f.Line()
 	}
 	return &queue.ParseError{Path: d.Path, Line: line, ID: r.ID, Msg: fmt.Sprintf("%s: %v", name, err)}
 }
