@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"runtime/debug"
@@ -84,7 +85,19 @@ func runValidate(_ context.Context, opts *validateOptions) error {
 	var findings []queue.Finding
 	parseFailed := false
 	for _, path := range []string{l.Tasks(), l.Issues()} {
-		d, err := loadOptional(path)
+		// Mapped rather than read: validate only reads (see MapFile).
+		src, release, err := queue.MapFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			if path == l.Tasks() {
+				return fmt.Errorf("read queue: %s: %w", path, err)
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		defer release()
+		d, err := queue.Parse(path, src, queue.KindOf(path))
 		if err != nil {
 			if fs := queue.FindingsFromParse(err); fs != nil {
 				findings = append(findings, fs...)
@@ -92,12 +105,6 @@ func runValidate(_ context.Context, opts *validateOptions) error {
 				continue
 			}
 			return err
-		}
-		if d == nil {
-			if path == l.Tasks() {
-				return fmt.Errorf("read queue: %s: %w", path, fs.ErrNotExist)
-			}
-			continue
 		}
 		var p *queue.Plan
 		if path == l.Tasks() {
