@@ -393,15 +393,16 @@ func (b *builder) merge(b2 *builder, split int) {
 	b.end(split)
 	b2.end(len(b2.d.Src))
 	d, d2 := b.d, b2.d
-	nt, nf, np := len(d.Tables), len(d.fields), len(d.prose)
+	nt := len(d.Tables)
 	w := b.whole
 	if w == nil {
 		w = &whole{}
 	}
 	d.Headings = join(w.headings, d.Headings, d2.Headings)
 	d.Tables = join(w.tables, d.Tables, d2.Tables)
-	d.fields = join(w.fields, d.fields, d2.fields)
-	d.prose = join(w.prose, d.prose, d2.prose)
+	var nf, np int
+	d.fields, nf = joinGap(w.fields, d.fields, d2.fields)
+	d.prose, np = joinGap(w.prose, d.prose, d2.prose)
 	for i := range d2.Records {
 		r := &d2.Records[i]
 		r.tables[0] += nt

@@ -133,6 +133,19 @@ func join[T any](full, first, second []T) []T {
 	return append(first, second...)
 }
 
+// joinGap joins first and second as join does, for arrays read only through index ranges:
+// when both are still where halves put them in full, second stays where it is, after the
+// unused end of first's part, instead of moving down (megabytes on a large queue). It
+// returns the joined array and the index of second's first element in it.
+func joinGap[T any](full, first, second []T) ([]T, int) {
+	n1 := len(full) - cap(second)
+	if cap(first) > 0 && cap(second) > 0 && n1 >= 0 && n1 < len(full) &&
+		&first[:cap(first)][0] == &full[0] && &second[:cap(second)][0] == &full[n1] {
+		return full[:n1+len(second)], n1
+	}
+	return join(full, first, second), len(first)
+}
+
 // Load reads and parses a queue file.
 func Load(path string) (*Doc, error) {
 	src, err := ReadFile(path)
