@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/orchestrator/orchestrator/queue/queuegen"
 )
 
 // planSummary writes a plan as "category: ID@line ID@line; ..." for comparisons.
@@ -38,6 +40,10 @@ func TestParsePlan(t *testing.T) {
 			"zeta:Z-1@2; alpha:A-2@4 A-1@5"},
 		{"other members skipped", `{"version": 2, "tests": {"unit": [{"steps": [{"id": "X"}, [1, {"a": null}]], "id": "U-1", "ok": false}]}, "summary": {"tests": 1}}`,
 			"unit:U-1@1"},
+		{"lines through skipped values", "{\"tests\": {\"unit\": [{\"steps\": [\n{\"a\": [\n1]}],\r\n\"id\": \"U-1\"},\n{\"id\": \"U-2\"}]}}",
+			"unit:U-1@4 U-2@5"},
+		{"strings that are not plain ASCII", "{\"tests\": {\"unit\": [{\"id\": \"U-1\"}],\n\"e2e\": [{\"id\": \"caf\xc3\xa9\"}, {\"name\": \"\\u00e9\\n\", \"id\": \"E-\\u0031\"}]}}",
+			"unit:U-1@1; e2e:café@2 E-1@2"},
 		{"null category", `{"tests": {"unit": null, "e2e": [{"id": "E-1"}]}}`, "unit:; e2e:E-1@1"},
 		{"escapes", `{"te\u0073ts": {"un\"it": [{"i\u0064": "U\u002D1"}]}}`, `un"it:U-1@1`},
 		{"id trimmed", `{"tests": {"unit": [{"id": " U-1 "}]}}`, "unit:U-1@1"},
@@ -221,4 +227,22 @@ func FuzzParsePlan(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkParsePlan measures parsing a generated plan of 10,000 tests (5,000 of them
+// mapped to queue tasks, as `orchestrator validate` sees on a 10,000-task queue).
+func BenchmarkParsePlan(b *testing.B) {
+	var buf bytes.Buffer
+	if err := queuegen.WritePlan(&buf, 10000, 5000); err != nil {
+		b.Fatal(err)
+	}
+	src := buf.Bytes()
+	b.SetBytes(int64(len(src)))
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := ParsePlan("test-plan-output.json", src)
+		if err != nil || p.Len() != 10000 {
+			b.Fatalf("parse: %v", err)
+		}
+	}
 }
