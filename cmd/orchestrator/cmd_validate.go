@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"runtime/debug"
-	"sort"
+	"slices"
 
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/spf13/cobra"
@@ -121,9 +121,11 @@ func runValidate(_ context.Context, opts *validateOptions) error {
 	// File order: the task queue, the issue queue, then the plan (Check puts the plan's
 	// findings after the task queue's).
 	if plan != nil {
-		sort.SliceStable(findings, func(i, j int) bool {
-			return findings[i].Path != plan.Path && findings[j].Path == plan.Path
-		})
+		last := func(f queue.Finding) int { return b2i(f.Path == plan.Path) }
+		byFile := func(a, b queue.Finding) int { return last(a) - last(b) }
+		if !slices.IsSortedFunc(findings, byFile) { // sorted already, unless the issue queue has findings
+			slices.SortStableFunc(findings, byFile)
+		}
 	}
 	if opts.JSON {
 		if findings == nil {
@@ -159,4 +161,11 @@ func runValidate(_ context.Context, opts *validateOptions) error {
 		return &exitError{code: exitFailure}
 	}
 	return nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
