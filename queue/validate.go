@@ -242,44 +242,53 @@ func cycles(tasks []Task, g *graph) [][]string {
 			}
 		}
 	}
-	var out [][]string
-	for _, comp := range comps {
-		out = append(out, cyclePath(tasks, g, comp))
+	// One walk per component, with arrays shared by all of them: compOf[v] is the component
+	// of task v (-1 outside any cycle), prev[v] the step before v in the current walk.
+	compOf := make([]int32, n)
+	prev := make([]int32, n)
+	for i := range compOf {
+		compOf[i], prev[i] = -1, -1
 	}
-	sort.Slice(out, func(i, j int) bool { return g.index[out[i][0]] < g.index[out[j][0]] })
+	for c, comp := range comps {
+		for _, v := range comp {
+			compOf[v] = int32(c)
+		}
+	}
+	paths := make([][]int32, len(comps))
+	for c, comp := range comps {
+		paths[c] = cyclePath(g, comp, int32(c), compOf, prev)
+	}
+	slices.SortFunc(paths, func(a, b []int32) int { return int(a[0] - b[0]) })
+	out := make([][]string, len(paths))
+	for i, path := range paths {
+		out[i] = make([]string, len(path))
+		for j, v := range path {
+			out[i][j] = tasks[v].ID
+		}
+	}
 	return out
 }
 
-// cyclePath walks one cycle inside a strongly connected component, from its first task in
-// file order, following the first dependency that stays in the component.
-func cyclePath(tasks []Task, g *graph, comp []int32) []string {
-	in := make(map[int32]bool, len(comp))
-	start := comp[0]
-	for _, v := range comp {
-		in[v] = true
-		if v < start {
-			start = v
-		}
-	}
-	// Breadth-first search from start back to start, within the component: the shortest
-	// cycle through the first task.
-	prev := map[int32]int32{}
+// cyclePath walks one cycle inside the strongly connected component comp (number c), from
+// its first task in file order: a breadth-first search from that task back to it, within
+// the component, which gives the shortest cycle through it. prev is -1 for every task when
+// it is called, and again when it returns.
+func cyclePath(g *graph, comp []int32, c int32, compOf, prev []int32) []int32 {
+	start := slices.Min(comp)
 	queue := []int32{start}
-	seen := map[int32]bool{start: true}
 	end := int32(-1)
 	for len(queue) > 0 && end < 0 {
 		v := queue[0]
 		queue = queue[1:]
 		for _, w := range g.deps(int(v)) {
-			if !in[w] {
+			if compOf[w] != c {
 				continue
 			}
 			if w == start {
 				end = v
 				break
 			}
-			if !seen[w] {
-				seen[w] = true
+			if prev[w] < 0 {
 				prev[w] = v
 				queue = append(queue, w)
 			}
@@ -290,11 +299,11 @@ func cyclePath(tasks []Task, g *graph, comp []int32) []string {
 		path = append(path, v)
 	}
 	path = append(path, start)
-	names := make([]string, len(path))
-	for i := range path {
-		names[i] = tasks[path[len(path)-1-i]].ID
+	slices.Reverse(path)
+	for _, v := range comp {
+		prev[v] = -1
 	}
-	return names
+	return path
 }
 
 func sortFindings(fs []Finding) []Finding {
