@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 )
@@ -61,9 +62,9 @@ func (d *Doc) Task(r *Record) Task {
 	t.Mode = d.word(f[2], found[2], lowerTrim, plainWords)
 	t.Kind = kindOf(t.Category, t.Mode)
 	t.Deps = d.Deps(r)
-	t.TestIDs = List(get(3))
+	t.TestIDs = d.list(nil, f[3], found[3])
 	t.Halted = d.word(f[4], found[4], lowerTrim, plainWords) == "true"
-	t.Issues = append(List(get(5)), List(get(6))...)
+	t.Issues = d.list(d.list(nil, f[5], found[5]), f[6], found[6])
 	t.exempt = found[7] && strings.EqualFold(strings.TrimSpace(get(7)), "exempt")
 	return t
 }
@@ -137,8 +138,8 @@ func kindOf(category, mode string) TaskKind {
 func (d *Doc) Deps(r *Record) []string {
 	var out []string
 	var seen map[string]bool // once the list is long; a short one is searched
-	add := func(v string) {
-		for _, id := range List(v) {
+	add := func(f Field) {
+		for _, id := range d.list(nil, f, true) {
 			switch {
 			case seen != nil:
 				if seen[id] {
@@ -160,7 +161,7 @@ func (d *Doc) Deps(r *Record) []string {
 	rows := false
 	for _, f := range d.Fields(r) {
 		if isDepsField(d, f) {
-			add(d.Value(f))
+			add(f)
 			rows = true
 		}
 	}
@@ -169,7 +170,7 @@ func (d *Doc) Deps(r *Record) []string {
 	}
 	for _, f := range d.Prose(r) {
 		if isDepsField(d, f) {
-			add(d.Value(f))
+			add(f)
 		}
 	}
 	return out
@@ -182,6 +183,25 @@ var dependsOnKey, dependenciesKey = fieldKey([]byte("Depends On")), fieldKey([]b
 func isDepsField(d *Doc, f Field) bool {
 	n := f.Name().Bytes(d.Src)
 	return f.key == dependsOnKey && sameName(n, "Depends On") || f.key == dependenciesKey && sameName(n, "Dependencies")
+}
+
+// list appends the items of field f's value (see List), when found, to out. An item that is
+// the ID of a record of d is that record's own string: reading every task of a large queue
+// makes no copy of most dependencies.
+func (d *Doc) list(out []string, f Field, found bool) []string {
+	if !found {
+		return out
+	}
+	v := f.Value().Bytes(d.Src)
+	if bytes.IndexByte(v, '\\') >= 0 {
+		v = []byte(d.Value(f)) // with `\|` unescaped
+	}
+	return appendList(out, v, func(item []byte) string {
+		if i, ok := d.index[string(item)]; ok {
+			return d.Records[i].ID
+		}
+		return string(item)
+	})
 }
 
 // plainWords are the usual lower-case values of Category, Mode and Halted, and

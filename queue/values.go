@@ -222,18 +222,24 @@ func IsEmpty(v string) bool {
 
 // List splits a list value: `A, B, C` or `[A, B, C]`.
 func List(v string) []string {
-	v = strings.TrimSpace(v)
-	if IsEmpty(v) {
-		return nil
+	return appendList(nil, []byte(v), func(item []byte) string { return string(item) })
+}
+
+// appendList appends the items of the list value v (see List) to out, each made a string by
+// str.
+func appendList(out []string, v []byte, str func([]byte) string) []string {
+	v = bytes.TrimSpace(v)
+	switch string(v) {
+	case "", "-", "None", "none", "[]": // IsEmpty
+		return out
 	}
-	if strings.HasPrefix(v, "[") && strings.HasSuffix(v, "]") {
+	if len(v) >= 2 && v[0] == '[' && v[len(v)-1] == ']' {
 		v = v[1 : len(v)-1]
 	}
-	var out []string
-	for v != "" {
-		p, rest, _ := strings.Cut(v, ",")
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
+	for len(v) > 0 {
+		item, rest, _ := bytes.Cut(v, []byte{','})
+		if item = bytes.TrimSpace(item); len(item) > 0 {
+			out = append(out, str(item))
 		}
 		v = rest
 	}
