@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"runtime/debug"
 	"slices"
+	"sync"
 
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/spf13/cobra"
@@ -71,51 +72,30 @@ func runValidate(_ context.Context, opts *validateOptions) error {
 		p, err := loadPlan(l, opts.Plan, false)
 		planc <- planResult{p, err}
 	}()
-	var plan *queue.Plan
-	var planErr error
-	planRead := false
-	waitPlan := func() error {
-		if !planRead {
-			r := <-planc
-			plan, planErr, planRead = r.plan, r.err, true
-		}
-		return planErr
-	}
+	waitPlan := sync.OnceValues(func() (*queue.Plan, error) {
+		r := <-planc
+		return r.plan, r.err
+	})
 
 	var findings []queue.Finding
 	parseFailed := false
 	for _, path := range []string{l.Tasks(), l.Issues()} {
-		// Mapped rather than read: validate only reads (see MapFile).
-		src, release, err := queue.MapFile(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			if path == l.Tasks() {
-				return fmt.Errorf("read queue: %s: %w", path, err)
-			}
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		defer release()
-		d, err := queue.Parse(path, src, queue.KindOf(path))
-		if err != nil {
-			if fs := queue.FindingsFromParse(err); fs != nil {
-				findings = append(findings, fs...)
-				parseFailed = true
-				continue
-			}
-			return err
-		}
-		var p *queue.Plan
+		var withPlan func() (*queue.Plan, error) // the task queue is checked against the plan
 		if path == l.Tasks() {
-			if err := waitPlan(); err != nil {
-				return err
-			}
-			p = plan
+			withPlan = waitPlan
 		}
-		findings = append(findings, queue.Check(d, p)...)
+		found, failed, err := checkFile(path, withPlan)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && path == l.Issues():
+			continue
+		case err != nil:
+			return err
+		}
+		findings = append(findings, found...)
+		parseFailed = parseFailed || failed
 	}
-	if err := waitPlan(); err != nil {
+	plan, err := waitPlan()
+	if err != nil {
 		return err
 	}
 	// File order: the task queue, the issue queue, then the plan (Check puts the plan's
@@ -161,6 +141,33 @@ func runValidate(_ context.Context, opts *validateOptions) error {
 		return &exitError{code: exitFailure}
 	}
 	return nil
+}
+
+// checkFile reads, parses and checks one queue file. A file that cannot be parsed gives its
+// parse errors as findings (failed). withPlan, when not nil, gives the test plan to check
+// the file against.
+func checkFile(path string, withPlan func() (*queue.Plan, error)) (findings []queue.Finding, failed bool, err error) {
+	// Mapped rather than read, and released before anything is printed: validate only
+	// reads (see MapFile), and the findings keep copies of what they need.
+	src, release, err := queue.MapFile(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("read queue: %w", err)
+	}
+	defer release()
+	d, err := queue.Parse(path, src, queue.KindOf(path))
+	if err != nil {
+		if fs := queue.FindingsFromParse(err); fs != nil {
+			return fs, true, nil
+		}
+		return nil, false, err
+	}
+	var plan *queue.Plan
+	if withPlan != nil {
+		if plan, err = withPlan(); err != nil {
+			return nil, false, err
+		}
+	}
+	return queue.Check(d, plan), false, nil
 }
 
 func b2i(b bool) int {
