@@ -70,6 +70,7 @@ func (b *builder) presize(part []byte) {
 	d.fields = make([]Field, 0, c.rows)
 	d.prose = make([]Field, 0, c.prose)
 	d.Tables = make([]Table, 0, c.tables)
+	b.span = make([]Span, 0, 2*c.tables) // mostly the headers' two cells
 }
 
 // sizes are the estimated lengths of a Doc's arrays.
@@ -98,6 +99,7 @@ func (b *builder) presizeSplit(b2 *builder, split int) {
 	d.fields, d2.fields, w.fields = halves[Field](c1.rows, c2.rows)
 	d.prose, d2.prose, w.prose = halves[Field](c1.prose, c2.prose)
 	d.Tables, d2.Tables, w.tables = halves[Table](c1.tables, c2.tables)
+	b.span, b2.span = make([]Span, 0, 2*c1.tables), make([]Span, 0, 2*c2.tables)
 	b.whole = w
 }
 

@@ -242,6 +242,9 @@ func cycles(tasks []Task, g *graph) [][]string {
 			}
 		}
 	}
+	if len(comps) == 0 {
+		return nil
+	}
 	// One walk per component, with arrays shared by all of them: compOf[v] is the component
 	// of task v (-1 outside any cycle), prev[v] the step before v in the current walk.
 	compOf := make([]int32, n)
