@@ -68,8 +68,13 @@ func (n *tableLines) Dump(source []byte, level int) { gast.DumpHelper(n, source,
 
 // scanGoldmark reads src with goldmark and feeds its top-level blocks to b: the fallback for
 // the files the line scanner leaves (see scanFast).
-func scanGoldmark(src []byte, b *builder) {
-	root := gmParser().Parse(text.NewReader(src))
+func scanGoldmark(src []byte, b *builder) { walkGoldmark(gmParser(), src, b, nil) }
+
+// walkGoldmark parses src with p and feeds its top-level headings, paragraphs and tables to
+// b. other, when not nil, is given every other top-level block (tests read goldmark's own
+// table nodes with it).
+func walkGoldmark(p parser.Parser, src []byte, b *builder, other func(n gast.Node, lineAt func(int) lineSpan)) {
+	root := p.Parse(text.NewReader(src))
 	lineAt := lineFinder(src)
 	for n := root.FirstChild(); n != nil; n = n.NextSibling() {
 		switch n := n.(type) {
@@ -87,6 +92,10 @@ func scanGoldmark(src []byte, b *builder) {
 			lines := gmLines(n, lineAt)
 			header, _ := b.splitRow(lines[0], n.cols, true)
 			b.tableLines(header, lines, n.cols)
+		default:
+			if other != nil {
+				other(n, lineAt)
+			}
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	gast "github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	east "github.com/yuin/goldmark/extension/ast"
-	"github.com/yuin/goldmark/text"
 )
 
 // The reference parse that tests compare Parse with: goldmark with its GFM table extension,
@@ -18,28 +17,11 @@ var gmTables = goldmark.New(goldmark.WithExtensions(extension.Table))
 func parseGoldmark(path string, src []byte, kind Kind) (*Doc, error) {
 	d, b := newDoc(path, src, kind, nil)
 	b.presize(src)
-	root := gmTables.Parser().Parse(text.NewReader(src))
-	lineAt := lineFinder(src)
-	for n := root.FirstChild(); n != nil; n = n.NextSibling() {
-		switch n := n.(type) {
-		case *gast.Heading:
-			var sp Span
-			if n.Lines().Len() > 0 {
-				seg := n.Lines().At(0)
-				sp = trimSpan(src, Span{seg.Start, seg.Stop})
-			}
-			l := lineAt(n.Pos())
-			b.heading(n.Level, l.line, l.start, sp)
-		case *gast.Paragraph:
-			lines := make([]lineSpan, 0, n.Lines().Len())
-			for i := 0; i < n.Lines().Len(); i++ {
-				lines = append(lines, lineAt(n.Lines().At(i).Start))
-			}
-			b.prose(lines)
-		case *east.Table:
-			b.table(gmTable(n, src, lineAt))
+	walkGoldmark(gmTables.Parser(), src, b, func(n gast.Node, lineAt func(int) lineSpan) {
+		if t, ok := n.(*east.Table); ok {
+			b.table(gmTable(t, src, lineAt))
 		}
-	}
+	})
 	b.finish()
 	if len(b.errs) > 0 {
 		return d, b.errs.sorted()
