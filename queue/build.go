@@ -172,8 +172,9 @@ func delimiterCols(raw []byte) int {
 	if width > 3 {
 		return 0
 	}
-	// A line of dashes alone is not one (elsewhere than in these tests it is a setext
-	// underline, which never reaches a paragraph's table).
+	// goldmark refuses raw made of dashes only: with its line ending counted, only a file's
+	// last line can be. (Elsewhere such a line is a setext underline, and never reaches a
+	// paragraph's table.)
 	allDash := true
 	for _, c := range raw {
 		if c != '-' {
