@@ -3,24 +3,9 @@ package queue
 import (
 	"bytes"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 )
-
-// bigQueue writes a queue file large enough for MapFile to map.
-func bigQueue(t *testing.T) (string, []byte) {
-	t.Helper()
-	src := genQueue(t, 2000)
-	if len(src) < parallelMin {
-		t.Fatalf("generated queue is %d bytes, want at least %d", len(src), parallelMin)
-	}
-	path := filepath.Join(t.TempDir(), "task_queue.md")
-	if err := os.WriteFile(path, src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path, src
-}
 
 // TestMapFileHoldsWriters checks that a writer that truncates a mapped file waits until the
 // mapping is released, so the mapped bytes stay readable and unchanged until then.
