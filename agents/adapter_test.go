@@ -215,21 +215,28 @@ func TestClaudeFinalText(t *testing.T) {
 	a, _ := Lookup(Claude, nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := a.FinalText([]byte(tt.stdout))
-			if tt.wantErr == "" {
-				if err != nil || got != tt.want {
-					t.Fatalf("FinalText = %q, %v; want %q", got, err, tt.want)
-				}
-				return
-			}
-			var ae *AgentError
-			if !errors.As(err, &ae) {
-				t.Fatalf("FinalText error = %v (%T), want *AgentError", err, err)
-			}
-			if ae.Mode != tt.wantMode || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("error = %q mode %q, want %q mode %q", err, ae.Mode, tt.wantErr, tt.wantMode)
-			}
+			checkFinalText(t, a, tt.stdout, tt.want, tt.wantErr, tt.wantMode)
 		})
+	}
+}
+
+// checkFinalText checks what a reads from stdout: want, or with wantErr != "" an
+// *AgentError of mode wantMode whose message contains wantErr.
+func checkFinalText(t *testing.T, a Adapter, stdout, want, wantErr, wantMode string) {
+	t.Helper()
+	got, err := a.FinalText([]byte(stdout))
+	if wantErr == "" {
+		if err != nil || got != want {
+			t.Fatalf("FinalText = %q, %v; want %q", got, err, want)
+		}
+		return
+	}
+	var ae *AgentError
+	if !errors.As(err, &ae) {
+		t.Fatalf("FinalText error = %v (%T), want *AgentError", err, err)
+	}
+	if ae.Mode != wantMode || !strings.Contains(err.Error(), wantErr) {
+		t.Errorf("error = %q mode %q, want %q mode %q", err, ae.Mode, wantErr, wantMode)
 	}
 }
 
@@ -265,17 +272,7 @@ func TestCodexFinalText(t *testing.T) {
 	a, _ := Lookup(Codex, nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := a.FinalText([]byte(tt.stdout))
-			if tt.wantErr == "" {
-				if err != nil || got != tt.want {
-					t.Fatalf("FinalText = %q, %v; want %q", got, err, tt.want)
-				}
-				return
-			}
-			var ae *AgentError
-			if !errors.As(err, &ae) || ae.Mode != "" || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("FinalText error = %v, want *AgentError containing %q", err, tt.wantErr)
-			}
+			checkFinalText(t, a, tt.stdout, tt.want, tt.wantErr, "")
 		})
 	}
 }

@@ -146,22 +146,28 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 // ExitCode returns the agent's exit code once Done is closed: -1 if a signal ended it, or
 // if it is still running.
 func (p *Process) ExitCode() int {
-	select {
-	case <-p.done:
-		return p.code
-	default:
+	if !p.exited() {
 		return -1
 	}
+	return p.code
 }
 
 // Stdout returns the last MaxStdout bytes the agent wrote to its log (standard output and
 // standard error), once Done is closed; before that, what it has written so far.
 func (p *Process) Stdout() string {
+	if !p.exited() {
+		return readTail(p.logPath, p.logFrom, MaxStdout)
+	}
+	return p.out
+}
+
+// exited reports whether Done is closed.
+func (p *Process) exited() bool {
 	select {
 	case <-p.done:
-		return p.out
+		return true
 	default:
-		return readTail(p.logPath, p.logFrom, MaxStdout)
+		return false
 	}
 }
 
@@ -170,23 +176,15 @@ func (p *Process) Stdout() string {
 // the agent itself had already exited) and the agent has been reaped. A process that left
 // the group (setsid, setpgid) is out of its reach, except the agent itself.
 func (p *Process) Stop(grace time.Duration) {
-	leaderDone := func() bool {
-		select {
-		case <-p.done:
-			return true
-		default:
-			return false
-		}
-	}
 	signal := func(sig syscall.Signal) {
 		unix.Kill(-p.pid, sig)
-		if !leaderDone() {
+		if !p.exited() {
 			// In case the agent moved itself to another group.
 			p.cmd.Process.Signal(sig)
 		}
 	}
 	gone := func() bool {
-		if !leaderDone() {
+		if !p.exited() {
 			return false
 		}
 		// Once the agent is reaped, its PID can be reused, but only after the last
@@ -200,11 +198,16 @@ func (p *Process) Stop(grace time.Duration) {
 	if gone() {
 		return
 	}
+	terminate(signal, gone, grace)
+	<-p.done
+}
+
+// terminate sends SIGTERM, waits up to grace for gone, then sends SIGKILL until gone.
+func terminate(signal func(syscall.Signal), gone func() bool, grace time.Duration) {
 	signal(unix.SIGTERM)
 	if !pollUntil(gone, time.Now().Add(grace), nil) {
 		pollUntil(gone, time.Time{}, func() { signal(unix.SIGKILL) })
 	}
-	<-p.done
 }
 
 // pollUntil calls cond, with a short growing pause between calls, until it is true (then it
@@ -244,10 +247,7 @@ func StopGroup(pgid int, grace time.Duration) {
 		}
 	}
 	gone := func() bool { return !permitted || !groupAlive(pgid) }
-	signal(unix.SIGTERM)
-	if !pollUntil(gone, time.Now().Add(grace), nil) {
-		pollUntil(gone, time.Time{}, func() { signal(unix.SIGKILL) })
-	}
+	terminate(signal, gone, grace)
 }
 
 // groupAlive reports whether process group pgid has a member that is not a zombie. kill(2)
@@ -358,7 +358,9 @@ func procStartTime(pid int) (uint64, error) {
 // process group. It closes the gap between starting an agent and recording its PID: a
 // restarted orchestrator finds such an agent here instead of starting a second one.
 func FindByEnv(name, value string) (pid int, startTime uint64, ok bool) {
-	want := []byte(name + "=" + value + "\x00")
+	// NUL on both sides, so that only a whole variable matches (the first one has no NUL
+	// before it).
+	want := []byte("\x00" + name + "=" + value + "\x00")
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0, 0, false
@@ -373,7 +375,7 @@ func FindByEnv(name, value string) (pid int, startTime uint64, ok bool) {
 			continue
 		}
 		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil || !bytes.Contains(append([]byte{0}, env...), append([]byte{0}, want...)) {
+		if err != nil || !(bytes.HasPrefix(env, want[1:]) || bytes.Contains(env, want)) {
 			continue
 		}
 		return p, st.start, true

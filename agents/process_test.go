@@ -389,6 +389,22 @@ func TestAdoptedProcess(t *testing.T) {
 	waitDone(t, p)
 }
 
+func TestFindByEnv(t *testing.T) {
+	e := newEnv(t)
+	p := startAgent(t, e, "", "hang")
+	// Start returns once the agent's program runs, with its environment.
+	pid, start, ok := FindByEnv("ORCHESTRATOR_ATTEMPT_DIR", e.attemptDir)
+	if !ok || pid != p.PID() || start != p.StartTime() {
+		t.Errorf("FindByEnv = %d, %d, %v; want %d, %d, true", pid, start, ok, p.PID(), p.StartTime())
+	}
+	// Only a whole variable matches.
+	for _, kv := range [][2]string{{"ORCHESTRATOR_ATTEMPT_DIR", filepath.Dir(e.attemptDir)}, {"ATTEMPT_DIR", e.attemptDir}} {
+		if pid, _, ok := FindByEnv(kv[0], kv[1]); ok {
+			t.Errorf("FindByEnv(%q, %q) found %d", kv[0], kv[1], pid)
+		}
+	}
+}
+
 func TestStopGroupStubborn(t *testing.T) {
 	e := newEnv(t)
 	p := startAgent(t, e, "", "stubborn")
@@ -488,9 +504,8 @@ func TestAgentClaims(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := ""; m != nil {
-				got = m.Claim()
-				if got != tt.marker {
+			if m != nil {
+				if got := m.Claim(); got != tt.marker {
 					t.Errorf("marker claims %q, want %q", got, tt.marker)
 				}
 			} else if tt.marker != "" {

@@ -99,12 +99,13 @@ func newSandbox(t *testing.T, scenario string) *sandbox {
 	sb := &sandbox{base: base, root: filepath.Join(base, "project"), home: filepath.Join(base, "home")}
 	// Not under the temporary folder: Codex's workspace-write sandbox lets commands write
 	// there (compilers need it), so only a folder elsewhere shows its confinement.
-	outside, err := os.MkdirTemp(filepath.Dir(agentCache()), "outside-")
+	parent := filepath.Dir(agentCache())
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	outside, err := os.MkdirTemp(parent, "outside-")
 	if err != nil {
-		os.MkdirAll(filepath.Dir(agentCache()), 0o755)
-		if outside, err = os.MkdirTemp(filepath.Dir(agentCache()), "outside-"); err != nil {
-			t.Fatal(err)
-		}
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(outside) })
 	sb.outside = outside

@@ -67,7 +67,7 @@ func replay(from string, stdout io.Writer) (int, error) {
 	}
 	markerDir := os.Getenv("ORCHESTRATOR_MARKER_DIR")
 	if markerDir == "" {
-		markerDir = filepath.Join(root, ".orchestrator", "complete")
+		markerDir = queue.Layout{Root: root}.Markers()
 	}
 	if !filepath.IsAbs(from) {
 		from = filepath.Join(root, from)

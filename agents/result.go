@@ -1,7 +1,6 @@
 package agents
 
 import (
-	"bytes"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -97,10 +96,6 @@ func formatErr(rule, format string, args ...any) *FormatError {
 //
 //go:embed tdd-result.schema.json
 var schemaJSON []byte
-
-// ResultSchema returns the JSON Schema of a parsed tdd-result block
-// (agents/tdd-result.schema.json), for prompts and tools that want to show it.
-func ResultSchema() []byte { return bytes.Clone(schemaJSON) }
 
 type compiledSchema struct {
 	schema                  *jsonschema.Resolved

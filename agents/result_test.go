@@ -277,7 +277,7 @@ func TestRender(t *testing.T) {
 // ParseResult reports come from it.
 func TestSchemaFile(t *testing.T) {
 	var doc jsonschema.Schema
-	if err := json.Unmarshal(ResultSchema(), &doc); err != nil {
+	if err := json.Unmarshal(schemaJSON, &doc); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := doc.Resolve(nil); err != nil {

@@ -13,7 +13,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/orchestrator/orchestrator/agents"
 	"github.com/orchestrator/orchestrator/internal/lazyre"
+	"github.com/orchestrator/orchestrator/retry"
 	"gopkg.in/yaml.v3"
 )
 
@@ -22,7 +24,7 @@ type Agent struct {
 	Command []string `yaml:"command"`
 }
 
-// Retries are the retry limits of SPEC §8.
+// Retries are the retry limits of SPEC §8: [retry.Limits] as config.yaml spells them.
 type Retries struct {
 	MaxRetries        int `yaml:"max_retries"`
 	SameSignatureHalt int `yaml:"same_signature_halt"`
@@ -78,10 +80,10 @@ func Default() *Config {
 		MaxTurns:      50,
 		Agents:        map[string]Agent{},
 		TestGlobs:     []string{"**/*_test.go", "tests/**", "test/**", "**/test_*.py", "**/*_test.py", "**/*.test.ts", "**/*.test.js", "**/*.spec.ts", "**/*.spec.js", "**/tests/*.rs"},
-		Retries:       Retries{MaxRetries: 10, SameSignatureHalt: 3, GlobalCap: 15},
+		Retries:       Retries(retry.DefaultLimits()),
 		RetryFeedback: "raw",
 		Grace:         Duration{2 * time.Second},
-		ReplayDir:     ".orchestrator/replay",
+		ReplayDir:     agents.DefaultReplayDir,
 	}
 }
 

@@ -3,10 +3,14 @@ package gate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,7 +18,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/testrun"
 )
 
@@ -36,7 +39,6 @@ type Input struct {
 	AttemptDir  string
 	Task        string
 	Attempt     int
-	Kind        queue.TaskKind
 	TestIDs     []string
 	TestCommand string
 	Globs       []string
@@ -98,9 +100,10 @@ func (v *Verdict) run(ctx context.Context, in Input, command string) (*testrun.R
 	return res, nil
 }
 
-// outputSection appends a command's raw output to the log, between the lines that
-// LastOutput finds.
-func (v *Verdict) outputSection(out string) {
+// keepOutput keeps the raw output of the command that decided a failure: in Output, and in
+// the log between the lines that LastOutput finds.
+func (v *Verdict) keepOutput(out string) {
+	v.Output = out
 	v.Log.WriteString(OutputStart + out)
 	if !strings.HasSuffix(out, "\n") {
 		v.Log.WriteByte('\n')
@@ -151,24 +154,31 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 	if err != nil {
 		return v.fail(TypeFalseRed, "the tests could not run: %v", err), nil
 	}
-	v.outputSection(res.Output)
-	v.Output = res.Output
+	v.keepOutput(res.Output)
 	switch res.Class {
-	case "pass":
+	case testrun.ClassPass:
 		return v.fail(TypeFalseRed, "false RED: the tests already pass (%s exited 0)", in.TestCommand), nil
-	case "no_tests":
+	case testrun.ClassNoTests:
 		return v.fail(TypeFalseRed, "false RED: no test ran"), nil
-	case "broken_test":
+	case testrun.ClassBrokenTest:
 		return v.fail(TypeFalseRed, "false RED: a test file is broken: %s", first(res.BuildErrors, "syntax error")), nil
-	case "assertion_failure", "missing_implementation":
+	case testrun.ClassAssertionFailure, testrun.ClassMissingImplementation:
 	default:
 		return v.fail(TypeFalseRed, "the tests did not run as tests (%s, exit %d): %s", res.Class, res.ExitCode, first(res.BuildErrors, "")), nil
 	}
+	// When no test failed, the test files are read once: the build failed before any test
+	// ran, and both the Test IDs and the tests GREEN must see pass are looked for in them.
+	failing := res.Failed()
+	var sources []string
+	if len(failing) == 0 {
+		sources = readFiles(in.Root, testFiles)
+	}
 	// Every Test ID names a test: from the runner's list, or, when the build failed only for
-	// the missing implementation, from the test files the agent wrote.
+	// the missing implementation, from the test files the agent wrote. (A runner that listed
+	// no test listed no failing one, so sources were read.)
 	names := testNames(res)
 	if len(names) == 0 {
-		names = fileWords(in.Root, testFiles)
+		names = sources
 	}
 	for _, id := range in.TestIDs {
 		if !namesID(names, id) {
@@ -178,12 +188,12 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 	m := &Manifest{
 		Phase: "red", Timestamp: time.Now().UTC(), Task: in.Task, Attempt: in.Attempt,
 		TestFiles: testFiles, Command: in.TestCommand, ExitCode: res.ExitCode,
-		RunnerOutput: clip(res.Output, 2000), FailingTests: res.Failed(), Allowlist: testFiles,
+		RunnerOutput: clip(res.Output, 2000), FailingTests: failing, Allowlist: testFiles,
 	}
-	if len(m.FailingTests) == 0 {
+	if len(failing) == 0 {
 		// The build failed before any test ran: the tests GREEN must see pass are the ones
 		// declared in the test files.
-		m.DeclaredTests = declaredTests(in.Root, testFiles)
+		m.DeclaredTests = declaredTests(sources)
 	}
 	if m.TestHashes, err = testrun.HashFiles(in.Root, testFiles); err != nil {
 		return nil, err
@@ -202,9 +212,11 @@ func Green(ctx context.Context, in Input) (*Verdict, error) {
 	v := &Verdict{}
 	fmt.Fprintf(&v.Log, "GREEN gate: task %s attempt %d\n", in.Task, in.Attempt)
 	fmt.Fprintf(&v.Log, "changed files: %s\n", list(in.Changed))
-	// Integrity first: a changed test cannot be trusted to judge anything.
+	// Integrity first: a changed test cannot be trusted to judge anything. The hashes checked
+	// here are the ones handoff-green.json records: the test files are not hashed again.
+	hashes := map[string]string{}
 	for _, m := range in.Deps {
-		for _, f := range sortedKeys(m.TestHashes) {
+		for _, f := range slices.Sorted(maps.Keys(m.TestHashes)) {
 			now, _ := testrun.HashFile(filepath.Join(in.Root, filepath.FromSlash(f)))
 			if now != m.TestHashes[f] {
 				v.File = f
@@ -216,6 +228,7 @@ func Green(ctx context.Context, in Input) (*Verdict, error) {
 			}
 		}
 		fmt.Fprintf(&v.Log, "integrity: the %d test files of %s are as at RED\n", len(m.TestHashes), m.Task)
+		maps.Copy(hashes, m.TestHashes)
 	}
 	commands := []string{}
 	seen := map[string]bool{}
@@ -238,11 +251,10 @@ func Green(ctx context.Context, in Input) (*Verdict, error) {
 		if err != nil {
 			return v.fail(TypeBuildFails, "the tests could not run: %v", err), nil
 		}
-		if res.Class != "pass" {
-			v.outputSection(res.Output)
-			v.Output = res.Output
+		if res.Class != testrun.ClassPass {
+			v.keepOutput(res.Output)
 			typ := TypeTestFails
-			if res.Class == "missing_implementation" || res.Class == "broken_test" || len(res.BuildErrors) > 0 {
+			if res.Class == testrun.ClassMissingImplementation || res.Class == testrun.ClassBrokenTest || len(res.BuildErrors) > 0 {
 				typ = TypeBuildFails
 			}
 			if f := res.Failed(); len(f) > 0 {
@@ -279,8 +291,7 @@ func Green(ctx context.Context, in Input) (*Verdict, error) {
 		res, err := v.run(ctx, in, in.RegressionCommand)
 		if err != nil || res.ExitCode != 0 {
 			if res != nil {
-				v.outputSection(res.Output)
-				v.Output = res.Output
+				v.keepOutput(res.Output)
 				if f := res.Failed(); len(f) > 0 {
 					v.FailingTest = f[0]
 				}
@@ -291,6 +302,7 @@ func Green(ctx context.Context, in Input) (*Verdict, error) {
 	m := &Manifest{
 		Phase: "green", Timestamp: time.Now().UTC(), Task: in.Task, Attempt: in.Attempt,
 		Command: strings.Join(commands, " && "), RunnerOutput: "", Allowlist: in.Changed,
+		TestHashes: hashes,
 	}
 	for _, d := range in.Deps {
 		m.TestFiles = append(m.TestFiles, d.TestFiles...)
@@ -299,10 +311,6 @@ func Green(ctx context.Context, in Input) (*Verdict, error) {
 		if !testrun.IsTestFile(f, in.Globs) {
 			m.ImplementationFiles = append(m.ImplementationFiles, f)
 		}
-	}
-	var err error
-	if m.TestHashes, err = testrun.HashFiles(in.Root, m.TestFiles); err != nil {
-		m.TestHashes = map[string]string{}
 	}
 	if err := m.write(filepath.Join(in.AttemptDir, "handoff-green.json")); err != nil {
 		return nil, err
@@ -322,18 +330,17 @@ func Verify(ctx context.Context, in Input) (*Verdict, error) {
 	if err != nil {
 		return v.fail(TypeVerifyFails, "the tests could not run: %v", err), nil
 	}
-	if res.Class == "pass" {
+	if res.Class == testrun.ClassPass {
 		return v.pass("VERIFY: %s passes (%d tests)", in.TestCommand, len(res.Passed())), nil
 	}
 	var failing []string
 	for _, t := range res.Tests {
-		if t.Status == "failed" {
+		if t.Status == testrun.Failed {
 			failing = append(failing, t.ID)
 			fmt.Fprintf(&v.Log, "FAIL %s\n%s\n", t.ID, indent(t.Output))
 		}
 	}
-	v.outputSection(res.Output)
-	v.Output = res.Output
+	v.keepOutput(res.Output)
 	if len(failing) > 0 {
 		v.FailingTest = failing[0]
 		return v.fail(TypeVerifyFails, "%d tests fail: %s", len(failing), strings.Join(failing, ", ")), nil
@@ -373,23 +380,31 @@ func (m *Manifest) write(path string) error {
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-// FindRed returns the RED manifest of a TEST task's latest attempt that has one, or nil.
+// FindRed returns the RED manifest of a TEST task's latest attempt that has one, or nil. A
+// manifest that exists but cannot be read is an error, not "no RED": GREEN would otherwise
+// skip the integrity check of that task's tests.
 func FindRed(runs, task string) (*Manifest, error) {
 	entries, err := os.ReadDir(filepath.Join(runs, task))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // the task has had no attempt
+	}
 	if err != nil {
-		return nil, nil
+		return nil, fmt.Errorf("find RED of %s: %w", task, err)
 	}
 	var nums []int
 	for _, e := range entries {
-		if n, err := strconv.Atoi(e.Name()); err == nil {
+		if n, err := strconv.Atoi(e.Name()); err == nil && e.IsDir() {
 			nums = append(nums, n)
 		}
 	}
 	sort.Sort(sort.Reverse(sort.IntSlice(nums)))
 	for _, n := range nums {
 		b, err := os.ReadFile(filepath.Join(runs, task, strconv.Itoa(n), "handoff-red.json"))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // that attempt did not pass RED
+		}
 		if err != nil {
-			continue
+			return nil, fmt.Errorf("find RED of %s: %w", task, err)
 		}
 		var m Manifest
 		if err := json.Unmarshal(b, &m); err != nil {
@@ -429,12 +444,11 @@ func testNames(res *testrun.Result) []string {
 	return out
 }
 
-// fileWords returns the contents of the test files, to look for Test IDs in when the build
-// failed before any test could be listed.
-func fileWords(root string, files []string) []string {
+// readFiles returns the contents of the files (relative to root) that can be read.
+func readFiles(root string, files []string) []string {
 	var out []string
 	for _, f := range files {
-		if b, err := os.ReadFile(filepath.Join(root, f)); err == nil {
+		if b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f))); err == nil {
 			out = append(out, string(b))
 		}
 	}
@@ -476,15 +490,6 @@ func indent(s string) string {
 	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
 }
 
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // declaredPatterns find test names in test files: Go, Python, JavaScript/TypeScript, Rust.
 var declaredPatterns = sync.OnceValue(func() []*regexp.Regexp {
 	return []*regexp.Regexp{
@@ -495,17 +500,13 @@ var declaredPatterns = sync.OnceValue(func() []*regexp.Regexp {
 	}
 })
 
-// declaredTests returns the test names declared in files, in order.
-func declaredTests(root string, files []string) []string {
+// declaredTests returns the test names declared in the sources of test files, in order.
+func declaredTests(sources []string) []string {
 	var out []string
-	for _, f := range files {
-		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f)))
-		if err != nil {
-			continue
-		}
+	for _, src := range sources {
 		for _, re := range declaredPatterns() {
-			for _, m := range re.FindAllSubmatch(b, -1) {
-				out = append(out, string(m[1]))
+			for _, m := range re.FindAllStringSubmatch(src, -1) {
+				out = append(out, m[1])
 			}
 		}
 	}

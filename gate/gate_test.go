@@ -4,13 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/orchestrator/orchestrator/queue"
 )
 
 // project writes a small repository: n source files and n test files in a few packages.
@@ -70,7 +69,7 @@ func TestSnapshotSameSizeRewrite(t *testing.T) {
 func TestRedScopeAndIDs(t *testing.T) {
 	root := project(t, 2)
 	dir := t.TempDir()
-	in := Input{Root: root, AttemptDir: dir, Task: "TASK-T01", Attempt: 1, Kind: queue.KindTest,
+	in := Input{Root: root, AttemptDir: dir, Task: "TASK-T01", Attempt: 1,
 		TestCommand: "false", Globs: globs, Timeout: time.Minute}
 
 	in.Changed = []string{"pkg0/f0_test.go", "pkg0/f0.go"}
@@ -102,21 +101,30 @@ func TestRedScopeAndIDs(t *testing.T) {
 func TestGreenIntegrity(t *testing.T) {
 	root := project(t, 2)
 	dir := t.TempDir()
-	red := Input{Root: root, AttemptDir: dir, Task: "TASK-T01", Attempt: 1, Kind: queue.KindTest,
+	red := Input{Root: root, AttemptDir: dir, Task: "TASK-T01", Attempt: 1,
 		TestCommand: "false", Globs: globs, Changed: []string{"pkg0/f0_test.go"}, Timeout: time.Minute}
 	if v, err := Red(context.Background(), red); err != nil || !v.Pass {
 		t.Fatalf("RED: %+v %v", v, err)
 	}
 	var m Manifest
 	b, _ := os.ReadFile(filepath.Join(dir, "handoff-red.json"))
-	if err := jsonUnmarshal(b, &m); err != nil {
+	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
 	m.Command = "true"
-	green := Input{Root: root, AttemptDir: t.TempDir(), Task: "TASK-001", Attempt: 1, Kind: queue.KindBuild,
+	green := Input{Root: root, AttemptDir: t.TempDir(), Task: "TASK-001", Attempt: 1,
 		Globs: globs, Deps: []*Manifest{&m}, Changed: []string{"pkg0/f0.go"}, Timeout: time.Minute}
 	if v, err := Green(context.Background(), green); err != nil || !v.Pass {
 		t.Fatalf("GREEN: %+v %v\n%s", v, err, v.Log.String())
+	}
+	// GREEN's manifest records the test hashes it checked, which are RED's.
+	var gm Manifest
+	b, _ = os.ReadFile(filepath.Join(green.AttemptDir, "handoff-green.json"))
+	if err := json.Unmarshal(b, &gm); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.TestHashes) != 1 || !maps.Equal(gm.TestHashes, m.TestHashes) {
+		t.Errorf("GREEN test hashes %v, want RED's %v", gm.TestHashes, m.TestHashes)
 	}
 	os.WriteFile(filepath.Join(root, "pkg0", "f0_test.go"), []byte("weaker"), 0o644)
 	v, err := Green(context.Background(), green)
@@ -145,7 +153,7 @@ func BenchmarkGateOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 		dir := b.TempDir()
-		red := Input{Root: root, AttemptDir: dir, Task: "TASK-T01", Attempt: 1, Kind: queue.KindTest,
+		red := Input{Root: root, AttemptDir: dir, Task: "TASK-T01", Attempt: 1,
 			TestCommand: "false", Globs: globs, Changed: changed, Timeout: time.Minute}
 		v, err := Red(context.Background(), red)
 		if err != nil || !v.Pass {
@@ -153,12 +161,12 @@ func BenchmarkGateOverhead(b *testing.B) {
 		}
 		var m Manifest
 		bb, err := os.ReadFile(filepath.Join(dir, "handoff-red.json"))
-		if err != nil || jsonUnmarshal(bb, &m) != nil {
+		if err != nil || json.Unmarshal(bb, &m) != nil {
 			b.Fatalf("manifest: %v", err)
 		}
 		m.Command = "true"
 		deps := []*Manifest{&m}
-		green := Input{Root: root, AttemptDir: b.TempDir(), Task: "TASK-001", Attempt: 1, Kind: queue.KindBuild,
+		green := Input{Root: root, AttemptDir: b.TempDir(), Task: "TASK-001", Attempt: 1,
 			Globs: globs, Deps: deps, Changed: []string{"pkg0/f0.go"}, Timeout: time.Minute}
 		g, err := Green(context.Background(), green)
 		if err != nil || !g.Pass {
@@ -173,15 +181,13 @@ func BenchmarkGateOverhead(b *testing.B) {
 	b.ReportMetric(float64(overhead.Microseconds())/1000/float64(b.N), "overhead-ms/attempt")
 }
 
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
-
 // TestGreenExitRunnerDeclaredTests: a test command judged by exit code names no tests, so the
 // tests declared in the RED files cannot be looked for in its output; its exit code decides.
 func TestGreenExitRunnerDeclaredTests(t *testing.T) {
 	root := project(t, 1)
 	os.WriteFile(filepath.Join(root, "pkg0", "f0_test.go"), []byte("func TestAdd(t *testing.T) {}\n"), 0o644)
 	m := &Manifest{Task: "TASK-T01", Command: "true", DeclaredTests: []string{"TestAdd"}, TestHashes: map[string]string{}}
-	in := Input{Root: root, AttemptDir: t.TempDir(), Task: "TASK-001", Attempt: 1, Kind: queue.KindBuild,
+	in := Input{Root: root, AttemptDir: t.TempDir(), Task: "TASK-001", Attempt: 1,
 		Globs: globs, Deps: []*Manifest{m}, Timeout: time.Minute}
 	if v, err := Green(context.Background(), in); err != nil || !v.Pass {
 		t.Fatalf("GREEN: %+v %v\n%s", v, err, v.Log.String())
@@ -189,5 +195,24 @@ func TestGreenExitRunnerDeclaredTests(t *testing.T) {
 	m.Command = "false"
 	if v, _ := Green(context.Background(), in); v.Pass {
 		t.Fatal("a failing exit code passed")
+	}
+}
+
+// TestFindRed: a task without attempts, or whose attempts did not pass RED, has no RED
+// manifest; one that cannot be read is an error, so that GREEN does not skip its integrity.
+func TestFindRed(t *testing.T) {
+	runs := t.TempDir()
+	if m, err := FindRed(runs, "TASK-T01"); m != nil || err != nil {
+		t.Fatalf("no attempt: %v %v", m, err)
+	}
+	os.MkdirAll(filepath.Join(runs, "TASK-T01", "1"), 0o755)
+	os.WriteFile(filepath.Join(runs, "TASK-T01", "1", "handoff-red.json"), []byte(`{"task":"TASK-T01","attempt":1}`), 0o644)
+	os.MkdirAll(filepath.Join(runs, "TASK-T01", "2"), 0o755)
+	if m, err := FindRed(runs, "TASK-T01"); err != nil || m == nil || m.Attempt != 1 {
+		t.Fatalf("latest attempt with a manifest: %+v %v", m, err)
+	}
+	os.MkdirAll(filepath.Join(runs, "TASK-T01", "3", "handoff-red.json"), 0o755) // unreadable as a file
+	if _, err := FindRed(runs, "TASK-T01"); err == nil {
+		t.Fatal("an unreadable manifest: no error")
 	}
 }

@@ -165,16 +165,6 @@ func WriteKill(dir, id string) error {
 	return Write(dir, id, Kill, []byte("kill\n"))
 }
 
-// KillRequested reports whether <ID>.kill exists in dir. It is false for an invalid ID.
-func KillRequested(dir, id string) bool {
-	p, err := Path(dir, id, Kill)
-	if err != nil {
-		return false
-	}
-	_, err = os.Lstat(p)
-	return err == nil
-}
-
 // Clear removes the .done, .failed and .kill markers of task id from dir, so that a new
 // attempt does not inherit the claim of an earlier one. Missing markers are not an error.
 func Clear(dir, id string) error {

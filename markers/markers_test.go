@@ -164,9 +164,6 @@ func TestPathTraversal(t *testing.T) {
 		if err := Write(dir, id, Done, []byte("done")); !errors.Is(err, ErrInvalidID) {
 			t.Errorf("Write(%q) = %v, want ErrInvalidID", id, err)
 		}
-		if KillRequested(dir, id) {
-			t.Errorf("KillRequested(%q) = true", id)
-		}
 		if err := Clear(dir, id); !errors.Is(err, ErrInvalidID) {
 			t.Errorf("Clear(%q) = %v, want ErrInvalidID", id, err)
 		}
@@ -176,7 +173,10 @@ func TestPathTraversal(t *testing.T) {
 			t.Errorf("%s was touched: %v", name, err)
 		}
 	}
-	entries, _ := os.ReadDir(dir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(entries) != 0 {
 		t.Errorf("marker folder holds %d entries, want none", len(entries))
 	}
@@ -223,17 +223,11 @@ func TestFindCapsBody(t *testing.T) {
 
 func TestKillAndClear(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "complete") // WriteKill creates it
-	if KillRequested(dir, "TASK-1") {
-		t.Fatal("KillRequested before WriteKill")
-	}
 	if err := WriteKill(dir, "TASK-1"); err != nil {
 		t.Fatal(err)
 	}
-	if !KillRequested(dir, "TASK-1") {
-		t.Fatal("KillRequested after WriteKill = false")
-	}
-	if KillRequested(dir, "TASK-2") {
-		t.Fatal("KillRequested(TASK-2) = true")
+	if b, err := os.ReadFile(filepath.Join(dir, "TASK-1.kill")); err != nil || string(b) != "kill\n" {
+		t.Fatalf("TASK-1.kill after WriteKill = %q, %v", b, err)
 	}
 	write(t, filepath.Join(dir, "TASK-1.done"), "done")
 	write(t, filepath.Join(dir, "TASK-1.failed"), "failed")
@@ -262,7 +256,10 @@ func TestWriteLeavesNoTemp(t *testing.T) {
 	if err := Write(dir, "TASK-1", Failed, []byte("failed\n")); err != nil {
 		t.Fatal(err)
 	}
-	entries, _ := os.ReadDir(dir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(entries) != 1 || entries[0].Name() != "TASK-1.failed" {
 		t.Fatalf("folder holds %v", entries)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -87,19 +88,20 @@ func checkResolved(realRoot, p string) error {
 // readFile reads one included file, which must be a regular file holding UTF-8 text: a
 // prompt is text, and a device or a FIFO could block the read forever.
 func readFile(root *os.Root, p string) ([]byte, error) {
-	// Stat before opening: opening a FIFO blocks until something writes to it.
-	fi, err := root.Stat(filepath.FromSlash(p))
+	// O_NONBLOCK: opening a FIFO would otherwise block until something writes to it. Checking
+	// the opened file, not the path, leaves no gap in which the path could be swapped.
+	f, err := root.OpenFile(filepath.FromSlash(p), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("include %q: %w", p, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("include %q: %w", p, err)
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("include %q: not a regular file", p)
 	}
-	f, err := root.Open(filepath.FromSlash(p))
-	if err != nil {
-		return nil, fmt.Errorf("include %q: %w", p, err)
-	}
-	defer f.Close()
 	b, err := io.ReadAll(f)
 	if err != nil {
 		return nil, fmt.Errorf("include %q: %w", p, err)

@@ -552,16 +552,31 @@ func endsWithBlankLine(b []byte) bool {
 
 func (op ReplaceSection) splices(d *Doc) ([]splice, error) {
 	text := d.withEOL(op.Text)
-	sp, _, ok := d.Section(op.Title)
+	sp, ok := d.SectionBody(op.Title)
 	if !ok {
 		return []splice{d.appendAtEnd(text)}, nil
 	}
-	// A record under the section's heading is not the section's to replace: people and
-	// agents append tasks at the end of the file, after the coverage matrix.
+	if sp.Stop == len(d.Src) && !bytes.HasSuffix(d.Src, []byte("\n")) {
+		text = strings.TrimSuffix(text, d.eol())
+	}
+	if string(d.Src[sp.Start:sp.Stop]) == text {
+		return nil, nil
+	}
+	return []splice{{start: sp.Start, end: sp.Stop, text: text}}, nil
+}
+
+// SectionBody returns the part of the section titled title that ReplaceSection replaces:
+// from its heading to the first record under it (people and agents append tasks at the end
+// of the file, after the coverage matrix), without the blank lines that separate it from
+// what follows.
+func (d *Doc) SectionBody(title string) (Span, bool) {
+	sp, _, ok := d.Section(title)
+	if !ok {
+		return Span{}, false
+	}
 	if i := sort.Search(len(d.Records), func(i int) bool { return d.Records[i].Start > sp.Start }); i < len(d.Records) && d.Records[i].Start < sp.Stop {
 		sp.Stop = d.Records[i].Start
 	}
-	// Keep the blank lines that separate the section from what follows.
 	end := sp.Stop
 	for end > sp.Start {
 		i := bytes.LastIndexByte(d.Src[sp.Start:end-1], '\n')
@@ -573,11 +588,20 @@ func (op ReplaceSection) splices(d *Doc) ([]splice, error) {
 		}
 		end = sp.Start + i + 1
 	}
-	if end == len(d.Src) && !bytes.HasSuffix(d.Src, []byte("\n")) {
-		text = strings.TrimSuffix(text, d.eol())
+	return Span{sp.Start, end}, true
+}
+
+// SectionFieldTable returns the first `Field | Value` table in the SectionBody of the
+// section titled title.
+func (d *Doc) SectionFieldTable(title string) (*Table, bool) {
+	sp, ok := d.SectionBody(title)
+	if !ok {
+		return nil, false
 	}
-	if string(d.Src[sp.Start:end]) == text {
-		return nil, nil
+	for i := range d.Tables {
+		if t := &d.Tables[i]; t.Start >= sp.Start && t.Start < sp.Stop && isFieldHeader(d.Src, t.Header) {
+			return t, true
+		}
 	}
-	return []splice{{start: sp.Start, end: end, text: text}}, nil
+	return nil, false
 }

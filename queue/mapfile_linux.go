@@ -14,6 +14,10 @@ import (
 // open for writing, belongs to another user, or its file system has no leases), MapFile
 // reads it as ReadFile does. The bytes must not be used after release.
 func MapFile(path string) (src []byte, release func(), err error) {
+	read := func() ([]byte, func(), error) {
+		src, err := ReadFile(path)
+		return src, func() {}, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
@@ -21,28 +25,27 @@ func MapFile(path string) (src []byte, release func(), err error) {
 	st, err := f.Stat()
 	if err != nil || st.Size() < parallelMin || !st.Mode().IsRegular() {
 		f.Close()
-		src, err := ReadFile(path)
-		return src, func() {}, err
+		return read()
 	}
-	fd := int(f.Fd())
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_RDLCK); err != nil {
+	fd := uintptr(f.Fd())
+	if _, err := unix.FcntlInt(fd, unix.F_SETLEASE, unix.F_RDLCK); err != nil {
 		f.Close()
-		src, err := ReadFile(path)
-		return src, func() {}, err
+		return read()
+	}
+	unlease := func() {
+		unix.FcntlInt(fd, unix.F_SETLEASE, unix.F_UNLCK)
+		f.Close()
 	}
 	// The size now, under the lease: the file may have changed before it was taken.
 	if st, err = f.Stat(); err == nil && st.Size() > 0 && st.Size() <= maxSize {
-		src, err = unix.Mmap(fd, 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
+		src, err = unix.Mmap(int(fd), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
 	}
 	if err != nil || src == nil {
-		unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_UNLCK)
-		f.Close()
-		src, err := ReadFile(path)
-		return src, func() {}, err
+		unlease()
+		return read()
 	}
 	return src, func() {
 		unix.Munmap(src)
-		unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_UNLCK)
-		f.Close()
+		unlease()
 	}, nil
 }

@@ -39,9 +39,6 @@ type Table struct {
 	End    int   // end of the last row, without its line ending
 }
 
-// Cols reports the number of columns.
-func (t *Table) Cols() int { return len(t.Header.Cells) }
-
 // A Field is one `| Name | Value |` row of a record's field table, or one `**Name:** value`
 // prose line. It is small (24 bytes), as a queue has one for nearly every line: its
 // positions are 32-bit, and Parse refuses a file of 2 GiB or more.
@@ -259,6 +256,23 @@ func (d *Doc) SectionTable(title, first string) (*Table, bool) {
 		}
 	}
 	return nil, false
+}
+
+// ProjectCommand returns the command of the row named name (Build, Test) of the task queue's
+// Project Commands table, or "" when it has none or an empty one.
+func (d *Doc) ProjectCommand(name string) string {
+	t, ok := d.SectionTable("Project Commands", "Command")
+	if !ok {
+		return ""
+	}
+	for _, row := range t.Rows {
+		if strings.EqualFold(d.CellText(row, 0), name) {
+			if v := d.CellText(row, 1); !IsEmpty(v) {
+				return v
+			}
+		}
+	}
+	return ""
 }
 
 // CellText returns the unescaped text of cell i of row, or "" when absent.

@@ -2,10 +2,8 @@ package queue
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
 )
@@ -126,9 +124,7 @@ func join[T any](full, first, second []T) []T {
 	if len(second) == 0 {
 		return first
 	}
-	n1 := len(full) - cap(second)
-	if cap(first) > 0 && cap(second) > 0 && n1 >= 0 && n1 < len(full) &&
-		&first[:cap(first)][0] == &full[0] && &second[:cap(second)][0] == &full[n1] {
+	if _, ok := inHalves(full, first, second); ok {
 		n := copy(full[len(first):], second)
 		return full[:len(first)+n]
 	}
@@ -140,12 +136,18 @@ func join[T any](full, first, second []T) []T {
 // unused end of first's part, instead of moving down (megabytes on a large queue). It
 // returns the joined array and the index of second's first element in it.
 func joinGap[T any](full, first, second []T) ([]T, int) {
-	n1 := len(full) - cap(second)
-	if cap(first) > 0 && cap(second) > 0 && n1 >= 0 && n1 < len(full) &&
-		&first[:cap(first)][0] == &full[0] && &second[:cap(second)][0] == &full[n1] {
+	if n1, ok := inHalves(full, first, second); ok {
 		return full[:n1+len(second)], n1
 	}
 	return join(full, first, second), len(first)
+}
+
+// inHalves reports whether first and second are still the two parts of full that halves
+// made (neither has outgrown its part), and where second's part starts.
+func inHalves[T any](full, first, second []T) (int, bool) {
+	n1 := len(full) - cap(second)
+	return n1, cap(first) > 0 && cap(second) > 0 && n1 >= 0 && n1 < len(full) &&
+		&first[:cap(first)][0] == &full[0] && &second[:cap(second)][0] == &full[n1]
 }
 
 // Load reads and parses a queue file.
@@ -194,14 +196,16 @@ func ReadFile(path string) ([]byte, error) {
 	}()
 	_, err1 := f.ReadAt(buf[:half], 0)
 	<-done
-	// One byte more than the size says: the file grew (or shrank, an EOF above) while it
-	// was read, so read it again as a whole.
+	// One byte more than the size says: if the file grew, or shrank (an EOF above), while it
+	// was read, read it again as a whole.
 	n, err3 := f.ReadAt(buf[size:], size)
-	if err1 != nil || err2 != nil || n != 0 || err3 != io.EOF {
-		if err1 == nil && err2 == nil && (err3 == nil || err3 == io.EOF) {
-			return os.ReadFile(path)
+	for _, err := range []error{err1, err2, err3} {
+		if err != nil && err != io.EOF {
+			return nil, err
 		}
-		return nil, &fs.PathError{Op: "read", Path: path, Err: cmp.Or(err1, err2, err3)}
+	}
+	if err1 != nil || err2 != nil || n != 0 {
+		return os.ReadFile(path)
 	}
 	return buf[:size], nil
 }

@@ -18,12 +18,10 @@ func Check(d *Doc, plan *Plan) []Finding {
 	// queue; each half of the records is done on its own core.
 	n := len(d.Records)
 	tasks := make([]Task, n)
-	exempt := make([]bool, n)
 	var values [2][]Finding
 	half := func(k, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			tasks[i] = d.Task(&d.Records[i])
-			exempt[i] = tddExempt(tasks[i])
 		}
 		values[k] = d.checkValues(lo, hi)
 	}
@@ -45,7 +43,7 @@ func Check(d *Doc, plan *Plan) []Finding {
 		defer close(done)
 		g := newGraph(tasks, d.index)
 		refs = checkRefs(d, tasks, g)
-		tdd = checkTDD(d, tasks, g, exempt)
+		tdd = checkTDD(d, tasks, g)
 	}()
 	var inQueue, inPlan []Finding
 	if plan != nil {
@@ -76,16 +74,11 @@ const parallelTasks = 2000
 // that task, and VERIFY and QA tasks come after BUILD tasks anyway.
 func CheckTDD(d *Doc) []Finding {
 	tasks := d.Tasks()
-	exempt := make([]bool, len(tasks))
-	for i, t := range tasks {
-		exempt[i] = tddExempt(t)
-	}
-	return sortFindings(checkTDD(d, tasks, newGraph(tasks, d.index), exempt))
+	return sortFindings(checkTDD(d, tasks, newGraph(tasks, d.index)))
 }
 
-// checkTDD is CheckTDD with the tasks' graph made and exempt[i] saying whether task i is
-// outside TDD ordering (tddExempt).
-func checkTDD(d *Doc, tasks []Task, g *graph, exempt []bool) []Finding {
+// checkTDD is CheckTDD with the tasks' graph made.
+func checkTDD(d *Doc, tasks []Task, g *graph) []Finding {
 	var out []Finding
 	n := len(tasks)
 	// Who depends on whom, reversed: dependents[j] are the tasks that depend on task j.
@@ -104,7 +97,7 @@ func checkTDD(d *Doc, tasks []Task, g *graph, exempt []bool) []Finding {
 		for _, j := range g.deps(i) {
 			flat[fill[j]] = int32(i)
 			fill[j]++
-			if t.Kind == KindTest && !exempt[i] && tasks[j].Kind == KindBuild && !exempt[j] {
+			if t.Kind == KindTest && !tddExempt(t) && tasks[j].Kind == KindBuild && !tddExempt(tasks[j]) {
 				out = append(out, Finding{Path: d.Path, Line: d.depLine(t.Record), ID: t.ID, Severity: Error,
 					Message: fmt.Sprintf("TEST task depends on BUILD task %s: tests come before the code they test", tasks[j].ID)})
 			}
@@ -130,7 +123,7 @@ func checkTDD(d *Doc, tasks []Task, g *graph, exempt []bool) []Finding {
 		}
 	}
 	for i, t := range tasks {
-		if t.Kind == KindBuild && !exempt[i] && !reaches[i] {
+		if t.Kind == KindBuild && !tddExempt(t) && !reaches[i] {
 			out = append(out, Finding{Path: d.Path, Line: d.depLine(t.Record), ID: t.ID, Severity: Error,
 				Message: "BUILD task depends on no TEST task, directly or through other tasks: its tests come first (or mark it | TDD | exempt |)"})
 		}

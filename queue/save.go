@@ -71,7 +71,7 @@ func updateLocked(path string, kind Kind, ids []string, edit EditFunc) (bool, er
 		return false, err
 	}
 	readAt := time.Now()
-	base, err := os.ReadFile(path)
+	base, err := ReadFile(path)
 	if err != nil {
 		return false, err
 	}

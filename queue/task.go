@@ -51,12 +51,6 @@ func (d *Doc) Tasks() []Task {
 func (d *Doc) Task(r *Record) Task {
 	t := Task{ID: r.ID, Line: r.Line, Record: r}
 	f, found := d.taskFields(r)
-	get := func(i int) string {
-		if !found[i] {
-			return ""
-		}
-		return d.Value(f[i])
-	}
 	t.Status = d.word(f[0], found[0], normStatus[d.Kind], statusWords[d.Kind])
 	t.Category = d.word(f[1], found[1], lowerTrim, plainWords)
 	t.Mode = d.word(f[2], found[2], lowerTrim, plainWords)
@@ -65,7 +59,7 @@ func (d *Doc) Task(r *Record) Task {
 	t.TestIDs = d.list(nil, f[3], found[3])
 	t.Halted = d.word(f[4], found[4], lowerTrim, plainWords) == "true"
 	t.Issues = d.list(d.list(nil, f[5], found[5]), f[6], found[6])
-	t.exempt = found[7] && strings.EqualFold(strings.TrimSpace(get(7)), "exempt")
+	t.exempt = found[7] && strings.EqualFold(strings.TrimSpace(d.Value(f[7])), "exempt")
 	return t
 }
 

@@ -36,16 +36,11 @@ func Ask(ctx context.Context, l queue.Layout, task, category, question string, a
 			{"Halted", "false"},
 			{"Blocking", "true"},
 		}
-		var b strings.Builder
-		b.WriteString(strings.Repeat("#", issueLevel(doc)) + " " + id + "\n\n")
-		b.WriteString("| Field | Value |\n|-------|-------|\n")
-		for _, r := range rows {
-			b.WriteString("| " + r[0] + " | " + queue.EscapeCell(r[1]) + " |\n")
-		}
-		b.WriteString("\n**Summary:** " + oneLine(task+": the agent needs an answer: "+question) + "\n\n")
-		b.WriteString("**Details:** The agent asked this and was asked to go on twice; answer it in the task's record, then set the task back to pending.\n\n")
-		b.WriteString(fenced(cleanText(question)))
-		ops := []queue.Op{queue.AppendRecord{Text: b.String()}}
+		text := recordText(issueLevel(doc), id, rows) +
+			"\n**Summary:** " + oneLine(task+": the agent needs an answer: "+question) + "\n\n" +
+			"**Details:** The agent asked this and was asked to go on twice; answer it in the task's record, then set the task back to pending.\n\n" +
+			fenced(cleanText(question))
+		ops := []queue.Op{queue.AppendRecord{Text: text}}
 		if op := countsOp(doc, nil, 1, at); op != nil {
 			ops = append(ops, op)
 		}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,10 +50,10 @@ func Convert(ctx context.Context, l queue.Layout, lim Limits, at time.Time) ([]C
 		at = Now()
 	}
 	at = at.UTC().Truncate(time.Second)
-	if _, err := os.Stat(l.Issues()); errors.Is(err, fs.ErrNotExist) {
+	issues, err := queue.Load(l.Issues())
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	issues, err := queue.Load(l.Issues())
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func convertOne(ctx context.Context, l queue.Layout, issues *queue.Doc, r *queue
 	c := Conversion{Issue: r.ID}
 	_, err := queue.Update(ctx, l.Tasks(), queue.Tasks, func(d *queue.Doc) ([]queue.Op, error) {
 		for i := range d.Records {
-			if containsID(queue.List(d.Get(&d.Records[i], "Source Issue")), r.ID) {
+			if slices.Contains(queue.List(d.Get(&d.Records[i], "Source Issue")), r.ID) {
 				c.Task = d.Records[i].ID // converted before; the issue was not marked
 				return nil, nil
 			}
@@ -188,8 +188,10 @@ func needsTestTask(text string) bool {
 func taskText(d *queue.Doc, id string, issues *queue.Doc, r *queue.Record, deps []string, lim Limits) string {
 	get := func(name string) string { return oneLine(issues.Get(r, name)) }
 	num := func(name string, def int) string {
-		if n, err := queue.Int(get(name)); err == nil && !queue.IsEmpty(get(name)) {
-			return strconv.Itoa(n)
+		if v := get(name); !queue.IsEmpty(v) {
+			if n, err := queue.Int(v); err == nil {
+				return strconv.Itoa(n)
+			}
 		}
 		return strconv.Itoa(def)
 	}
@@ -225,10 +227,7 @@ func taskText(d *queue.Doc, id string, issues *queue.Doc, r *queue.Record, deps 
 	if n := len(d.Records); n > 0 {
 		level = d.Records[n-1].Level
 	}
-	head := strings.Repeat("#", level) + " " + id + "\n\n| Field | Value |\n|-------|-------|\n"
-	for _, row := range rows {
-		head += "| " + row[0] + " | " + queue.EscapeCell(row[1]) + " |\n"
-	}
+	head := recordText(level, id, rows)
 	objective := issueSummary(issues, r)
 	if objective == "" || objective == r.ID {
 		objective = "Resolve " + r.ID

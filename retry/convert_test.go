@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/orchestrator/orchestrator/queue"
@@ -70,7 +71,10 @@ func TestConvertFinishesAnEarlierRun(t *testing.T) {
 	if f := fields(t, l.Issues(), "ISSUE-20261120-001"); f["Status"] != "accepted" || f["Task Ref"] != "TASK-042" {
 		t.Errorf("issue %v", f)
 	}
-	d, _ := queue.Load(l.Tasks())
+	d, err := queue.Load(l.Tasks())
+	if err != nil {
+		t.Fatal(err)
+	}
 	n := 0
 	for _, id := range d.IDs() {
 		if r, _ := d.Record(id); d.Get(r, "Source Issue") == "ISSUE-20261120-001" {
@@ -94,7 +98,7 @@ func TestNextTaskID(t *testing.T) {
 	for _, tt := range tests {
 		var src bytes.Buffer
 		src.WriteString("# Tasks\n")
-		for _, id := range splitFields(tt.ids) {
+		for _, id := range strings.Fields(tt.ids) {
 			src.WriteString("\n### " + id + "\n\n| Field | Value |\n|---|---|\n| Status | pending |\n")
 		}
 		d, err := queue.Parse(filepath.Join("x", "task_queue.md"), src.Bytes(), queue.Tasks)
@@ -105,12 +109,4 @@ func TestNextTaskID(t *testing.T) {
 			t.Errorf("%q: %s, want %s", tt.ids, got, tt.want)
 		}
 	}
-}
-
-func splitFields(s string) []string {
-	var out []string
-	for _, f := range bytes.Fields([]byte(s)) {
-		out = append(out, string(f))
-	}
-	return out
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -201,14 +202,10 @@ func codeSpan(s string) string {
 // openIssues lists the issue queue's open issues (Status not completed, wont_fix or
 // duplicate), in file order.
 func openIssues(l queue.Layout) ([]OpenIssue, error) {
-	src, err := os.ReadFile(l.Issues())
+	d, err := queue.Load(l.Issues())
 	if errors.Is(err, fs.ErrNotExist) {
 		return []OpenIssue{}, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	d, err := queue.Parse(l.Issues(), src, queue.Issues)
 	if err != nil {
 		return nil, err
 	}
@@ -273,8 +270,8 @@ func Resolve(ctx context.Context, l queue.Layout, task string, at time.Time) err
 				continue
 			}
 			ref := queue.List(d.Get(r, "Task Ref"))
-			mine := containsID(ref, task) ||
-				(len(ref) == 0 && containsID(queue.List(d.Get(r, "Source Task")), task))
+			mine := slices.Contains(ref, task) ||
+				(len(ref) == 0 && slices.Contains(queue.List(d.Get(r, "Source Task")), task))
 			if !mine {
 				continue
 			}

@@ -109,15 +109,20 @@ func issueText(doc *queue.Doc, id string, f Failure, d *Decision) string {
 	}
 	rows = append(rows, [2]string{"Blocking", "true"})
 
+	return recordText(issueLevel(doc), id, rows) +
+		"\n**Summary:** " + summary(f) + "\n\n" +
+		"**Failure Details:**\n\n" +
+		fenced(details(f.Output))
+}
+
+// recordText renders the heading of a new record at level and its `Field | Value` table.
+func recordText(level int, id string, rows [][2]string) string {
 	var b strings.Builder
-	b.WriteString(strings.Repeat("#", issueLevel(doc)) + " " + id + "\n\n")
+	b.WriteString(strings.Repeat("#", level) + " " + id + "\n\n")
 	b.WriteString("| Field | Value |\n|-------|-------|\n")
 	for _, r := range rows {
 		b.WriteString("| " + r[0] + " | " + queue.EscapeCell(r[1]) + " |\n")
 	}
-	b.WriteString("\n**Summary:** " + summary(f) + "\n\n")
-	b.WriteString("**Failure Details:**\n\n")
-	b.WriteString(fenced(details(f.Output)))
 	return b.String()
 }
 

@@ -80,22 +80,12 @@ func lines(output string) []string {
 // gives "".
 func PrimaryError(output string) string {
 	ls := lines(output)
-	best, text := len(ls), ""
-	try := func(i int, s string) {
-		if i >= 0 && i < best && s != "" {
-			best, text = i, strings.TrimSpace(s)
-		}
-	}
-	try(goPrimary(ls))
-	try(pytestPrimary(ls))
-	try(jsPrimary(ls))
-	try(cargoPrimary(ls))
-	if text != "" {
+	if text := earliest(ls, goPrimary, pytestPrimary, jsPrimary, cargoPrimary); text != "" {
 		return text
 	}
-	for i, l := range ls {
+	for _, l := range ls {
 		if goPkgFailRE().MatchString(l) {
-			return strings.TrimSpace(ls[i])
+			return strings.TrimSpace(l)
 		}
 	}
 	for _, l := range ls {
@@ -253,18 +243,19 @@ func withValues(ls []string, k int) string {
 // > name" for vitest and jest, tests::name for cargo test. A file that failed to load gives
 // the file's name. It returns "" when it finds none.
 func FailingTest(output string) string {
-	ls := lines(output)
-	best, name := len(ls), ""
-	try := func(i int, s string) {
-		if i >= 0 && i < best && s != "" {
-			best, name = i, strings.TrimSpace(s)
+	return earliest(lines(output), goFailingTest, pytestFailingTest, jsFailingTest, cargoFailingTest)
+}
+
+// earliest runs each runner's finder on ls and returns the text found at the smallest line
+// index (the first finder's on a tie), trimmed, or "" when none finds anything.
+func earliest(ls []string, finders ...func([]string) (int, string)) string {
+	best, text := len(ls), ""
+	for _, find := range finders {
+		if i, s := find(ls); i >= 0 && i < best && s != "" {
+			best, text = i, strings.TrimSpace(s)
 		}
 	}
-	try(goFailingTest(ls))
-	try(pytestFailingTest(ls))
-	try(jsFailingTest(ls))
-	try(cargoFailingTest(ls))
-	return name
+	return text
 }
 
 func goFailingTest(ls []string) (int, string) {

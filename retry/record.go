@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -181,23 +182,22 @@ func Record(ctx context.Context, l queue.Layout, f Failure, lim Limits) (Decisio
 	}
 
 	// A retry that does not happen gives its count back, even when ctx is done.
-	giveBack := func() {
-		if d.Retry {
-			_ = giveBackAutoRetry(context.WithoutCancel(ctx), l)
-			d.TotalAutoRetries--
-			d.Retry = false
+	giveBack := func() error {
+		if !d.Retry {
+			return nil
 		}
+		d.TotalAutoRetries--
+		d.Retry = false
+		return giveBackAutoRetry(context.WithoutCancel(ctx), l)
 	}
 	if err := writeIssue(ctx, l, f, &d); err != nil {
-		giveBack()
-		return Decision{}, err
+		return Decision{}, errors.Join(err, giveBack())
 	}
 	if testHookBeforeTaskWrite != nil {
 		testHookBeforeTaskWrite()
 	}
 	if err := writeTask(ctx, l, f.Task, taskStatus, &d); err != nil {
-		giveBack()
-		return d, err
+		return d, errors.Join(err, giveBack())
 	}
 	return d, nil
 }
@@ -332,10 +332,10 @@ func openIssue(d *queue.Doc, task string) *queue.Record {
 	var out *queue.Record
 	for i := range d.Records {
 		r := &d.Records[i]
-		if !isOpen(d, r) || !containsID(queue.List(d.Get(r, "Source Task")), task) {
+		if !isOpen(d, r) || !slices.Contains(queue.List(d.Get(r, "Source Task")), task) {
 			continue
 		}
-		if ref := queue.List(d.Get(r, "Task Ref")); len(ref) > 0 && !containsID(ref, task) {
+		if ref := queue.List(d.Get(r, "Task Ref")); len(ref) > 0 && !slices.Contains(ref, task) {
 			continue
 		}
 		out = r
@@ -353,15 +353,6 @@ func isOpen(d *queue.Doc, r *queue.Record) bool {
 	return true
 }
 
-func containsID(list []string, id string) bool {
-	for _, x := range list {
-		if x == id {
-			return true
-		}
-	}
-	return false
-}
-
 // writeTask applies the decision to the task record.
 func writeTask(ctx context.Context, l queue.Layout, id, status string, d *Decision) error {
 	_, err := queue.UpdateRecords(ctx, l.Tasks(), queue.Tasks, []string{id}, func(doc *queue.Doc) ([]queue.Op, error) {
@@ -370,7 +361,7 @@ func writeTask(ctx context.Context, l queue.Layout, id, status string, d *Decisi
 			return nil, fmt.Errorf("%s: %w: %s", doc.Path, queue.ErrNotFound, id)
 		}
 		remediation := queue.List(doc.Get(r, "Remediation"))
-		if !containsID(remediation, d.IssueID) {
+		if !slices.Contains(remediation, d.IssueID) {
 			remediation = append(remediation, d.IssueID)
 		}
 		ops := []queue.Op{

@@ -24,23 +24,12 @@ type row struct {
 // are added at the end of the table if they say so. The op changes nothing when every
 // value is already there.
 func setSectionRows(d *queue.Doc, title string, rows []row) (queue.Op, bool) {
-	sp, _, ok := d.Section(title)
+	sp, ok := d.SectionBody(title)
 	if !ok {
 		return nil, false
 	}
-	end := sectionEnd(d, sp)
-	var t *queue.Table
-	for i := range d.Tables {
-		tt := &d.Tables[i]
-		if tt.Start < sp.Start || tt.Start >= end || len(tt.Header.Cells) != 2 {
-			continue
-		}
-		if strings.EqualFold(d.CellText(tt.Header, 0), "field") && strings.EqualFold(d.CellText(tt.Header, 1), "value") {
-			t = tt
-			break
-		}
-	}
-	if t == nil {
+	t, ok := d.SectionFieldTable(title)
+	if !ok {
 		return nil, false
 	}
 	src := d.Src
@@ -101,14 +90,15 @@ func setSectionRows(d *queue.Doc, title string, rows []row) (queue.Op, bool) {
 	var tail strings.Builder
 	for i, r := range rows {
 		if !done[i] && r.add {
-			tail.WriteString(eolOf(src) + "| " + r.name + " | " + queue.EscapeCell(r.value) + " |")
+			// "\n" even in a CRLF file: ReplaceSection gives its text the file's line endings.
+			tail.WriteString("\n| " + r.name + " | " + queue.EscapeCell(r.value) + " |")
 		}
 	}
 	if tail.Len() > 0 {
 		edits = append(edits, edit{t.End, t.End, tail.String()})
 	}
 	if len(edits) == 0 {
-		return queue.ReplaceSection{Title: title, Text: string(src[sp.Start:end])}, true
+		return queue.ReplaceSection{Title: title, Text: string(src[sp.Start:sp.Stop])}, true
 	}
 	sort.Slice(edits, func(i, j int) bool { return edits[i].start < edits[j].start })
 	var b strings.Builder
@@ -118,35 +108,6 @@ func setSectionRows(d *queue.Doc, title string, rows []row) (queue.Op, bool) {
 		b.WriteString(e.text)
 		last = e.stop
 	}
-	b.Write(src[last:end])
+	b.Write(src[last:sp.Stop])
 	return queue.ReplaceSection{Title: title, Text: b.String()}, true
-}
-
-// sectionEnd returns where queue.ReplaceSection ends the section sp: before the first record
-// under its heading, and before the blank lines at its end.
-func sectionEnd(d *queue.Doc, sp queue.Span) int {
-	stop := sp.Stop
-	if i := sort.Search(len(d.Records), func(i int) bool { return d.Records[i].Start > sp.Start }); i < len(d.Records) && d.Records[i].Start < stop {
-		stop = d.Records[i].Start
-	}
-	end := stop
-	for end > sp.Start {
-		i := bytes.LastIndexByte(d.Src[sp.Start:end-1], '\n')
-		if i < 0 {
-			break
-		}
-		if len(bytes.Trim(d.Src[sp.Start+i+1:end], " \t\r\n")) != 0 {
-			break
-		}
-		end = sp.Start + i + 1
-	}
-	return end
-}
-
-// eolOf returns a file's line ending: CRLF when its first line ends so.
-func eolOf(src []byte) string {
-	if i := bytes.IndexByte(src, '\n'); i > 0 && src[i-1] == '\r' {
-		return "\r\n"
-	}
-	return "\n"
 }

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/orchestrator/orchestrator/queue"
@@ -25,11 +23,12 @@ func autoRetrySection(total int, at time.Time) string {
 		" | " + strconv.Itoa(total) + " |\n| Last Updated | " + at.UTC().Format(time.RFC3339) + " |\n"
 }
 
-// readTotal returns total_auto_retries from a parsed session_state.md (0 when it has none).
-func readTotal(d *queue.Doc) (int, error) {
+// readTotal returns total_auto_retries from a parsed session_state.md, and whether the file
+// has that row (0 when it has none).
+func readTotal(d *queue.Doc) (int, bool, error) {
 	t, ok := d.SectionTable(AutoRetryTitle, "Field")
 	if !ok {
-		return 0, nil
+		return 0, false, nil
 	}
 	for _, r := range t.Rows {
 		if !queue.SameName(d.CellText(r, 0), totalRow) {
@@ -37,11 +36,11 @@ func readTotal(d *queue.Doc) (int, error) {
 		}
 		n, err := queue.Int(d.CellText(r, 1))
 		if err != nil {
-			return 0, &queue.ParseError{Path: d.Path, Line: r.Line, Msg: fmt.Sprintf("%s: %v", totalRow, err)}
+			return 0, true, &queue.ParseError{Path: d.Path, Line: r.Line, Msg: fmt.Sprintf("%s: %v", totalRow, err)}
 		}
-		return n, nil
+		return n, true, nil
 	}
-	return 0, nil
+	return 0, false, nil
 }
 
 // setTotal returns the op that writes total into session_state.md: the row's cell, the row
@@ -77,7 +76,7 @@ func takeAutoRetry(ctx context.Context, l queue.Layout, limit int, f Failure, d 
 	var ok bool
 	reason := fmt.Sprintf("%s: %s %s (retry %d of %d)", f.Task, f.Type, d.Signature, d.RetryCount, d.MaxRetries)
 	err := updateSession(ctx, l, func(doc *queue.Doc) ([]queue.Op, error) {
-		n, err := readTotal(doc)
+		n, _, err := readTotal(doc)
 		if err != nil {
 			return nil, err
 		}
@@ -95,7 +94,7 @@ func takeAutoRetry(ctx context.Context, l queue.Layout, limit int, f Failure, d 
 // happen after all.
 func giveBackAutoRetry(ctx context.Context, l queue.Layout) error {
 	return updateSession(ctx, l, func(doc *queue.Doc) ([]queue.Op, error) {
-		n, err := readTotal(doc)
+		n, _, err := readTotal(doc)
 		if err != nil || n == 0 {
 			return nil, err
 		}
@@ -106,18 +105,15 @@ func giveBackAutoRetry(ctx context.Context, l queue.Layout) error {
 // AutoRetries returns the run's auto-retries so far: total_auto_retries in session_state.md
 // (0 when the file, the section or the row is missing).
 func AutoRetries(l queue.Layout) (int, error) {
-	src, err := os.ReadFile(l.Session())
+	d, err := queue.Load(l.Session())
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
 	if err != nil {
 		return 0, err
 	}
-	d, err := queue.Parse(l.Session(), src, queue.Tasks)
-	if err != nil {
-		return 0, err
-	}
-	return readTotal(d)
+	n, _, err := readTotal(d)
+	return n, err
 }
 
 // ResetRun sets the run's auto-retry count back to 0: the watch loop calls it when a run
@@ -127,26 +123,13 @@ func ResetRun(ctx context.Context, l queue.Layout) error {
 	mu.Lock()
 	defer mu.Unlock()
 	return updateSession(ctx, l, func(doc *queue.Doc) ([]queue.Op, error) {
-		n, err := readTotal(doc)
+		n, found, err := readTotal(doc)
 		if err != nil {
 			return nil, err
 		}
-		if _, ok := doc.SectionTable(AutoRetryTitle, "Field"); ok && n == 0 && hasTotalRow(doc) {
+		if found && n == 0 {
 			return nil, nil
 		}
 		return []queue.Op{setTotal(doc, 0, Now(), "")}, nil
 	})
-}
-
-func hasTotalRow(d *queue.Doc) bool {
-	t, ok := d.SectionTable(AutoRetryTitle, "Field")
-	if !ok {
-		return false
-	}
-	for _, r := range t.Rows {
-		if queue.SameName(strings.TrimSpace(d.CellText(r, 0)), totalRow) {
-			return true
-		}
-	}
-	return false
 }

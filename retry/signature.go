@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/orchestrator/orchestrator/internal/lazyre"
@@ -36,14 +37,7 @@ var Types = []Type{
 }
 
 // Valid reports whether t is one of Types.
-func (t Type) Valid() bool {
-	for _, k := range Types {
-		if t == k {
-			return true
-		}
-	}
-	return false
-}
+func (t Type) Valid() bool { return slices.Contains(Types, t) }
 
 // ParseType returns the Type named s, or an error that lists the valid ones.
 func ParseType(s string) (Type, error) {
@@ -63,10 +57,9 @@ func ParseType(s string) (Type, error) {
 // name and the file are used as given, less surrounding spaces: callers pass the runner's
 // test name and a path relative to the repository, which do not change between runs.
 func Signature(t Type, primaryError, failingTest, file string) string {
-	h := sha256.New()
-	h.Write([]byte(string(t) + "\n" + Normalize(primaryError) + "\n" +
+	sum := sha256.Sum256([]byte(string(t) + "\n" + Normalize(primaryError) + "\n" +
 		strings.TrimSpace(failingTest) + "\n" + strings.TrimSpace(file)))
-	return hex.EncodeToString(h.Sum(nil))[:16]
+	return hex.EncodeToString(sum[:8])
 }
 
 // Placeholders that Normalize writes in place of what changes from run to run.
@@ -127,7 +120,7 @@ func Normalize(line string) string {
 	s = spacesRE().ReplaceAllString(s, " ")
 	s = replaceTemp(s)
 	s = timestampRE().ReplaceAllStringFunc(s, func(m string) string {
-		if !strings.ContainsAny(m[10:], ":") {
+		if !strings.Contains(m[10:], ":") {
 			return m // a date alone is not a timestamp of the run
 		}
 		return phTime

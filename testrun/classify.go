@@ -77,21 +77,16 @@ func Classify(r *Result, globs []string) (Class, string) {
 				break
 			}
 		}
-		first := failed[0].ID
+		if allMissing {
+			t := failed[0]
+			return ClassMissingImplementation, t.ID + ": " + lineAround(t.Output, missingRE().FindString(t.Output))
+		}
 		for _, t := range failed {
 			if l := firstLine(t.Output); l != "" {
-				first = t.ID + ": " + l
-				break
+				return ClassAssertionFailure, t.ID + ": " + l
 			}
 		}
-		if allMissing {
-			for _, t := range failed {
-				if m := missingRE().FindString(t.Output); m != "" {
-					return ClassMissingImplementation, t.ID + ": " + lineAround(t.Output, m)
-				}
-			}
-		}
-		return ClassAssertionFailure, first
+		return ClassAssertionFailure, failed[0].ID
 	}
 	switch {
 	case len(r.BuildErrors) > 0:

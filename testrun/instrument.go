@@ -66,21 +66,11 @@ func instrument(command string, r Runner, tmp string) invocation {
 					break
 				}
 			}
-			hasFlag := func(from, to int, flags ...string) bool {
-				for _, w := range s.words[from:to] {
-					for _, f := range flags {
-						if w.text == f || strings.HasPrefix(w.text, f+"=") {
-							return true
-						}
-					}
-				}
-				return false
-			}
 			cargoEnd := len(s.words)
 			if dash >= 0 {
 				cargoEnd = dash
 			}
-			if !hasFlag(s.at+1, cargoEnd, "--no-fail-fast") {
+			if !hasFlag(s.words[s.at+1:cargoEnd], "--no-fail-fast") {
 				ins = append(ins, insert{after, " --no-fail-fast"})
 			}
 			if s.has("-q", "--quiet") && !s.has("--format") {

@@ -10,8 +10,7 @@ import (
 // jsParser reads the JSON report that vitest and jest write (the same shape: jest's
 // aggregated results, which vitest copies).
 type jsParser struct {
-	root   string
-	runner Runner
+	root string
 }
 
 // jsReport is the part of a vitest or jest JSON report that Run reads.

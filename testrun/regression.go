@@ -2,9 +2,11 @@ package testrun
 
 import (
 	"bufio"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -111,13 +113,8 @@ func goRegression(root, inv string, ids []string) string {
 		}
 		byPkg[pkg] = append(byPkg[pkg], name)
 	}
-	pkgs := make([]string, 0, len(byPkg))
-	for p := range byPkg {
-		pkgs = append(pkgs, p)
-	}
-	sort.Strings(pkgs)
-	cmds := make([]string, 0, len(pkgs))
-	for _, p := range pkgs {
+	cmds := make([]string, 0, len(byPkg))
+	for _, p := range slices.Sorted(maps.Keys(byPkg)) {
 		cmds = append(cmds, inv+" "+quote(goPackageArg(mod, p))+" -run "+quote(GoRunPattern(byPkg[p])))
 	}
 	switch len(cmds) {
@@ -235,13 +232,8 @@ func GoRunPattern(names []string) string {
 		}
 		groups[parent] = append(groups[parent], last)
 	}
-	parents := make([]string, 0, len(groups))
-	for p := range groups {
-		parents = append(parents, p)
-	}
-	sort.Strings(parents)
-	alts := make([]string, 0, len(parents))
-	for _, p := range parents {
+	alts := make([]string, 0, len(groups))
+	for _, p := range slices.Sorted(maps.Keys(groups)) {
 		var b strings.Builder
 		if p != "" {
 			for _, elem := range strings.Split(p, "/") {

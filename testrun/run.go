@@ -179,7 +179,7 @@ func newParser(inv invocation, root string) parser {
 	case Pytest:
 		return newPytestParser(root)
 	case Vitest, Jest:
-		return &jsParser{root: root, runner: inv.runner}
+		return &jsParser{root: root}
 	case Cargo:
 		return &cargoParser{}
 	}
@@ -245,22 +245,25 @@ func (f *feeder) finish(res *Result, reports [][]byte) {
 	}
 	res.Output = stripANSI(f.raw.String())
 	f.p.finish(res, reports)
-	for i, e := range res.BuildErrors {
-		res.BuildErrors[i] = trimRoot(f.root, e)
-	}
+	trimRoot(f.root, res.BuildErrors)
 }
 
-// trimRoot removes the root folder from the paths in a line of output, which then reads the
-// same wherever the project is.
-func trimRoot(root, s string) string {
-	if root == "" || root == "/" {
-		return s
+// trimRoot removes the root folder from the paths in lines of output, in place, which then
+// read the same wherever the project is. The root's real path is looked up once, not per line.
+func trimRoot(root string, lines []string) {
+	if root == "" || root == "/" || len(lines) == 0 {
+		return
 	}
-	s = strings.ReplaceAll(s, strings.TrimSuffix(root, "/")+"/", "")
+	prefixes := []string{strings.TrimSuffix(root, "/") + "/"}
 	if real, err := filepath.EvalSymlinks(root); err == nil && real != root {
-		s = strings.ReplaceAll(s, strings.TrimSuffix(real, "/")+"/", "")
+		prefixes = append(prefixes, strings.TrimSuffix(real, "/")+"/")
 	}
-	return s
+	for i, l := range lines {
+		for _, p := range prefixes {
+			l = strings.ReplaceAll(l, p, "")
+		}
+		lines[i] = l
+	}
 }
 
 // ansiRE matches terminal escape sequences (colors, cursor moves).
@@ -281,26 +284,23 @@ type capped struct {
 }
 
 func (c *capped) Write(p []byte) (int, error) {
-	room := c.max - c.Len()
-	if room < len(p) {
-		c.lost = true
-	}
-	if room > 0 {
-		c.Buffer.Write(p[:min(len(p), room)])
-	}
+	c.Buffer.Write(p[:c.room(len(p))])
 	return len(p), nil
 }
 
 // WriteString writes s, capped.
 func (c *capped) WriteString(s string) (int, error) {
-	room := c.max - c.Len()
-	if room < len(s) {
+	c.Buffer.WriteString(s[:c.room(len(s))])
+	return len(s), nil
+}
+
+// room returns how many of n bytes still fit, and notes it when not all of them do.
+func (c *capped) room(n int) int {
+	room := max(0, c.max-c.Len())
+	if room < n {
 		c.lost = true
 	}
-	if room > 0 {
-		c.Buffer.WriteString(s[:min(len(s), room)])
-	}
-	return len(s), nil
+	return min(n, room)
 }
 
 // capString cuts s to n bytes, marking the cut.

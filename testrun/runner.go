@@ -285,7 +285,12 @@ func isAssignment(w string) bool {
 // has reports whether the site's words after the runner include one of flags, or one of
 // them followed by "=".
 func (s site) has(flags ...string) bool {
-	for _, w := range s.words[s.at+1:] {
+	return hasFlag(s.words[s.at+1:], flags...)
+}
+
+// hasFlag reports whether words include one of flags, or one of them followed by "=".
+func hasFlag(words []word, flags ...string) bool {
+	for _, w := range words {
 		for _, f := range flags {
 			if w.text == f || strings.HasPrefix(w.text, f+"=") {
 				return true

@@ -46,8 +46,7 @@ type attempt struct {
 	start      uint64
 	started    time.Time
 
-	markerAt   time.Time
-	graceTimer *time.Timer
+	graceTimer *time.Timer // set when its marker is seen
 	timeout    *time.Timer
 	stopReason string
 }
@@ -122,8 +121,8 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 		return err
 	}
 	r.attempts++
-	rec, _ := tasks.Record(t.ID)
-	a.testCmd = r.testCommand(tasks, rec)
+	rec := t.Record
+	a.testCmd = testCommand(r.o.Config, tasks, rec)
 	a.depTests = depTests(tasks, t)
 	fail := func(reason, detail string) error {
 		writeGateLog(a.dir, "attempt could not start: "+detail+"\n")
@@ -132,7 +131,7 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 		_, err := r.setStatus(ctx, t.ID, queue.StatusInProgress, queue.StatusFailed)
 		return err
 	}
-	prompt, err := renderPrompt(l, tasks, rec, t, a.testCmd, n)
+	prompt, err := renderPrompt(l, tasks, t, a.testCmd, n)
 	if err != nil {
 		return fail("prompt", err.Error())
 	}
@@ -225,7 +224,8 @@ func (r *runner) command(name, complexity string) ([]string, agents.Adapter, err
 }
 
 // renderPrompt is shared with `orchestrator prompt ID`, which prints exactly this.
-func renderPrompt(l queue.Layout, tasks *queue.Doc, rec *queue.Record, t queue.Task, testCmd string, attempt int) (string, error) {
+func renderPrompt(l queue.Layout, tasks *queue.Doc, t queue.Task, testCmd string, attempt int) (string, error) {
+	rec := t.Record
 	in := prompts.Input{
 		Role:           prompts.RoleFor(t.Kind.String()),
 		TaskID:         t.ID,
@@ -254,8 +254,7 @@ func PromptFor(l queue.Layout, cfg *config.Config, id string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("%s: %w: %s", tasks.Path, queue.ErrNotFound, id)
 	}
-	r := &runner{o: Options{Layout: l, Config: cfg}}
-	return renderPrompt(l, tasks, rec, tasks.Task(rec), r.testCommand(tasks, rec), nextAttempt(l.Runs(), id))
+	return renderPrompt(l, tasks, tasks.Task(rec), testCommand(cfg, tasks, rec), nextAttempt(l.Runs(), id))
 }
 
 // proseBody returns the record's text after its field tables: objective, criteria, notes.
@@ -292,10 +291,9 @@ func allowlist(l queue.Layout, tasks *queue.Doc, t queue.Task) []string {
 	}
 	add(tasks.Get(t.Record, "Test File"))
 	if t.Kind != queue.KindTest {
-		for _, dep := range t.Deps {
-			if rec, ok := tasks.Record(dep); ok && tasks.Task(rec).Kind == queue.KindTest {
-				add(tasks.Get(rec, "Test File"))
-			}
+		for _, dep := range depTests(tasks, t) {
+			rec, _ := tasks.Record(dep)
+			add(tasks.Get(rec, "Test File"))
 		}
 	}
 	sort.Strings(list)

@@ -21,11 +21,7 @@ var noopAgent = []string{"TESTAGENT_MODE=honest"}
 // whose agent is the test agent with env, and whose gate is `true`.
 func benchRepo(b *testing.B, n, done int, env []string) *repo {
 	b.Helper()
-	t := &testing.T{}
-	r := &repo{t: t, root: b.TempDir(), tag: fmt.Sprintf("watch-bench-%d", os.Getpid())}
-	if err := os.MkdirAll(filepath.Join(r.root, ".orchestrator"), 0o755); err != nil {
-		b.Fatal(err)
-	}
+	r := &repo{t: b, root: b.TempDir(), tag: fmt.Sprintf("watch-bench-%d", os.Getpid())}
 	var q strings.Builder
 	q.WriteString("# Task Queue\n\n")
 	for i := 1; i <= done+n; i++ {
@@ -35,15 +31,10 @@ func benchRepo(b *testing.B, n, done int, env []string) *repo {
 		}
 		fmt.Fprintf(&q, "### TASK-%05d\n\n| Field | Value |\n|-------|-------|\n| Status | %s |\n| Category | backend |\n| Complexity | normal |\n| Priority | medium |\n| Depends On | - |\n| Test IDs | - |\n| Test Command | true |\n| Retry-Count | 0 |\n| Max-Retries | 10 |\n| Halted | false |\n\n**Objective:** Benchmark task %d.\n\n", i, status, i)
 	}
-	if err := os.WriteFile(filepath.Join(r.root, ".orchestrator", "task_queue.md"), []byte(q.String()), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	r.write(".orchestrator/task_queue.md", q.String())
 	argv := append([]string{"env", "TESTAGENT_TAG=" + r.tag}, env...)
 	argv = append(argv, agentBin)
-	config := "agent: noop\ngrace: 1s\nagents:\n  noop: {command: [" + quoteAll(argv) + "]}\n"
-	if err := os.WriteFile(filepath.Join(r.root, ".orchestrator", "config.yaml"), []byte(config), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	r.write(".orchestrator/config.yaml", "agent: noop\ngrace: 1s\nagents:\n  noop: {command: ["+quoteAll(argv)+"]}\n")
 	return r
 }
 

@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 // repo is a test repository with a task queue and a config whose agents are the test agent
 // in various modes.
 type repo struct {
-	t    *testing.T
+	t    testing.TB
 	root string
 	tag  string // in every agent's environment, to find leftover processes
 }
@@ -54,9 +54,6 @@ func newRepo(t *testing.T, tasks []task, agents map[string][]string, extraConfig
 	t.Helper()
 	r := &repo{t: t, root: t.TempDir(), tag: fmt.Sprintf("watch-test-%d-%s", os.Getpid(), t.Name())}
 	r.tag = strings.NewReplacer("/", "-", " ", "-").Replace(r.tag)
-	if err := os.MkdirAll(filepath.Join(r.root, ".orchestrator"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	var q strings.Builder
 	q.WriteString("# Task Queue\n\n")
 	for _, tk := range tasks {
@@ -98,9 +95,14 @@ func quoteAll(args []string) string {
 	return strings.Join(q, ", ")
 }
 
+// write writes a file of the repository, making its folder if needed.
 func (r *repo) write(rel, text string) {
 	r.t.Helper()
-	if err := os.WriteFile(filepath.Join(r.root, rel), []byte(text), 0o644); err != nil {
+	p := filepath.Join(r.root, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
 		r.t.Fatal(err)
 	}
 }
@@ -331,18 +333,26 @@ func TestWatchOrderAndJobs(t *testing.T) {
 	r.noneLeft()
 }
 
-// TestWatchPersonStopsTask: a person sets a running task to blocked; its agent is stopped,
-// the person's status stays, and watch --once ends.
-func TestWatchPersonStopsTask(t *testing.T) {
-	t.Parallel()
+// watchHanging starts the orchestrator with args on a repository of one task whose agent
+// hangs, and returns once the task is in_progress, with the command and its output.
+func watchHanging(t *testing.T, args ...string) (*repo, *exec.Cmd, *bytes.Buffer) {
+	t.Helper()
 	r := newRepo(t, []task{{id: "TASK-001", category: "backend", testCommand: "true"}}, map[string][]string{"honest": {"TESTAGENT_MODE=hang"}}, "")
-	w := r.cmd("watch", "--once", "--debounce", "20ms")
+	w := r.cmd(args...)
 	var out bytes.Buffer
 	w.Stdout, w.Stderr = &out, &out
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
 	r.waitStatus("TASK-001", "in_progress")
+	return r, w, &out
+}
+
+// TestWatchPersonStopsTask: a person sets a running task to blocked; its agent is stopped,
+// the person's status stays, and watch --once ends.
+func TestWatchPersonStopsTask(t *testing.T) {
+	t.Parallel()
+	r, w, out := watchHanging(t, "watch", "--once", "--debounce", "20ms")
 	if code, out := r.run("set", "TASK-001", "Status=blocked"); code != 0 {
 		t.Fatalf("set: %s", out)
 	}
@@ -363,12 +373,7 @@ func TestWatchPersonStopsTask(t *testing.T) {
 // TestWatchSignal: SIGTERM stops the agents, puts their tasks back to pending, exits 130.
 func TestWatchSignal(t *testing.T) {
 	t.Parallel()
-	r := newRepo(t, []task{{id: "TASK-001", category: "backend", testCommand: "true"}}, map[string][]string{"honest": {"TESTAGENT_MODE=hang"}}, "")
-	w := r.cmd("watch")
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r.waitStatus("TASK-001", "in_progress")
+	r, w, _ := watchHanging(t, "watch")
 	r.waitFile(".orchestrator/runs/TASK-001/1/result.json")
 	w.Process.Signal(syscall.SIGTERM)
 	err := waitCmd(t, w, 10*time.Second)
@@ -385,12 +390,7 @@ func TestWatchSignal(t *testing.T) {
 // the first one's PID.
 func TestWatchRefusesSecond(t *testing.T) {
 	t.Parallel()
-	r := newRepo(t, []task{{id: "TASK-001", category: "backend", testCommand: "true"}}, map[string][]string{"honest": {"TESTAGENT_MODE=hang"}}, "")
-	w := r.cmd("watch")
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r.waitStatus("TASK-001", "in_progress")
+	r, w, _ := watchHanging(t, "watch")
 	code, out := r.run("watch", "--once")
 	if code != 2 || !strings.Contains(out, "PID "+strconv.Itoa(w.Process.Pid)) {
 		t.Errorf("second watch: exit %d, %q; want exit 2 naming PID %d", code, out, w.Process.Pid)
@@ -402,30 +402,31 @@ func TestWatchRefusesSecond(t *testing.T) {
 
 func (r *repo) waitStatus(id, status string) {
 	r.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	r.waitFor(fmt.Sprintf("%s never became %s", id, status), func() bool {
 		d, err := queue.Load(filepath.Join(r.root, ".orchestrator", "task_queue.md"))
-		if err == nil {
-			if rec, ok := d.Record(id); ok && d.Task(rec).Status == status {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("%s never became %s", id, status)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		rec, ok := d.Record(id)
+		return ok && d.Task(rec).Status == status
+	})
 }
 
 func (r *repo) waitFile(rel string) {
 	r.t.Helper()
+	r.waitFor(rel+" never appeared", func() bool {
+		_, err := os.Stat(filepath.Join(r.root, rel))
+		return err == nil
+	})
+}
+
+// waitFor polls cond for up to 10 seconds and fails the test with failure if it never holds.
+func (r *repo) waitFor(failure string, cond func() bool) {
+	r.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(r.root, rel)); err == nil {
-			return
-		}
+	for !cond() {
 		if time.Now().After(deadline) {
-			r.t.Fatalf("%s never appeared", rel)
+			r.t.Fatal(failure)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -13,20 +13,14 @@ import (
 	"time"
 
 	"github.com/orchestrator/orchestrator/agents"
+	"github.com/orchestrator/orchestrator/config"
 	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/markers"
+	"github.com/orchestrator/orchestrator/prompts"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/retry"
 	"github.com/orchestrator/orchestrator/testrun"
 )
-
-// roles maps task kinds to the role an agent's result block must name (SPEC §10.3).
-var roles = map[queue.TaskKind]string{
-	queue.KindTest:   "test-writer",
-	queue.KindVerify: "verifier",
-	queue.KindBuild:  "implementer",
-	queue.KindQA:     "qa",
-}
 
 // gateResult is what result.json keeps of the gate: its verdict and the commands it ran
 // with their exit codes (gate.log has their output).
@@ -47,7 +41,9 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 		a.graceTimer.Stop()
 	}
 	l := r.o.Layout
-	defer os.Remove(filepath.Join(l.Markers(), a.id+".kill"))
+	if kill, err := markers.Path(l.Markers(), a.id, markers.Kill); err == nil {
+		defer os.Remove(kill)
+	}
 	// The agent has exited, but what it started in its process group may still run: end
 	// it before judging, so that nothing the agent left changes files under the gate.
 	a.stop(r.o.Config.Grace.Duration)
@@ -195,7 +191,8 @@ func orNone(s string) string {
 // done. The marker's word decides the claim; without a marker, the block's state does.
 // final is the agent's final message ("" when there is none).
 func (r *runner) claim(a *attempt, final string) (string, *agents.Result, error) {
-	role := roles[a.task.Kind]
+	// The role an agent's result block must name (SPEC §10.3) is the one its prompt gave it.
+	role := prompts.RoleFor(a.task.Kind.String())
 	var block *agents.Result
 	if strings.Contains(final, "```tdd-result") {
 		res, err := agents.ParseResult(final, role)
@@ -230,11 +227,11 @@ func stateClaim(res *agents.Result) string {
 
 // testCommand returns the command that checks a task: its Test Command, else the project's
 // test command from config, else the task queue's Project Commands table.
-func (r *runner) testCommand(tasks *queue.Doc, rec *queue.Record) string {
+func testCommand(cfg *config.Config, tasks *queue.Doc, rec *queue.Record) string {
 	if v := tasks.Get(rec, "Test Command"); !queue.IsEmpty(v) {
 		return strings.TrimSpace(v)
 	}
-	return r.projectTestCommand(tasks)
+	return projectTestCommand(cfg, tasks)
 }
 
 // runGate checks a claim of done with the gate for the task's kind (SPEC §7.2–7.4): RED
@@ -242,21 +239,24 @@ func (r *runner) testCommand(tasks *queue.Doc, rec *queue.Record) string {
 func (r *runner) runGate(ctx context.Context, a *attempt) (*gate.Verdict, error) {
 	l := r.o.Layout
 	in := gate.Input{
-		Root: l.Root, AttemptDir: a.dir, Task: a.id, Attempt: a.n, Kind: a.task.Kind,
+		Root: l.Root, AttemptDir: a.dir, Task: a.id, Attempt: a.n,
 		TestIDs: a.task.TestIDs, TestCommand: a.testCmd, Globs: r.o.Config.TestGlobs,
 		Timeout: r.o.Config.TaskTimeout.Duration,
 	}
 	snap := a.snapshot
 	if snap == nil {
-		snap, _ = gate.LoadSnapshot(filepath.Join(a.dir, "snapshot.json"))
-	}
-	if snap != nil {
-		changed, err := snap.Changed(l.Root)
-		if err != nil {
+		// An adopted or recovered attempt: launch saved the snapshot before the agent
+		// started. Without it the changed files, and so the scope checks, are unknown.
+		var err error
+		if snap, err = gate.LoadSnapshot(filepath.Join(a.dir, "snapshot.json")); err != nil {
 			return nil, err
 		}
-		in.Changed = changed
 	}
+	changed, err := snap.Changed(l.Root)
+	if err != nil {
+		return nil, err
+	}
+	in.Changed = changed
 	switch a.task.Kind {
 	case queue.KindTest:
 		return gate.Red(ctx, in)
@@ -319,10 +319,8 @@ func (r *runner) recoverAttempts(ctx context.Context) error {
 			continue
 		}
 		a.agent, a.argv, a.pid, a.start, a.started = prev.Agent, prev.Command, prev.PID, prev.StartTime, prev.Started
-		if rec, ok := tasks.Record(t.ID); ok {
-			a.testCmd = r.testCommand(tasks, rec)
-			a.depTests = depTests(tasks, t)
-		}
+		a.testCmd = testCommand(r.o.Config, tasks, t.Record)
+		a.depTests = depTests(tasks, t)
 		r.started[t.ID] = true
 		if prev.Outcome == "completed" || prev.Outcome == "failed" {
 			// The decision was made and recorded; only the status write was lost.
@@ -336,13 +334,12 @@ func (r *runner) recoverAttempts(ctx context.Context) error {
 			}
 			continue
 		}
-		af := prev
-		if agents.Alive(af.PID, af.StartTime) {
-			r.report.event(t.ID, "adopted", fmt.Sprintf("attempt %d's agent (pid %d) still runs; waiting for it", n, af.PID))
-			r.track(a, agents.WaitGone(af.PID, af.StartTime, 20*time.Millisecond))
+		if agents.Alive(prev.PID, prev.StartTime) {
+			r.report.event(t.ID, "adopted", fmt.Sprintf("attempt %d's agent (pid %d) still runs; waiting for it", n, prev.PID))
+			r.track(a, agents.WaitGone(prev.PID, prev.StartTime, 20*time.Millisecond))
 			continue
 		}
-		r.report.event(t.ID, "recovered", fmt.Sprintf("attempt %d's agent (pid %d) is gone", n, af.PID))
+		r.report.event(t.ID, "recovered", fmt.Sprintf("attempt %d's agent (pid %d) is gone", n, prev.PID))
 		r.attempts++
 		if err := r.finish(ctx, a); err != nil {
 			return err
@@ -414,7 +411,7 @@ func oneLine(s string) string {
 // baseline.json (SPEC §7.5), so that the next GREEN gate checks that what passes now still
 // passes. Without a project test command there is no baseline.
 func (r *runner) refreshBaseline(ctx context.Context, tasks *queue.Doc) {
-	cmd := r.projectTestCommand(tasks)
+	cmd := projectTestCommand(r.o.Config, tasks)
 	if cmd == "" {
 		return
 	}
@@ -430,30 +427,18 @@ func (r *runner) refreshBaseline(ctx context.Context, tasks *queue.Doc) {
 
 // projectTestCommand returns the project's test command: config commands.test, else the
 // task queue's Project Commands table.
-func (r *runner) projectTestCommand(tasks *queue.Doc) string {
-	if r.o.Config.Commands.Test != "" {
-		return r.o.Config.Commands.Test
+func projectTestCommand(cfg *config.Config, tasks *queue.Doc) string {
+	if cfg.Commands.Test != "" {
+		return cfg.Commands.Test
 	}
-	if tasks == nil {
-		return ""
-	}
-	if t, ok := tasks.SectionTable("Project Commands", "Command"); ok {
-		for _, row := range t.Rows {
-			if strings.EqualFold(tasks.CellText(row, 0), "Test") {
-				if v := tasks.CellText(row, 1); !queue.IsEmpty(v) {
-					return v
-				}
-			}
-		}
-	}
-	return ""
+	return tasks.ProjectCommand("Test")
 }
 
 // failureTypes maps the loop's own reasons to the failure types of SPEC §8.1.
 var failureTypes = map[string]retry.Type{
-	"agent_failed":    retry.Type("test_fails"),
-	"gate_error":      retry.Type("build_fails"),
-	"no_test_command": retry.Type("build_fails"),
+	"agent_failed":         retry.TestFails,
+	"gate_error":           retry.BuildFails,
+	gate.TypeNoTestCommand: retry.BuildFails,
 }
 
 // recordFailure hands a failed attempt to the retry rules: they append or update the task's
@@ -467,7 +452,7 @@ func (r *runner) recordFailure(ctx context.Context, a *attempt, res result, log 
 		typ = t
 	}
 	if !typ.Valid() {
-		typ = retry.Type("test_fails")
+		typ = retry.TestFails
 	}
 	out := a.gateOutput
 	if out == "" {
@@ -477,12 +462,7 @@ func (r *runner) recordFailure(ctx context.Context, a *attempt, res result, log 
 		Task: a.id, Category: a.task.Category, Type: typ, FailingTest: res.FailingTest, File: res.File,
 		Output: out, Summary: fmt.Sprintf("%s: %s", a.id, res.Reason), At: time.Now(),
 	}
-	lim := retry.Limits{
-		MaxRetries:        r.o.Config.Retries.MaxRetries,
-		SameSignatureHalt: r.o.Config.Retries.SameSignatureHalt,
-		GlobalCap:         r.o.Config.Retries.GlobalCap,
-	}
-	d, err := retry.Record(ctx, l, f, lim)
+	d, err := retry.Record(ctx, l, f, retry.Limits(r.o.Config.Retries))
 	if errors.Is(err, queue.ErrConflict) {
 		r.report.event(a.id, "warning", "a person changed the task's status meanwhile, and that wins")
 		return "", nil

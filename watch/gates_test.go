@@ -19,9 +19,10 @@ type gateCase struct {
 	wantInGate []string
 	attempts   int
 	setup      func(r *repo)
+	check      func(t *testing.T, r *repo) // more checks after the run
 }
 
-func runGateCase(t *testing.T, c gateCase) *repo {
+func runGateCase(t *testing.T, c gateCase) {
 	t.Helper()
 	r := newRepo(t, c.tasks, c.agents, "")
 	if c.setup != nil {
@@ -47,8 +48,10 @@ func runGateCase(t *testing.T, c gateCase) *repo {
 			t.Errorf("gate.log does not say %q:\n%s", w, gate)
 		}
 	}
+	if c.check != nil {
+		c.check(t, r)
+	}
 	r.noneLeft()
-	return r
 }
 
 // TestGates covers the RED and GREEN gates and the agent states through real runs.
@@ -123,6 +126,19 @@ func TestGates(t *testing.T) {
 			task:       "TASK-001",
 			wantStatus: "completed",
 			wantInGate: []string{"GREEN gate", "integrity: the 1 test files of TASK-T01 are as at RED", "decision: completed"},
+			check: func(t *testing.T, r *repo) {
+				var m struct {
+					Phase               string   `json:"phase"`
+					ImplementationFiles []string `json:"implementation_files"`
+				}
+				b := r.read(".orchestrator/runs/TASK-001/1/handoff-green.json")
+				if err := json.Unmarshal([]byte(b), &m); err != nil || m.Phase != "green" || len(m.ImplementationFiles) != 1 {
+					t.Errorf("handoff-green.json = %s (%v)", b, err)
+				}
+				if _, err := os.Stat(filepath.Join(r.root, ".orchestrator/runs/TASK-T01/1/handoff-red.json")); err != nil {
+					t.Errorf("no handoff-red.json: %v", err)
+				}
+			},
 		},
 		{
 			name:       "dependency state blocks the task",
@@ -140,31 +156,18 @@ func TestGates(t *testing.T) {
 			attempts:   3,
 			wantStatus: "halted",
 			wantInGate: []string{"claim rejected"},
+			check: func(t *testing.T, r *repo) {
+				q := r.read(".orchestrator/task_queue.md")
+				if !strings.Contains(q, "| Halted | true |") || !strings.Contains(q, "False success (3x)") {
+					t.Errorf("queue lacks the halt fields:\n%s", q)
+				}
+			},
 		},
 	}
 	for _, c := range tests {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			r := runGateCase(t, c)
-			if c.name == "GREEN: honest" {
-				var m struct {
-					Phase               string   `json:"phase"`
-					ImplementationFiles []string `json:"implementation_files"`
-				}
-				b := r.read(".orchestrator/runs/TASK-001/1/handoff-green.json")
-				if err := json.Unmarshal([]byte(b), &m); err != nil || m.Phase != "green" || len(m.ImplementationFiles) != 1 {
-					t.Errorf("handoff-green.json = %s (%v)", b, err)
-				}
-				if _, err := os.Stat(filepath.Join(r.root, ".orchestrator/runs/TASK-T01/1/handoff-red.json")); err != nil {
-					t.Errorf("no handoff-red.json: %v", err)
-				}
-			}
-			if c.name == "false success three times halts" {
-				q := r.read(".orchestrator/task_queue.md")
-				if !strings.Contains(q, "| Halted | true |") || !strings.Contains(q, "False success (3x)") {
-					t.Errorf("queue lacks the halt fields:\n%s", q)
-				}
-			}
+			runGateCase(t, c)
 		})
 	}
 }

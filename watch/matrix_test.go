@@ -2,6 +2,7 @@ package watch_test
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,7 +55,7 @@ func loadLang(t *testing.T, name string) lang {
 	root := filepath.Join("testdata", "gates", name)
 	files := func(dir string) map[string]string {
 		out := map[string]string{}
-		filepath.WalkDir(filepath.Join(root, dir), func(p string, d os.DirEntry, err error) error {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err
 			}
@@ -66,6 +67,9 @@ func loadLang(t *testing.T, name string) lang {
 			out[filepath.ToSlash(rel)] = string(b)
 			return nil
 		})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
 		if len(out) == 0 {
 			t.Fatalf("%s: no files in %s", name, dir)
 		}
@@ -119,17 +123,6 @@ type scenario struct {
 	wantInLog map[string]string // task: text its gate.log must hold
 }
 
-func merge(a, b map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		out[k] = v
-	}
-	return out
-}
-
 var honestWriter = func(l lang) step { return step{write: map[string]string{l.testFile: l.test}} }
 var honestBuilder = func(l lang) step { return step{write: map[string]string{l.implFile: l.impl}} }
 
@@ -159,13 +152,14 @@ var scenarios = []scenario{
 		want:      map[string]string{"TASK-T01": "completed", "TASK-001": "failed"},
 		wantInLog: map[string]string{"TASK-001": "was deleted after RED"}},
 	{name: "implementer breaks an earlier passing test", writer: honestWriter, builder: func(l lang) step {
-		files := map[string]string{l.implFile: l.impl, l.oldFile: l.brokenOld}
-		return step{write: files}
+		return step{write: map[string]string{l.implFile: l.impl, l.oldFile: l.brokenOld}}
 	},
 		want:      map[string]string{"TASK-T01": "completed", "TASK-001": "failed"},
 		wantInLog: map[string]string{"TASK-001": "regression"}},
 	{name: "implementer skips the test", writer: honestWriter, builder: func(l lang) step {
-		return step{write: merge(map[string]string{l.implFile: l.wrongImpl}, l.skipFiles)}
+		files := map[string]string{l.implFile: l.wrongImpl}
+		maps.Copy(files, l.skipFiles)
+		return step{write: files}
 	},
 		want:      map[string]string{"TASK-T01": "completed", "TASK-001": "failed"},
 		wantInLog: map[string]string{"TASK-001": "claim rejected"}},
@@ -215,10 +209,10 @@ func matrixRepo(t *testing.T, l lang, sc scenario) *repo {
 	t.Helper()
 	r := &repo{t: t, root: t.TempDir()}
 	for p, c := range l.base {
-		writeFile(t, filepath.Join(r.root, p), c)
+		r.write(p, c)
 	}
 	if sc.preImpl {
-		writeFile(t, filepath.Join(r.root, l.implFile), l.impl)
+		r.write(l.implFile, l.impl)
 	}
 	if l.name == "ts" {
 		if err := os.Symlink(tsModules(), filepath.Join(r.root, "node_modules")); err != nil {
@@ -252,42 +246,32 @@ func matrixRepo(t *testing.T, l lang, sc scenario) *repo {
 | Depends On | TASK-T01 |
 | Test Command | %s |
 `, l.projectCmd, l.testCmd, l.testCmd)
-	writeFile(t, filepath.Join(r.root, ".orchestrator/task_queue.md"), queue)
-	writeFile(t, filepath.Join(r.root, ".orchestrator/config.yaml"), "agent: replay\ngrace: 300ms\ntask_timeout: 2m\n")
-	writeFile(t, filepath.Join(r.root, ".orchestrator/no_auto_retry"), "")
-	record(t, r.root, "TASK-T01", "test-writer", sc.writer(l))
-	record(t, r.root, "TASK-001", "implementer", sc.builder(l))
+	r.write(".orchestrator/task_queue.md", queue)
+	r.write(".orchestrator/config.yaml", "agent: replay\ngrace: 300ms\ntask_timeout: 2m\n")
+	r.write(".orchestrator/no_auto_retry", "")
+	record(r, "TASK-T01", "test-writer", sc.writer(l))
+	record(r, "TASK-001", "implementer", sc.builder(l))
 	return r
 }
 
 // record writes a replay recording: the files, the deletions, the result block and a done
 // marker.
-func record(t *testing.T, root, id, role string, s step) {
-	t.Helper()
-	dir := filepath.Join(root, ".orchestrator/replay", id, "1")
+func record(r *repo, id, role string, s step) {
+	r.t.Helper()
+	dir := filepath.Join(".orchestrator/replay", id, "1")
 	var files []string
 	for p, c := range s.write {
-		writeFile(t, filepath.Join(dir, "files", p), c)
+		r.write(filepath.Join(dir, "files", p), c)
 		files = append(files, p)
 	}
 	if len(s.delete) > 0 {
-		writeFile(t, filepath.Join(dir, "delete"), strings.Join(s.delete, "\n")+"\n")
+		r.write(filepath.Join(dir, "delete"), strings.Join(s.delete, "\n")+"\n")
 	}
 	list := "files: []\n"
 	if len(files) > 0 {
 		list = "files:\n  - " + strings.Join(files, "\n  - ") + "\n"
 	}
-	writeFile(t, filepath.Join(dir, "result.md"), "Done.\n\n```tdd-result\nrole: "+role+"\nstatus: ok\n"+list+
+	r.write(filepath.Join(dir, "result.md"), "Done.\n\n```tdd-result\nrole: "+role+"\nstatus: ok\n"+list+
 		"command: make test\noutput_excerpt: |\n  ok\n```\n")
-	writeFile(t, filepath.Join(dir, "marker"), "done\n")
-}
-
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	r.write(filepath.Join(dir, "marker"), "done\n")
 }

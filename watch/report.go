@@ -109,19 +109,15 @@ func (r *reporter) event(id, kind, msg string) {
 			r.rows[id] = rw
 			r.order = append(r.order, id)
 		}
-		if kind == "started" || kind == "adopted" {
-			rw.since = now
+		switch kind {
+		case "started", "adopted":
+			rw.state, rw.since = "in_progress", now
 			rw.attempt++
 			if i := strings.Index(msg, "agent "); i >= 0 {
 				rw.agent = strings.Fields(msg[i+6:])[0]
 			}
-		}
-		switch kind {
-		case "started", "adopted", "marker":
-			rw.state = "in_progress"
-			if kind == "marker" {
-				rw.state = "checking"
-			}
+		case "marker":
+			rw.state = "checking"
 		case "completed", "failed", "stopped", "timeout":
 			rw.state = kind
 			if kind == "failed" {

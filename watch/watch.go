@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -248,10 +249,9 @@ func (r *runner) finishedRun() bool {
 // own before it is told to stop (.kill) and its process group is ended.
 func (r *runner) markerSeen(id string) {
 	a := r.running[id]
-	if a == nil || a.markerAt != (time.Time{}) {
-		return
+	if a == nil || a.graceTimer != nil {
+		return // unknown, or its marker was seen already
 	}
-	a.markerAt = time.Now()
 	r.report.event(id, "marker", fmt.Sprintf("attempt %d wrote its marker", a.n))
 	grace := r.o.Config.Grace.Duration
 	a.graceTimer = time.AfterFunc(grace, func() { r.graceEnd <- a })
@@ -270,13 +270,13 @@ func (r *runner) rescanMarkers() {
 // set to anything but in_progress has its agent stopped; anything else a person changed is
 // picked up by scheduling.
 func (r *runner) queueChanged(ctx context.Context) error {
-	src, err := os.ReadFile(r.o.Layout.Tasks())
+	src, err := queue.ReadFile(r.o.Layout.Tasks())
 	if err != nil {
 		return err
 	}
 	sum := sha256.Sum256(src)
 	if sum == r.queueSum {
-		return nil // our own write, or a touch
+		return nil // unchanged since we last looked: a touch, or a save of the same bytes
 	}
 	r.queueSum = sum
 	d, err := queue.Parse(r.o.Layout.Tasks(), src, queue.Tasks)
@@ -319,12 +319,15 @@ func (r *runner) checkOnly() error {
 	if !ok {
 		return fmt.Errorf("%s: %w: %s", d.Path, queue.ErrNotFound, r.o.Only)
 	}
-	switch s := d.Task(rec).Status; s {
-	case queue.StatusPending, queue.StatusFailed, queue.StatusBlocked:
-		return nil
-	default:
+	if s := d.Task(rec).Status; !canRun(s) {
 		return fmt.Errorf("%w: %s is %s; run takes a pending, failed or blocked task", ErrCannotRun, r.o.Only, s)
 	}
+	return nil
+}
+
+// canRun reports whether `orchestrator run` may start a task whose Status is s.
+func canRun(s string) bool {
+	return s == queue.StatusPending || s == queue.StatusFailed || s == queue.StatusBlocked
 }
 
 // ErrCannotRun means `orchestrator run` was given a task in a status it cannot start from.
@@ -342,16 +345,17 @@ type transition struct {
 // whole rewrite and fsync of the queue per task. It returns the picked tasks and the parsed
 // queue they come from; the caller launches them.
 func (r *runner) advance(ctx context.Context, fin *transition) (*queue.Doc, []queue.Task, error) {
-	var issues *queue.Doc
-	if src, err := os.ReadFile(r.o.Layout.Issues()); err == nil {
-		if issues, err = queue.Parse(r.o.Layout.Issues(), src, queue.Issues); err != nil {
-			return nil, nil, err
-		}
+	issues, err := queue.Load(r.o.Layout.Issues())
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		issues = nil // a repository without issues
+	case err != nil:
+		return nil, nil, err
 	}
 	pick := ctx.Err() == nil && !r.recovering
 	var doc *queue.Doc
 	var picks []queue.Task
-	_, err := queue.Update(ctx, r.o.Layout.Tasks(), queue.Tasks, func(d *queue.Doc) ([]queue.Op, error) {
+	_, err = queue.Update(ctx, r.o.Layout.Tasks(), queue.Tasks, func(d *queue.Doc) ([]queue.Op, error) {
 		doc, picks = d, nil
 		var ops []queue.Op
 		changed := map[string]string{}
@@ -372,9 +376,10 @@ func (r *runner) advance(ctx context.Context, fin *transition) (*queue.Doc, []qu
 			if len(r.running)+len(picks) >= r.o.Jobs {
 				break
 			}
-			if fin != nil && t.ID == fin.id && len(ops) > 0 {
+			if _, moved := changed[t.ID]; moved {
 				// The task just finished goes again at once (a re-prompt or a retry): its
-				// Status stays in_progress rather than moving to pending and back.
+				// Status stays in_progress rather than moving to pending and back. Only
+				// its own move, ops[0], is in changed: one a person's edit beat is not.
 				ops[0] = queue.Expect{ID: t.ID, Field: "Status", Value: queue.StatusInProgress}
 			} else {
 				ops = append(ops, queue.CompareAndSet{ID: t.ID, Field: "Status", Expect: t.Status, Value: queue.StatusInProgress})
@@ -399,9 +404,7 @@ func (r *runner) candidates(d *queue.Doc, issues *queue.Doc, changed map[string]
 		if !ok {
 			return nil
 		}
-		t := d.Task(rec)
-		switch t.Status {
-		case queue.StatusPending, queue.StatusFailed, queue.StatusBlocked:
+		if t := d.Task(rec); canRun(t.Status) {
 			return []queue.Task{t}
 		}
 		return nil
@@ -427,7 +430,7 @@ func (r *runner) launchAll(ctx context.Context, doc *queue.Doc, picks []queue.Ta
 // retry (SPEC §7.1).
 func (r *runner) interrupt() (Summary, error) {
 	r.report.event("", "interrupt", "stopping agents; their tasks go back to pending")
-	r.stopRunning(reasonSignal)
+	r.stopRunning()
 	for _, a := range r.running {
 		a.record(result{Outcome: "interrupted", Reason: "orchestrator interrupted"})
 		if _, err := r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusPending); err != nil {
@@ -440,19 +443,20 @@ func (r *runner) interrupt() (Summary, error) {
 
 // stopAll ends every agent after an error of the loop itself.
 func (r *runner) stopAll(err error) (Summary, error) {
-	r.stopRunning(reasonSignal)
+	r.stopRunning()
 	for _, a := range r.running {
 		_, _ = r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusPending)
 	}
 	return Summary{Outcome: SomeFailed, Attempts: r.attempts}, err
 }
 
-// stopRunning stops every running agent and waits until each process group is gone.
-func (r *runner) stopRunning(reason string) {
+// stopRunning stops every running agent, because the orchestrator itself stops, and waits
+// until each process group is gone.
+func (r *runner) stopRunning() {
 	done := make(chan struct{}, len(r.running))
 	for _, a := range r.running {
 		if a.stopReason == "" {
-			a.stopReason = reason
+			a.stopReason = reasonSignal
 		}
 		go func(a *attempt) {
 			a.stop(r.o.Config.Grace.Duration)

@@ -124,14 +124,8 @@ func baselineCommand(l queue.Layout, cfg *config.Config, flag string) (string, e
 		return "", err
 	}
 	if tasks != nil {
-		if t, ok := tasks.SectionTable("Project Commands", "Command"); ok {
-			for _, row := range t.Rows {
-				if strings.EqualFold(tasks.CellText(row, 0), "Test") {
-					if v := strings.TrimSpace(tasks.CellText(row, 1)); !queue.IsEmpty(v) {
-						return v, nil
-					}
-				}
-			}
+		if c := tasks.ProjectCommand("Test"); c != "" {
+			return c, nil
 		}
 	}
 	return "", usageErrorf("no test command: pass --command, set commands.test in %s, or fill the Test row of the Project Commands table in %s", l.Config(), l.Tasks())

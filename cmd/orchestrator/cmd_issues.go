@@ -75,7 +75,7 @@ func runIssuesConvert(ctx context.Context, opts *issuesConvertOptions) error {
 	if now == nil {
 		now = sourceDateClock
 	}
-	lim := retry.Limits{MaxRetries: cfg.Retries.MaxRetries, SameSignatureHalt: cfg.Retries.SameSignatureHalt, GlobalCap: cfg.Retries.GlobalCap}
+	lim := retry.Limits(cfg.Retries)
 	convs, err := retry.Convert(ctx, l, lim, now())
 	if opts.JSON {
 		if convs == nil {

@@ -101,7 +101,12 @@ func runValidate(_ context.Context, opts *validateOptions) error {
 	// File order: the task queue, the issue queue, then the plan (Check puts the plan's
 	// findings after the task queue's).
 	if plan != nil {
-		last := func(f queue.Finding) int { return b2i(f.Path == plan.Path) }
+		last := func(f queue.Finding) int {
+			if f.Path == plan.Path {
+				return 1
+			}
+			return 0
+		}
 		byFile := func(a, b queue.Finding) int { return last(a) - last(b) }
 		if !slices.IsSortedFunc(findings, byFile) { // sorted already, unless the issue queue has findings
 			slices.SortStableFunc(findings, byFile)
@@ -168,11 +173,4 @@ func checkFile(path string, withPlan func() (*queue.Plan, error)) (findings []qu
 		}
 	}
 	return queue.Check(d, plan), false, nil
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

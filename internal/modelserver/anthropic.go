@@ -3,6 +3,7 @@ package modelserver
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 )
@@ -64,19 +65,13 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	req.UserText = strings.Join(user, "\n")
-	turn, why := s.take(&req, results)
-	if why != "" {
-		s.refuse(w, req, why)
-		return
-	}
-	if turn.Error != nil {
-		writeError(w, APIAnthropic, *turn.Error)
+	turn, ok := s.take(w, &req, results)
+	if !ok {
 		return
 	}
 	msg := s.anthropicMessage(in.Model, req.Turn, turn)
 	if !in.Stream {
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(msg)
+		writeJSON(w, http.StatusOK, msg)
 		return
 	}
 	streamAnthropic(newSSE(w), msg)
@@ -106,10 +101,7 @@ func (s *Server) anthropicMessage(model string, n int, turn Turn) map[string]any
 
 // streamAnthropic sends msg as the Messages API's stream of events.
 func streamAnthropic(e *sse, msg map[string]any) {
-	start := map[string]any{}
-	for k, v := range msg {
-		start[k] = v
-	}
+	start := maps.Clone(msg)
 	start["content"] = []any{}
 	start["stop_reason"] = nil
 	start["usage"] = map[string]any{"input_tokens": 100, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
@@ -158,6 +150,5 @@ func claudeTool(t Tool) (string, map[string]any) {
 func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 	var req Request
 	readBody(r, &req)
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{"input_tokens": len(req.Body)/4 + 1})
+	writeJSON(w, http.StatusOK, map[string]any{"input_tokens": len(req.Body)/4 + 1})
 }

@@ -3,6 +3,7 @@ package modelserver
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -70,13 +71,8 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	req.UserText = strings.Join(user, "\n")
-	turn, why := s.take(&req, results)
-	if why != "" {
-		s.refuse(w, req, why)
-		return
-	}
-	if turn.Error != nil {
-		writeError(w, APIResponses, *turn.Error)
+	turn, ok := s.take(w, &req, results)
+	if !ok {
 		return
 	}
 	id := fmt.Sprintf("resp_%03d", req.Turn)
@@ -88,17 +84,13 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	}
 	done := map[string]any{"id": id, "object": "response", "status": "completed", "model": in.Model, "output": output, "usage": usage}
 	if !in.Stream {
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(done)
+		writeJSON(w, http.StatusOK, done)
 		return
 	}
 	e := newSSE(w)
 	e.event("response.created", map[string]any{"type": "response.created", "response": map[string]any{"id": id, "object": "response", "status": "in_progress", "model": in.Model, "output": []any{}}})
 	for i, item := range output {
-		added := map[string]any{}
-		for k, v := range item {
-			added[k] = v
-		}
+		added := maps.Clone(item)
 		added["status"] = "in_progress"
 		if item["type"] == "message" {
 			added["content"] = []any{}
@@ -151,10 +143,9 @@ func codexTool(t Tool, offered []string) (string, map[string]any) {
 		}
 		return t.Call.Name, input
 	case t.Write != nil:
-		cmd = applyPatch("*** Add File: "+t.Write.Path, "+", t.Write.Content)
+		cmd = applyPatch("*** Add File: "+t.Write.Path, prefixLines("+", t.Write.Content))
 	case t.Edit != nil:
-		body := "@@\n" + prefixLines("-", t.Edit.Old) + prefixLines("+", t.Edit.New)
-		cmd = "apply_patch <<'PATCH'\n*** Begin Patch\n*** Update File: " + t.Edit.Path + "\n" + body + "*** End Patch\nPATCH\n"
+		cmd = applyPatch("*** Update File: "+t.Edit.Path, "@@\n"+prefixLines("-", t.Edit.Old)+prefixLines("+", t.Edit.New))
 	case t.Read != nil:
 		cmd = "cat " + shellQuote(t.Read.Path)
 	case t.Run != nil:
@@ -168,8 +159,10 @@ func codexTool(t Tool, offered []string) (string, map[string]any) {
 	return "exec_command", map[string]any{"cmd": cmd, "login": false}
 }
 
-func applyPatch(header, prefix, content string) string {
-	return "apply_patch <<'PATCH'\n*** Begin Patch\n" + header + "\n" + prefixLines(prefix, content) + "*** End Patch\nPATCH\n"
+// applyPatch is the shell command that applies a patch of one file: its header line and
+// its body of prefixed lines.
+func applyPatch(header, body string) string {
+	return "apply_patch <<'PATCH'\n*** Begin Patch\n" + header + "\n" + body + "*** End Patch\nPATCH\n"
 }
 
 // prefixLines puts prefix before every line of s; a final newline does not start a line.

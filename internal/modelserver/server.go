@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 )
 
 // The APIs a request can come by.
@@ -120,9 +121,25 @@ func (s *Server) Unused() []Turn {
 	return slices.Clone(s.sc.Turns[s.next:])
 }
 
-// take records req and returns the turn that answers it, with its number, or a reason to
-// refuse it. It collects the results of the last turn's tool calls from results first.
-func (s *Server) take(req *Request, results []ToolResult) (Turn, string) {
+// take records req and returns the turn that answers it, with its number in req.Turn. When
+// there is none to send, because the request is refused or the turn is a scripted error, it
+// has answered w itself and returns false.
+func (s *Server) take(w http.ResponseWriter, req *Request, results []ToolResult) (Turn, bool) {
+	turn, why := s.pick(req, results)
+	if why != "" {
+		s.refuse(w, *req, why)
+		return Turn{}, false
+	}
+	if turn.Error != nil {
+		writeError(w, req.API, *turn.Error)
+		return Turn{}, false
+	}
+	return turn, true
+}
+
+// pick records req and returns the turn that answers it, or a reason to refuse it. It
+// collects the results of the last turn's tool calls from results first.
+func (s *Server) pick(req *Request, results []ToolResult) (Turn, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range results {
@@ -185,9 +202,14 @@ func writeError(w http.ResponseWriter, api string, e Error) {
 	} else {
 		body = map[string]any{"type": "error", "error": map[string]any{"type": e.Type, "message": e.Message}}
 	}
+	writeJSON(w, e.Status, body)
+}
+
+// writeJSON answers with status and v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(e.Status)
-	json.NewEncoder(w).Encode(body)
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
 }
 
 // check returns why req does not meet e, or "".
@@ -251,7 +273,7 @@ func chunks(s string, n int) []string {
 	var out []string
 	for len(s) > n {
 		i := n
-		for i < len(s) && !utf8Start(s[i]) {
+		for i < len(s) && !utf8.RuneStart(s[i]) {
 			i++
 		}
 		out = append(out, s[:i])
@@ -262,8 +284,6 @@ func chunks(s string, n int) []string {
 	}
 	return out
 }
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 // textOf returns the text in a JSON value that is a string, or an array of content blocks
 // with "text" fields (nested "content" arrays included), or else the JSON itself.

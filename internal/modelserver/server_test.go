@@ -358,7 +358,9 @@ func TestParseErrors(t *testing.T) {
 
 func TestLoadExpandsVars(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "s.yaml")
-	os.WriteFile(p, []byte("turns:\n  - tools: [{write: {path: \"{{.Root}}/a.txt\", content: x}}]\n"), 0o644)
+	if err := os.WriteFile(p, []byte("turns:\n  - tools: [{write: {path: \"{{.Root}}/a.txt\", content: x}}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	sc, err := Load(p, map[string]string{"Root": "/work/p"})
 	if err != nil {
 		t.Fatal(err)

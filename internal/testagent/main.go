@@ -27,8 +27,8 @@
 // ORCHESTRATOR_ROOT (or the working folder). TESTAGENT_MARKER, if set to "failed", makes the
 // marker <ID>.failed instead. TESTAGENT_DELAY (a duration) waits before the marker, and
 // TESTAGENT_STAMP (any value) writes the wall-clock time of the marker, in nanoseconds, to
-// marker-time in the attempt folder. TESTAGENT_DELETE lists files (space-separated) that honest mode removes before
-// writing. TESTAGENT_STATE=issue or dependency makes the result
+// marker-time in the attempt folder. TESTAGENT_DELETE lists files (space-separated) that
+// honest mode removes before writing. TESTAGENT_STATE=issue or dependency makes the result
 // block a failed one with that state and TESTAGENT_MESSAGE as its message (use it with
 // TESTAGENT_MARKER=failed).
 package main
