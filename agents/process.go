@@ -358,27 +358,78 @@ func procStartTime(pid int) (uint64, error) {
 // process group. It closes the gap between starting an agent and recording its PID: a
 // restarted orchestrator finds such an agent here instead of starting a second one.
 func FindByEnv(name, value string) (pid int, startTime uint64, ok bool) {
+	for _, p := range withEnv(name, value) {
+		if p.stat.pgrp == p.pid {
+			return p.pid, p.stat.start, true
+		}
+	}
+	return 0, 0, false
+}
+
+type envProc struct {
+	pid  int
+	stat procStat
+}
+
+// withEnv lists the live processes that carry name=value in their environment.
+func withEnv(name, value string) []envProc {
 	// NUL on both sides, so that only a whole variable matches (the first one has no NUL
 	// before it).
 	want := []byte("\x00" + name + "=" + value + "\x00")
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, 0, false
+		return nil
 	}
+	var out []envProc
 	for _, e := range entries {
 		p, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
 		st, err := readStat(p)
-		if err != nil || st.pgrp != p || st.state == 'Z' || st.state == 'X' {
+		if err != nil || st.state == 'Z' || st.state == 'X' {
 			continue
 		}
 		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
 		if err != nil || !(bytes.HasPrefix(env, want[1:]) || bytes.Contains(env, want)) {
 			continue
 		}
-		return p, st.start, true
+		out = append(out, envProc{p, st})
 	}
-	return 0, 0, false
+	return out
+}
+
+// StopAdopted ends an agent of an earlier orchestrator run, found by crash recovery, and
+// what it left behind, without signalling any process it cannot prove to be the agent's.
+// The agent's group is signalled only while its leader is still the process that started
+// at startTime (PIDs are reused: a later process with the same PID, and its group, are
+// someone else's). Then each process that still carries name=value in its environment (the
+// attempt's own ORCHESTRATOR_ATTEMPT_DIR, which its descendants inherit, even those that
+// left its group) and started no earlier than the agent is ended one by one.
+func StopAdopted(pid int, startTime uint64, name, value string, grace time.Duration) {
+	if Alive(pid, startTime) {
+		StopGroup(pid, grace)
+	}
+	left := func() []envProc {
+		var out []envProc
+		for _, p := range withEnv(name, value) {
+			if p.stat.start >= startTime && p.pid != os.Getpid() {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	signal := func(sig syscall.Signal) {
+		for _, p := range left() {
+			// Checked again just before the signal: still the same process.
+			if st, err := readStat(p.pid); err == nil && st.start == p.stat.start {
+				unix.Kill(p.pid, sig)
+			}
+		}
+	}
+	gone := func() bool { return len(left()) == 0 }
+	if gone() {
+		return
+	}
+	terminate(signal, gone, grace)
 }

@@ -50,9 +50,16 @@ type Config struct {
 	TestGlobs     []string          `yaml:"test_globs"`
 	Retries       Retries           `yaml:"retries"`
 	RetryFeedback string            `yaml:"retry_feedback"`
-	// Grace is how long an agent may go on after writing its marker, and how long a stopped
-	// agent gets between SIGTERM and SIGKILL.
+	// Grace is how long an agent may go on after writing its marker: the prompt asks it to
+	// write the marker and then end its final message with the result block, and a model's
+	// last turn takes time. An agent that exits on its own does not wait for it.
 	Grace Duration `yaml:"grace"`
+	// StopGrace is how long a stopped agent gets between SIGTERM and SIGKILL.
+	StopGrace Duration `yaml:"stop_grace"`
+	// Services maps a Required Services name to the host:port that must accept a
+	// connection before a task that needs it starts (SPEC §3.3); built-in defaults cover
+	// the common ones.
+	Services map[string]string `yaml:"services"`
 	// ReplayDir is where the replay agent finds its recordings (relative to the root).
 	ReplayDir string `yaml:"replay_dir"`
 }
@@ -82,7 +89,8 @@ func Default() *Config {
 		TestGlobs:     []string{"**/*_test.go", "tests/**", "test/**", "**/test_*.py", "**/*_test.py", "**/*.test.ts", "**/*.test.js", "**/*.spec.ts", "**/*.spec.js", "**/tests/*.rs"},
 		Retries:       Retries(retry.DefaultLimits()),
 		RetryFeedback: "raw",
-		Grace:         Duration{2 * time.Second},
+		Grace:         Duration{2 * time.Minute},
+		StopGrace:     Duration{5 * time.Second},
 		ReplayDir:     agents.DefaultReplayDir,
 	}
 }

@@ -164,6 +164,8 @@ func record(t *testing.T, l queue.Layout, f Failure, lim Limits, want string) De
 		got = "retry"
 	case d.Halt:
 		got = "halt"
+	case d.Deferred:
+		got = "deferred"
 	}
 	if got != want {
 		t.Fatalf("Record decided %s (%s), want %s", got, d.Reason, want)
@@ -217,10 +219,24 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
-		{"halt-global-cap", func(t *testing.T, l queue.Layout) {
-			d := record(t, l, failure("TASK-003", "add_test.go:9: Add(2, 2) = 5, want 4", 0), Limits{}, "halt")
-			if _, err := WriteHaltReport(l, d, failure("TASK-003", "add_test.go:9: Add(2, 2) = 5, want 4", 0)); err != nil {
+		{"global-cap-deferred", func(t *testing.T, l queue.Layout) {
+			// The cap holds the retry back for this run: failed, not halted.
+			f := failure("TASK-003", "add_test.go:9: Add(2, 2) = 5, want 4", 0)
+			d := record(t, l, f, Limits{}, "deferred")
+			// The report lists the unresolved issues for a person.
+			if _, err := WriteHaltReport(l, d, f); err != nil {
 				t.Fatal(err)
+			}
+			if got := fields(t, l.Tasks(), "TASK-003")["Status"]; got != "failed" {
+				t.Fatalf("Status %q, want failed", got)
+			}
+			// The next run: the counter starts again and the held-back retry is due.
+			if err := ResetRun(ctx, l); err != nil {
+				t.Fatal(err)
+			}
+			ids, err := Requeue(ctx, l)
+			if err != nil || len(ids) != 1 || ids[0] != "TASK-003" {
+				t.Fatalf("Requeue: %v, %v; want [TASK-003]", ids, err)
 			}
 		}},
 		{"session-claudestrator", func(t *testing.T, l queue.Layout) {

@@ -60,8 +60,12 @@ func (lim Limits) orDefaults() Limits {
 
 // A Decision is what Record decided about a failed attempt and wrote to the queues.
 type Decision struct {
-	Retry       bool   // the task is pending again, to be retried now
-	Halt        bool   // the task halted: it needs a person (watch --once exits 3)
+	Retry bool // the task is pending again, to be retried now
+	Halt  bool // the task halted: it needs a person (watch --once exits 3)
+	// Deferred means the retry was due but the run's global cap was reached: the task
+	// is failed for this run, with Retry-Deferred saying why, and the next run retries it
+	// (Requeue). It is not halted.
+	Deferred    bool
 	HaltReason  string // why it halted, as written in Halt-Reason
 	Signature   string // the failure's signature (SPEC §8.1)
 	RepeatCount int    // Signature-Repeat-Count: earlier occurrences of Signature for the task
@@ -172,10 +176,10 @@ func Record(ctx context.Context, l queue.Layout, f Failure, lim Limits) (Decisio
 		}
 		d.TotalAutoRetries = total
 		if !ok {
-			d.Retry, d.Halt, d.Status = false, true, queue.StatusHalted
-			d.RetryCount--
+			// No more auto-retries this run (SPEC §8.4): the retry waits for the next run.
+			d.Retry, d.Deferred, d.Status = false, true, queue.StatusFailed
 			d.HaltReason = haltGlobalCap(lim.GlobalCap)
-			d.Reason = fmt.Sprintf("halted: the run's %d auto-retries reached the global cap", total)
+			d.Reason = fmt.Sprintf("failed: the run's %d auto-retries reached the global cap; no more auto-retries this run, the next run retries it", total)
 		}
 	} else if total, err := AutoRetries(l); err == nil {
 		d.TotalAutoRetries = total
@@ -373,10 +377,15 @@ func writeTask(ctx context.Context, l queue.Layout, id, status string, d *Decisi
 			queue.SetField{ID: id, Field: "Signature-Repeat-Count", Value: strconv.Itoa(d.RepeatCount)},
 			queue.SetField{ID: id, Field: "Remediation", Value: strings.Join(remediation, ", ")},
 		}
-		if d.Halt {
+		switch {
+		case d.Halt:
 			ops = append(ops,
 				queue.SetField{ID: id, Field: "Halted", Value: "true"},
 				queue.SetField{ID: id, Field: "Halt-Reason", Value: d.HaltReason})
+		case d.Deferred:
+			ops = append(ops, queue.SetField{ID: id, Field: "Retry-Deferred", Value: d.HaltReason})
+		case !queue.IsEmpty(doc.Get(r, "Retry-Deferred")):
+			ops = append(ops, queue.SetField{ID: id, Field: "Retry-Deferred", Value: ""})
 		}
 		return ops, nil
 	})

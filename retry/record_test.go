@@ -163,10 +163,10 @@ func TestRetryConditions(t *testing.T) {
 		}, want: "retry", retry: 1, issue: "ISSUE-20261121-001", total: 15},
 		{name: "global cap reached", setup: func(t *testing.T, l queue.Layout) {
 			setTotalRetries(t, l, 15)
-		}, want: "halt", reason: "Global auto-retry cap reached (15)", issue: "ISSUE-20261121-001", total: 15},
+		}, want: "deferred", reason: "global cap; no more auto-retries this run", retry: 1, issue: "ISSUE-20261121-001", total: 15},
 		{name: "Limits.GlobalCap", setup: func(t *testing.T, l queue.Layout) {
 			setTotalRetries(t, l, 2)
-		}, lim: Limits{GlobalCap: 2}, want: "halt", reason: "Global auto-retry cap reached (2)", issue: "ISSUE-20261121-001", total: 2},
+		}, lim: Limits{GlobalCap: 2}, want: "deferred", reason: "the run's 2 auto-retries reached the global cap", retry: 1, issue: "ISSUE-20261121-001", total: 2},
 		{name: "a closed issue is not reused", setup: func(t *testing.T, l queue.Layout) {
 			withIssue(t, l, "ISSUE-20261121-001", "Status", "completed", "Retry-Count", "10")
 		}, want: "retry", retry: 1, issue: "ISSUE-20261121-002", total: 1},
@@ -209,7 +209,7 @@ func TestRetryConditions(t *testing.T) {
 			// The task and its issue say the same.
 			task := fields(t, l.Tasks(), "TASK-003")
 			issue := fields(t, l.Issues(), d.IssueID)
-			wantStatus := map[string]string{"retry": "pending", "failed": "failed", "halt": "halted"}[tt.want]
+			wantStatus := map[string]string{"retry": "pending", "failed": "failed", "halt": "halted", "deferred": "failed"}[tt.want]
 			if task["Status"] != wantStatus || d.Status != wantStatus {
 				t.Errorf("task Status %q (decision %q), want %q", task["Status"], d.Status, wantStatus)
 			}
@@ -260,7 +260,7 @@ func TestGlobalCapAcrossTasks(t *testing.T) {
 		{"TASK-003", "retry", 1},
 		{"TASK-004", "retry", 2},
 		{"TASK-003", "retry", 3},
-		{"TASK-004", "halt", 3},
+		{"TASK-004", "deferred", 3},
 	}
 	for i, s := range steps {
 		// A different failure each time: no signature repeats.
@@ -272,8 +272,8 @@ func TestGlobalCapAcrossTasks(t *testing.T) {
 			setStatus(t, l, s.task, "in_progress")
 		}
 	}
-	if got := fields(t, l.Tasks(), "TASK-004")["Halt-Reason"]; got != "Global auto-retry cap reached (3)" {
-		t.Errorf("TASK-004 Halt-Reason %q", got)
+	if got := fields(t, l.Tasks(), "TASK-004"); got["Retry-Deferred"] != "Global auto-retry cap reached (3)" || got["Status"] != "failed" || got["Halted"] != "" {
+		t.Errorf("TASK-004 Retry-Deferred %q, Status %q, Halted %q; want the cap's reason, failed, not halted", got["Retry-Deferred"], got["Status"], got["Halted"])
 	}
 	if err := ResetRun(context.Background(), l); err != nil {
 		t.Fatal(err)
@@ -309,19 +309,19 @@ func TestRecordConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	retries, halts := 0, 0
+	retries, deferred := 0, 0
 	ids := map[string]bool{}
 	for _, d := range decisions {
 		if d.Retry {
 			retries++
 		}
-		if d.Halt {
-			halts++
+		if d.Deferred {
+			deferred++
 		}
 		ids[d.IssueID] = true
 	}
-	if retries != 5 || halts != 3 || len(ids) != n {
-		t.Errorf("%d retries, %d halts, %d issues; want 5, 3, %d", retries, halts, len(ids), n)
+	if retries != 5 || deferred != 3 || len(ids) != n {
+		t.Errorf("%d retries, %d held back by the cap, %d issues; want 5, 3, %d", retries, deferred, len(ids), n)
 	}
 	if total, _ := AutoRetries(l); total != 5 {
 		t.Errorf("total_auto_retries %d, want 5", total)

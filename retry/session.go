@@ -133,3 +133,27 @@ func ResetRun(ctx context.Context, l queue.Layout) error {
 		return []queue.Op{setTotal(doc, 0, Now(), "")}, nil
 	})
 }
+
+// Requeue starts a new run's deferred retries: every task that is failed with a
+// Retry-Deferred reason (the previous run's global cap stopped its retry) goes back to
+// pending, with compare-and-set, so that a person's edit wins. It returns their IDs.
+func Requeue(ctx context.Context, l queue.Layout) ([]string, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	var ids []string
+	_, err := queue.Update(ctx, l.Tasks(), queue.Tasks, func(d *queue.Doc) ([]queue.Op, error) {
+		ids = nil
+		var ops []queue.Op
+		for _, t := range d.Tasks() {
+			if t.Status != queue.StatusFailed || queue.IsEmpty(d.Get(t.Record, "Retry-Deferred")) {
+				continue
+			}
+			ids = append(ids, t.ID)
+			ops = append(ops,
+				queue.CompareAndSet{ID: t.ID, Field: "Status", Expect: queue.StatusFailed, Value: queue.StatusPending},
+				queue.SetField{ID: t.ID, Field: "Retry-Deferred", Value: ""})
+		}
+		return ops, nil
+	})
+	return ids, err
+}

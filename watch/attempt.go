@@ -42,7 +42,8 @@ type attempt struct {
 	snapshot   *gate.Snapshot // the repository's files before the agent started
 	gateOutput string         // raw output of the command that failed the gate
 	proc       *agents.Process
-	pid        int // for an adopted agent
+	pid        int  // for an adopted agent
+	adopted    bool // an agent of an earlier run that crash recovery waited for
 	start      uint64
 	started    time.Time
 
@@ -51,13 +52,52 @@ type attempt struct {
 	stopReason string
 }
 
-// stop ends the attempt's whole process group: SIGTERM, then SIGKILL after grace.
+// stop ends the attempt's whole process group: SIGTERM, then SIGKILL after grace. An
+// adopted agent (not our child) is signalled only as far as it is proved to be the
+// attempt's: see agents.StopAdopted.
+//
+// Either way, a descendant that left the agent's process group (setsid, a double fork) is
+// found by the attempt folder in its environment and ended too, so that nothing the agent
+// started changes files after it, or under the gate.
 func (a *attempt) stop(grace time.Duration) {
+	start := a.start
 	if a.proc != nil {
 		a.proc.Stop(grace)
-		return
+	} else if !a.adopted {
+		start = 0 // gone before we knew it: whatever carries its attempt folder is its
 	}
-	agents.StopGroup(a.pid, grace)
+	agents.StopAdopted(a.pid, start, "ORCHESTRATOR_ATTEMPT_DIR", a.dir, grace)
+}
+
+// finalText returns the agent's final message as its program reports it: from its output,
+// or for an agent of an earlier run, from its log in the attempt folder. An agent program's own error
+// (an API error, out of turns) is returned as an *agents.AgentError.
+func (a *attempt) finalText() (string, error) {
+	if a.adapter == nil {
+		return "", nil
+	}
+	if a.proc != nil {
+		return a.adapter.FinalText([]byte(a.proc.Stdout()))
+	}
+	// An agent of an earlier run: what it wrote is in its log.
+	return a.adapter.FinalText([]byte(tail(filepath.Join(a.dir, "agent.log"), agents.MaxStdout)))
+}
+
+// tail returns the last max bytes of the file at path ("" if it cannot be read).
+func tail(path string, limit int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := max(fi.Size()-limit, 0)
+	b := make([]byte, fi.Size()-off)
+	n, _ := f.ReadAt(b, off)
+	return string(b[:n])
 }
 
 // result is an attempt's result.json. While the agent runs it says "running" and records
@@ -75,6 +115,7 @@ type result struct {
 	Outcome     string      `json:"outcome"` // running, completed, failed, issue, blocked, stopped, interrupted, not_started
 	Type        string      `json:"failure_type,omitempty"`
 	Reason      string      `json:"reason,omitempty"`
+	Primary     string      `json:"primary_error,omitempty"`
 	Message     string      `json:"message,omitempty"`
 	FailingTest string      `json:"failing_test,omitempty"`
 	File        string      `json:"file,omitempty"`
@@ -171,8 +212,8 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 	}
 	a.proc, a.pid, a.start = p, p.PID(), p.StartTime()
 	a.record(result{Outcome: "running"})
-	r.track(a, p.Done())
 	r.report.event(t.ID, "started", fmt.Sprintf("attempt %d, %s task, agent %s (pid %d)", n, t.Kind, a.agent, a.pid))
+	r.track(a, p.Done())
 	return nil
 }
 
@@ -186,9 +227,7 @@ func (r *runner) track(a *attempt, done <-chan struct{}) {
 		r.finished <- a
 	}()
 	// A marker written before the watch on the folder saw it (or while we were down).
-	if m, err := markers.Find(r.o.Layout.Markers(), a.id); err == nil && m != nil {
-		r.markerSeen(a.id)
-	}
+	r.markerSeen(a.id)
 }
 
 // command builds the agent's argument vector.

@@ -48,6 +48,9 @@ type repo struct {
 // task is one task of a generated queue.
 type task struct {
 	id, category, mode, agent, testCommand, deps string
+	// tdd leaves a task under TDD ordering (SPEC §6.1 item 3); without it a task that
+	// does not write tests is marked `| TDD | exempt |`.
+	tdd bool
 }
 
 func newRepo(t *testing.T, tasks []task, agents map[string][]string, extraConfig string) *repo {
@@ -63,6 +66,11 @@ func newRepo(t *testing.T, tasks []task, agents map[string][]string, extraConfig
 		}
 		if tk.agent != "" {
 			fmt.Fprintf(&q, "| Agent | %s |\n", tk.agent)
+		}
+		if tk.mode != "write" && !tk.tdd {
+			// Most of these tests exercise the loop with a lone task; TDD ordering, which
+			// would refuse a BUILD task with no TEST task before it, has tests of its own.
+			q.WriteString("| TDD | exempt |\n")
 		}
 		fmt.Fprintf(&q, "| Test Command | %s |\n| Depends On | %s |\n\n**Objective:** test task %s.\n\n", tk.testCommand, orDash(tk.deps), tk.id)
 	}

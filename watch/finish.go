@@ -46,7 +46,7 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 	}
 	// The agent has exited, but what it started in its process group may still run: end
 	// it before judging, so that nothing the agent left changes files under the gate.
-	a.stop(r.o.Config.Grace.Duration)
+	a.stop(r.o.Config.StopGrace.Duration)
 	switch a.stopReason {
 	case reasonSignal:
 		return nil // interrupt puts the task back to pending
@@ -55,11 +55,75 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 		if m, _ := markers.Find(l.Markers(), a.id); m != nil {
 			_ = m.Consume(a.dir)
 		}
-		return nil
+		// The person's edit may have made other tasks ready (or left them so).
+		return r.schedule(ctx)
 	}
 	res, log := r.decide(ctx, a)
+	if ctx.Err() != nil {
+		// Interrupted while the gate ran: its verdict is not a verdict. The task goes back
+		// to pending with no retry used, like one whose agent was running.
+		r.putBack(a, "orchestrator interrupted while the gate ran")
+		return nil
+	}
 	writeGateLog(a.dir, log)
 	a.record(res)
+	return r.apply(ctx, &decided{a: a, res: res, log: log})
+}
+
+// A decided attempt has its verdict; what is left is to record it in the queues.
+type decided struct {
+	a   *attempt
+	res result
+	log string
+}
+
+// putBack records an attempt that was interrupted and puts its task back to pending
+// without using a retry.
+func (r *runner) putBack(a *attempt, why string) {
+	a.record(result{Outcome: "interrupted", Reason: why})
+	if _, err := r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusPending); err != nil {
+		r.report.event(a.id, "warning", err.Error())
+	}
+}
+
+// apply records a decided attempt in the queues. If a queue file does not parse (a
+// person's half-finished save), nothing is written: the decision waits, with a warning,
+// until the files parse again (flushDeferred), and the agents that run go on.
+func (r *runner) apply(ctx context.Context, d *decided) error {
+	err := r.record(ctx, d)
+	if isParseError(err) {
+		r.deferred = append(r.deferred, d)
+		r.report.event(d.a.id, "warning", fmt.Sprintf("attempt %d is decided (%s), but %v; it is recorded once the file parses", d.a.n, d.res.Outcome, err))
+		return nil
+	}
+	return err
+}
+
+// flushDeferred records the decisions that waited for the queue files to parse.
+func (r *runner) flushDeferred(ctx context.Context) error {
+	waiting := r.deferred
+	r.deferred = nil
+	for i, d := range waiting {
+		if err := r.apply(ctx, d); err != nil {
+			r.deferred = append(r.deferred, waiting[i+1:]...)
+			return err
+		}
+	}
+	return nil
+}
+
+// isParseError reports whether err is a queue file that does not parse.
+func isParseError(err error) bool {
+	var pe *queue.ParseError
+	var pes queue.ParseErrors
+	return errors.As(err, &pe) || errors.As(err, &pes)
+}
+
+// record writes a decided attempt's outcome: the task's status (through the retry rules on
+// a failure), its issue, and the tasks it made ready, which it then launches.
+func (r *runner) record(ctx context.Context, d *decided) error {
+	a, res, log := d.a, d.res, d.log
+	l := r.o.Layout
 	status, more := r.statusAfter(a, res)
 	if res.Outcome == "issue" && status == queue.StatusBlocked {
 		// Asked again as often as it may be: the question goes to a person as an issue.
@@ -89,24 +153,28 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 			r.report.event(a.id, "warning", "marker: "+err.Error())
 		}
 	}
-	if status == queue.StatusCompleted {
-		r.refreshBaseline(ctx, doc)
-		if a.n > 1 {
-			// A retried task passed: its issue is resolved.
-			if err := retry.Resolve(ctx, l, a.id, time.Now()); err != nil {
-				r.report.event(a.id, "warning", "issue: "+err.Error())
-			}
-		}
-	}
 	switch status {
 	case "":
 		// A person's edit won; nothing to report.
 	case queue.StatusCompleted:
 		r.report.event(a.id, "completed", fmt.Sprintf("attempt %d: %s", a.n, res.Reason))
 	case queue.StatusPending:
-		r.report.event(a.id, "retry", fmt.Sprintf("attempt %d: %s; trying again", a.n, res.Reason))
+		if r.o.Only != "" {
+			r.report.event(a.id, "failed", fmt.Sprintf("attempt %d: %s; its next attempt is due (watch, or run it again)", a.n, res.Reason))
+		} else {
+			r.report.event(a.id, "retry", fmt.Sprintf("attempt %d: %s; trying again", a.n, res.Reason))
+		}
 	default:
 		r.report.event(a.id, status, fmt.Sprintf("attempt %d: %s", a.n, res.Reason))
+	}
+	if status == queue.StatusCompleted {
+		if a.n > 1 {
+			// A retried task passed: its issue is resolved.
+			if err := retry.Resolve(ctx, l, a.id, time.Now()); err != nil {
+				r.report.event(a.id, "warning", "issue: "+err.Error())
+			}
+		}
+		r.refreshBaseline(ctx, doc)
 	}
 	return r.launchAll(ctx, doc, picks)
 }
@@ -124,13 +192,10 @@ func (r *runner) decide(ctx context.Context, a *attempt) (result, string) {
 	}
 	// The agent's final message, read once; or what the agent program itself reported
 	// instead: an API error, or running out of turns.
-	var text string
 	var agentErr *agents.AgentError
-	if a.proc != nil && a.adapter != nil {
-		var err error
-		if text, err = a.adapter.FinalText([]byte(a.proc.Stdout())); errors.As(err, &agentErr) {
-			fmt.Fprintf(&log, "agent error: %s\n", agentErr.Error())
-		}
+	text, err := a.finalText()
+	if errors.As(err, &agentErr) {
+		fmt.Fprintf(&log, "agent error: %s\n", agentErr.Error())
 	}
 	claim, block, claimErr := r.claim(a, text)
 	res.Claim = claim
@@ -139,29 +204,40 @@ func (r *runner) decide(ctx context.Context, a *attempt) (result, string) {
 		res.Message = block.Message
 		fmt.Fprintf(&log, "message: %s\n", block.Message)
 	}
+	// A failure without test output takes a fixed description as its primary error (SPEC
+	// §8.1), never text that changes from one attempt to the next: the same failure three
+	// times must halt like any other.
 	switch {
 	case claimErr != nil:
 		res.Type, res.Reason = "format_violation", "format_violation: "+claimErr.Error()
+		res.Primary = "format_violation: " + retry.Normalize(claimErr.Error())
 	case claim == "" && a.stopReason == reasonTimeout:
 		res.Type, res.Reason = "timeout", fmt.Sprintf("timeout: no marker after %v; the process group was killed", r.o.Config.TaskTimeout.Duration)
+		res.Primary = "timeout: no marker within the task timeout"
 	case claim == "" && agentErr != nil && agentErr.Mode == agents.ModeOutOfTurns:
 		res.Type, res.Reason = "no_marker", "out of turns (failure mode E): "+agentErr.Error()
+		res.Primary = "no_marker: out of turns"
 	case claim == "" && agentErr != nil:
 		res.Type, res.Reason = "no_marker", "agent error: "+agentErr.Error()
-	case claim == "" && a.proc == nil:
+		res.Primary = "no_marker: agent error: " + retry.Normalize(agentErr.Error())
+	case claim == "" && a.proc == nil && !a.adopted:
 		res.Type, res.Reason = "agent_lost", "agent_lost: the agent's process is gone and left no marker"
+		res.Primary = res.Reason
 	case claim == "":
 		res.Type, res.Reason = "no_marker", "no_marker: the agent exited without a marker or a result block"
+		res.Primary = res.Reason
 	case claim == "failed" && block != nil && block.State == agents.StateIssue:
 		res.Outcome, res.Type, res.Reason = "issue", "issue", "the agent is stuck on an unclear requirement: "+orNone(block.Message)
 	case claim == "failed" && block != nil && block.State == agents.StateDependency:
 		res.Outcome, res.Type, res.Reason = "blocked", "dependency", "the agent needs something it cannot get: "+orNone(block.Message)
 	case claim == "failed":
 		res.Type, res.Reason = "agent_failed", "the agent reported failure"
+		res.Primary = res.Reason
 	default:
 		v, err := r.runGate(ctx, a)
 		if err != nil {
 			res.Type, res.Reason = "gate_error", "the gate could not run: "+err.Error()
+			res.Primary = retry.Normalize(res.Reason)
 			break
 		}
 		log.WriteString(v.Log.String())
@@ -172,6 +248,10 @@ func (r *runner) decide(ctx context.Context, a *attempt) (result, string) {
 			res.Outcome, res.Type, res.Reason = "completed", "", "claim verified: "+v.Reason
 		} else {
 			res.Reason = "claim rejected: " + v.Reason
+			if v.Output == "" {
+				// Refused before any test ran (scope, integrity): the reason is the error.
+				res.Primary = retry.Normalize(v.Reason)
+			}
 		}
 	}
 	fmt.Fprintf(&log, "decision: %s: %s\n", res.Outcome, res.Reason)
@@ -282,9 +362,13 @@ func writeGateLog(dir, text string) {
 	_ = os.WriteFile(filepath.Join(dir, "gate.log"), []byte(text), 0o644)
 }
 
-// recoverAttempts handles tasks left in_progress by an orchestrator that died (SPEC §7.1):
-// an agent that still runs is adopted and waited for; a finished decision is re-applied; an
-// agent that is gone is decided from its marker, or counts as lost.
+// recoverAttempts handles tasks left in_progress by an orchestrator that died (SPEC §7.1).
+// Nothing in the attempt folder is taken on trust, since the agent could write there: a
+// live agent is found by the attempt folder in its environment (and then by PID and start
+// time), and a decision is always made again from the claim and the gate, never read back
+// from result.json. An agent that still runs is adopted and waited for, and judged like any
+// other, result block included; one that is gone is judged from its marker and its log, or
+// counts as lost; one that never started used no attempt.
 func (r *runner) recoverAttempts(ctx context.Context) error {
 	r.recovering = true
 	defer func() { r.recovering = false }()
@@ -299,15 +383,7 @@ func (r *runner) recoverAttempts(ctx context.Context) error {
 		n := lastAttempt(r.o.Layout.Runs(), t.ID)
 		dir := filepath.Join(r.o.Layout.Runs(), t.ID, strconv.Itoa(n))
 		a := &attempt{id: t.ID, n: n, dir: dir, task: t}
-		prev, _ := readResult(dir)
-		if n > 0 && prev.PID <= 0 {
-			// We may have died between starting the agent and recording it: look for
-			// it by the attempt folder in its environment.
-			if pid, start, ok := agents.FindByEnv("ORCHESTRATOR_ATTEMPT_DIR", dir); ok {
-				prev.PID, prev.StartTime, prev.Started = pid, start, time.Now()
-			}
-		}
-		if n == 0 || prev.PID <= 0 {
+		if n == 0 || !fileExists(filepath.Join(dir, "agent.log")) {
 			// The agent never started: no attempt was used.
 			if n > 0 {
 				a.record(result{Outcome: "not_started", Reason: "the orchestrator stopped before the agent started"})
@@ -318,34 +394,38 @@ func (r *runner) recoverAttempts(ctx context.Context) error {
 			}
 			continue
 		}
-		a.agent, a.argv, a.pid, a.start, a.started = prev.Agent, prev.Command, prev.PID, prev.StartTime, prev.Started
+		prev, _ := readResult(dir) // for the record only: the agent's name and command line
+		a.agent, a.argv = prev.Agent, prev.Command
+		if a.agent == "" {
+			a.agent = tasks.Get(t.Record, "Agent")
+			if queue.IsEmpty(a.agent) {
+				a.agent = r.o.Config.AgentFor(n)
+			}
+		}
+		if _, ad, err := r.command(a.agent, tasks.Get(t.Record, "Complexity")); err == nil {
+			a.adapter = ad
+		}
 		a.testCmd = testCommand(r.o.Config, tasks, t.Record)
 		a.depTests = depTests(tasks, t)
 		r.started[t.ID] = true
-		if prev.Outcome == "completed" || prev.Outcome == "failed" {
-			// The decision was made and recorded; only the status write was lost.
-			status := queue.StatusFailed
-			if prev.Outcome == "completed" {
-				status = queue.StatusCompleted
-			}
-			r.report.event(t.ID, "recovered", fmt.Sprintf("attempt %d was decided (%s); recording it", n, prev.Outcome))
-			if _, err := r.setStatus(ctx, t.ID, queue.StatusInProgress, status); err != nil {
-				return err
-			}
+		if pid, start, ok := agents.FindByEnv("ORCHESTRATOR_ATTEMPT_DIR", dir); ok {
+			a.pid, a.start, a.adopted, a.started = pid, start, true, time.Now()
+			r.report.event(t.ID, "adopted", fmt.Sprintf("attempt %d's agent (pid %d) still runs; waiting for it", n, pid))
+			r.track(a, agents.WaitGone(pid, start, 20*time.Millisecond))
 			continue
 		}
-		if agents.Alive(prev.PID, prev.StartTime) {
-			r.report.event(t.ID, "adopted", fmt.Sprintf("attempt %d's agent (pid %d) still runs; waiting for it", n, prev.PID))
-			r.track(a, agents.WaitGone(prev.PID, prev.StartTime, 20*time.Millisecond))
-			continue
-		}
-		r.report.event(t.ID, "recovered", fmt.Sprintf("attempt %d's agent (pid %d) is gone", n, prev.PID))
+		r.report.event(t.ID, "recovered", fmt.Sprintf("attempt %d's agent is gone; judging what it left", n))
 		r.attempts++
 		if err := r.finish(ctx, a); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 func readResult(dir string) (result, bool) {
@@ -460,7 +540,7 @@ func (r *runner) recordFailure(ctx context.Context, a *attempt, res result, log 
 	}
 	f := retry.Failure{
 		Task: a.id, Category: a.task.Category, Type: typ, FailingTest: res.FailingTest, File: res.File,
-		Output: out, Summary: fmt.Sprintf("%s: %s", a.id, res.Reason), At: time.Now(),
+		Output: out, PrimaryError: res.Primary, Summary: fmt.Sprintf("%s: %s", a.id, res.Reason), At: time.Now(),
 	}
 	d, err := retry.Record(ctx, l, f, retry.Limits(r.o.Config.Retries))
 	if errors.Is(err, queue.ErrConflict) {
@@ -471,6 +551,9 @@ func (r *runner) recordFailure(ctx context.Context, a *attempt, res result, log 
 		return "", err
 	}
 	status := d.Status
+	if d.Deferred {
+		r.capped = true
+	}
 	if len(halt) > 0 && !d.Halt {
 		// The gate rejected a claim of done for the third time: halt, whatever the retry
 		// budget says.
@@ -485,7 +568,7 @@ func (r *runner) recordFailure(ctx context.Context, a *attempt, res result, log 
 			}
 		}
 	}
-	if d.Halt {
+	if d.Halt || d.Deferred {
 		text, err := retry.WriteHaltReport(l, d, f)
 		if err != nil {
 			return "", err

@@ -149,6 +149,14 @@ type runner struct {
 	// recovering is set while recoverAttempts runs: finishing a recovered attempt then
 	// starts nothing, so that every leftover is seen to first.
 	recovering bool
+	// deferred are decided attempts waiting for the queue files to parse again.
+	deferred []*decided
+	// rules caches refusals for the queue bytes whose hash is rulesSum.
+	rules    map[string]string
+	rulesSum [32]byte
+	// capped is set once the run's global auto-retry cap held a retry back: the run ends
+	// as halted, since the failures left need a person or the next run.
+	capped bool
 }
 
 func newRunner(o Options) *runner {
@@ -177,6 +185,14 @@ func (r *runner) loop(ctx context.Context, w *fsnotify.Watcher) (Summary, error)
 		if err := retry.ResetRun(ctx, r.o.Layout); err != nil {
 			return Summary{Outcome: SomeFailed}, err
 		}
+		// Retries the last run's cap held back are due now.
+		ids, err := retry.Requeue(ctx, r.o.Layout)
+		if err != nil {
+			return Summary{Outcome: SomeFailed}, err
+		}
+		for _, id := range ids {
+			r.report.event(id, "retry", "its retry was held back by the last run's global auto-retry cap; pending again")
+		}
 	}
 	if err := r.schedule(ctx); err != nil {
 		return r.stopAll(err)
@@ -184,6 +200,9 @@ func (r *runner) loop(ctx context.Context, w *fsnotify.Watcher) (Summary, error)
 	debounce := time.NewTimer(time.Hour)
 	debounce.Stop()
 	for {
+		if ctx.Err() != nil {
+			return r.interrupt()
+		}
 		if r.finishedRun() {
 			return r.summary(ctx)
 		}
@@ -198,13 +217,14 @@ func (r *runner) loop(ctx context.Context, w *fsnotify.Watcher) (Summary, error)
 			if r.running[a.id] == a && a.stopReason == "" {
 				a.stopReason = reasonTimeout
 				r.report.event(a.id, "timeout", fmt.Sprintf("attempt %d ran past %v; stopping its process group", a.n, r.o.Config.TaskTimeout.Duration))
-				go a.stop(r.o.Config.Grace.Duration)
+				go a.stop(r.o.Config.StopGrace.Duration)
 			}
 		case a := <-r.graceEnd:
 			if r.running[a.id] == a && a.stopReason == "" {
 				a.stopReason = reasonAfterMarker
+				r.report.event(a.id, "stopping", fmt.Sprintf("attempt %d is still running %v after its marker; stopping it", a.n, r.o.Config.Grace.Duration))
 				_ = markers.WriteKill(r.o.Layout.Markers(), a.id)
-				go a.stop(r.o.Config.Grace.Duration)
+				go a.stop(r.o.Config.StopGrace.Duration)
 			}
 		case ev, ok := <-w.Events:
 			if !ok {
@@ -242,7 +262,7 @@ func (r *runner) finishedRun() bool {
 	if !r.o.Once && r.o.Only == "" {
 		return false
 	}
-	return len(r.running) == 0 // and scheduling found nothing to start
+	return len(r.running) == 0 && len(r.deferred) == 0 // and scheduling found nothing to start
 }
 
 // markerSeen handles a new completion marker: the agent has a grace period to exit on its
@@ -252,6 +272,12 @@ func (r *runner) markerSeen(id string) {
 	if a == nil || a.graceTimer != nil {
 		return // unknown, or its marker was seen already
 	}
+	// An event names a marker, but the marker may be gone: moving a consumed marker into
+	// its attempt folder fires a Rename event for its old name, which may arrive after the
+	// task's next attempt started. Only a marker that is there now counts.
+	if m, err := markers.Find(r.o.Layout.Markers(), id); err != nil || m == nil {
+		return
+	}
 	r.report.event(id, "marker", fmt.Sprintf("attempt %d wrote its marker", a.n))
 	grace := r.o.Config.Grace.Duration
 	a.graceTimer = time.AfterFunc(grace, func() { r.graceEnd <- a })
@@ -260,9 +286,7 @@ func (r *runner) markerSeen(id string) {
 // rescanMarkers looks for markers of running attempts that an overflow may have hidden.
 func (r *runner) rescanMarkers() {
 	for id := range r.running {
-		if m, err := markers.Find(r.o.Layout.Markers(), id); err == nil && m != nil {
-			r.markerSeen(id)
-		}
+		r.markerSeen(id)
 	}
 }
 
@@ -272,7 +296,9 @@ func (r *runner) rescanMarkers() {
 func (r *runner) queueChanged(ctx context.Context) error {
 	src, err := queue.ReadFile(r.o.Layout.Tasks())
 	if err != nil {
-		return err
+		// Removed or unreadable for a moment: an editor's save under way.
+		r.report.event("", "warning", err.Error()+"; scheduling paused until the file is back")
+		return nil
 	}
 	sum := sha256.Sum256(src)
 	if sum == r.queueSum {
@@ -282,7 +308,7 @@ func (r *runner) queueChanged(ctx context.Context) error {
 	d, err := queue.Parse(r.o.Layout.Tasks(), src, queue.Tasks)
 	if err != nil {
 		// A person is mid-edit: say so and wait for the next save.
-		r.report.event("", "warning", err.Error())
+		r.report.event("", "warning", err.Error()+"; scheduling paused until the file parses")
 		return nil
 	}
 	for id, a := range r.running {
@@ -294,8 +320,11 @@ func (r *runner) queueChanged(ctx context.Context) error {
 		if status != queue.StatusInProgress && a.stopReason == "" {
 			a.stopReason = reasonPerson
 			r.report.event(id, "stopped", fmt.Sprintf("status set to %q by hand; stopping attempt %d", status, a.n))
-			go a.stop(r.o.Config.Grace.Duration)
+			go a.stop(r.o.Config.StopGrace.Duration)
 		}
+	}
+	if err := r.flushDeferred(ctx); err != nil {
+		return err
 	}
 	return r.schedule(ctx)
 }
@@ -303,6 +332,10 @@ func (r *runner) queueChanged(ctx context.Context) error {
 // schedule starts ready tasks up to the number of jobs.
 func (r *runner) schedule(ctx context.Context) error {
 	doc, picks, err := r.advance(ctx, nil)
+	if isParseError(err) {
+		r.report.event("", "warning", err.Error()+"; scheduling paused until the file parses")
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -355,8 +388,9 @@ func (r *runner) advance(ctx context.Context, fin *transition) (*queue.Doc, []qu
 	pick := ctx.Err() == nil && !r.recovering
 	var doc *queue.Doc
 	var picks []queue.Task
+	var blocked [][2]string
 	_, err = queue.Update(ctx, r.o.Layout.Tasks(), queue.Tasks, func(d *queue.Doc) ([]queue.Op, error) {
-		doc, picks = d, nil
+		doc, picks, blocked = d, nil, nil
 		var ops []queue.Op
 		changed := map[string]string{}
 		if fin != nil {
@@ -372,9 +406,23 @@ func (r *runner) advance(ctx context.Context, fin *transition) (*queue.Doc, []qu
 		if !pick {
 			return ops, nil
 		}
+		refused := r.refusals(d)
+		for _, t := range d.Tasks() {
+			// A task that breaks the rules is refused before it is ready, so that a
+			// person sees why it will never run (a missing dependency, a cycle).
+			if why, bad := refused[t.ID]; bad && t.Status == queue.StatusPending && (r.o.Only == "" || t.ID == r.o.Only) {
+				ops = append(ops, queue.CompareAndSet{ID: t.ID, Field: "Status", Expect: t.Status, Value: queue.StatusBlocked},
+					queue.SetField{ID: t.ID, Field: "Blocked-Reason", Value: oneLine(why)})
+				changed[t.ID] = queue.StatusBlocked
+				blocked = append(blocked, [2]string{t.ID, why})
+			}
+		}
 		for _, t := range r.candidates(d, issues, changed) {
 			if len(r.running)+len(picks) >= r.o.Jobs {
 				break
+			}
+			if _, bad := refused[t.ID]; bad {
+				continue
 			}
 			if _, moved := changed[t.ID]; moved {
 				// The task just finished goes again at once (a re-prompt or a retry): its
@@ -391,7 +439,32 @@ func (r *runner) advance(ctx context.Context, fin *transition) (*queue.Doc, []qu
 	if err != nil {
 		return nil, nil, err
 	}
+	for _, b := range blocked {
+		r.report.event(b[0], "blocked", "refused, no attempt used: "+b[1])
+	}
 	return doc, picks, nil
+}
+
+// refusals returns the tasks that break the rules of SPEC §6.1 items 1–3 (a missing
+// dependency, a cycle, a malformed value, a BUILD task with no TEST task before it, a TEST
+// task after a BUILD task), each with its first finding: the loop does not start them. The
+// result is kept until the queue's bytes change.
+func (r *runner) refusals(d *queue.Doc) map[string]string {
+	sum := sha256.Sum256(d.Src)
+	if r.rules != nil && sum == r.rulesSum {
+		return r.rules
+	}
+	out := map[string]string{}
+	for _, f := range append(queue.CheckStructure(d), queue.CheckTDD(d)...) {
+		if f.Severity != queue.Error || f.ID == "" {
+			continue
+		}
+		if _, seen := out[f.ID]; !seen {
+			out[f.ID] = fmt.Sprintf("%s:%d: %s", filepath.Base(f.Path), f.Line, f.Message)
+		}
+	}
+	r.rules, r.rulesSum = out, sum
+	return out
 }
 
 // candidates returns the tasks that may start now, best first.
@@ -416,9 +489,16 @@ func (r *runner) candidates(d *queue.Doc, issues *queue.Doc, changed map[string]
 	return queue.ReadyAfter(d, issues, running, changed)
 }
 
-// launchAll launches the tasks advance picked.
+// launchAll launches the tasks advance picked. Once the run is interrupted it launches
+// none: they go back to pending.
 func (r *runner) launchAll(ctx context.Context, doc *queue.Doc, picks []queue.Task) error {
 	for _, t := range picks {
+		if ctx.Err() != nil {
+			if _, err := r.setStatus(context.Background(), t.ID, queue.StatusInProgress, queue.StatusPending); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := r.launch(ctx, doc, t); err != nil {
 			return err
 		}
@@ -459,7 +539,7 @@ func (r *runner) stopRunning() {
 			a.stopReason = reasonSignal
 		}
 		go func(a *attempt) {
-			a.stop(r.o.Config.Grace.Duration)
+			a.stop(r.o.Config.StopGrace.Duration)
 			done <- struct{}{}
 		}(a)
 	}
@@ -486,6 +566,9 @@ func (r *runner) summary(ctx context.Context) (Summary, error) {
 		case t.Status != queue.StatusCompleted && t.Status != queue.StatusSkipped:
 			s.Outcome = max(s.Outcome, SomeFailed)
 		}
+	}
+	if r.capped {
+		s.Outcome = max(s.Outcome, Halted)
 	}
 	r.report.final(tasks, r.o.Layout)
 	return s, nil
