@@ -156,6 +156,14 @@ func lastAttempt(runs, id string) int {
 func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) error {
 	l := r.o.Layout
 	r.started[t.ID] = true
+	if down := unreachableServices(tasks.Get(t.Record, "Required Services"), r.o.Config.Services); len(down) > 0 {
+		// Not the agent's failure, and no attempt is used: a person starts the service
+		// and sets the task back to pending.
+		why := "required service unavailable: " + strings.Join(down, "; ")
+		r.report.event(t.ID, "blocked", why)
+		_, err := r.setStatus(ctx, t.ID, queue.StatusInProgress, queue.StatusBlocked, queue.SetField{ID: t.ID, Field: "Blocked-Reason", Value: why})
+		return err
+	}
 	n := nextAttempt(l.Runs(), t.ID)
 	a := &attempt{id: t.ID, n: n, dir: filepath.Join(l.Runs(), t.ID, strconv.Itoa(n)), task: t, started: time.Now()}
 	if err := os.MkdirAll(a.dir, 0o755); err != nil {

@@ -496,13 +496,37 @@ func (r *runner) refreshBaseline(ctx context.Context, tasks *queue.Doc) {
 		return
 	}
 	l := r.o.Layout
+	// Until the new baseline is written, a note says it is owed: a run interrupted or
+	// killed meanwhile makes it at its next start (refreshOwedBaseline).
+	owed := filepath.Join(l.Runs(), baselineOwed)
+	_ = os.WriteFile(owed, nil, 0o644)
 	b, err := testrun.MakeBaseline(ctx, l.Root, cmd, r.o.Config.TestGlobs, r.o.Config.TaskTimeout.Duration)
 	if err == nil {
 		err = b.Write(l.Baseline())
 	}
 	if err != nil {
 		r.report.event("", "warning", "baseline: "+err.Error())
+		return
 	}
+	os.Remove(owed)
+}
+
+// baselineOwed, in the runs folder, says that a task completed and the baseline was not
+// made again after it.
+const baselineOwed = ".baseline-owed"
+
+// refreshOwedBaseline makes the baseline that an interrupted run owes.
+func (r *runner) refreshOwedBaseline(ctx context.Context) error {
+	if !fileExists(filepath.Join(r.o.Layout.Runs(), baselineOwed)) {
+		return nil
+	}
+	tasks, err := queue.Load(r.o.Layout.Tasks())
+	if err != nil {
+		return err
+	}
+	r.report.event("", "baseline", "the last run stopped before the baseline was made again; making it now")
+	r.refreshBaseline(ctx, tasks)
+	return nil
 }
 
 // projectTestCommand returns the project's test command: config commands.test, else the

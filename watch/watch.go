@@ -51,6 +51,9 @@ type Options struct {
 	Debounce time.Duration
 	// Executable is the orchestrator binary, for the replay agent.
 	Executable string
+	// Plan is the test plan (nil without one): the loop keeps the task queue's coverage
+	// matrix current with it (SPEC §5.2).
+	Plan *queue.Plan
 }
 
 // Summary is what a run did.
@@ -180,6 +183,9 @@ func (r *runner) loop(ctx context.Context, w *fsnotify.Watcher) (Summary, error)
 	if err := r.recoverAttempts(ctx); err != nil {
 		return Summary{Outcome: SomeFailed}, err
 	}
+	if err := r.refreshOwedBaseline(ctx); err != nil {
+		return Summary{Outcome: SomeFailed}, err
+	}
 	if r.o.Only == "" {
 		// The global auto-retry cap is per run (SPEC §8.3).
 		if err := retry.ResetRun(ctx, r.o.Layout); err != nil {
@@ -193,6 +199,9 @@ func (r *runner) loop(ctx context.Context, w *fsnotify.Watcher) (Summary, error)
 		for _, id := range ids {
 			r.report.event(id, "retry", "its retry was held back by the last run's global auto-retry cap; pending again")
 		}
+	}
+	if err := r.writeMatrix(ctx); err != nil {
+		return Summary{Outcome: SomeFailed}, err
 	}
 	if err := r.schedule(ctx); err != nil {
 		return r.stopAll(err)
@@ -326,7 +335,23 @@ func (r *runner) queueChanged(ctx context.Context) error {
 	if err := r.flushDeferred(ctx); err != nil {
 		return err
 	}
+	// A person may have changed Test IDs or added tasks.
+	if err := r.writeMatrix(ctx); err != nil && !isParseError(err) {
+		return err
+	}
 	return r.schedule(ctx)
+}
+
+// writeMatrix keeps the task queue's coverage matrix current with the test plan (SPEC
+// §5.2), as `coverage --write` does. A current matrix is not written again.
+func (r *runner) writeMatrix(ctx context.Context) error {
+	if r.o.Plan == nil || r.o.Only != "" {
+		return nil
+	}
+	_, err := queue.Update(ctx, r.o.Layout.Tasks(), queue.Tasks, func(d *queue.Doc) ([]queue.Op, error) {
+		return []queue.Op{queue.ReplaceSection{Title: queue.CoverageTitle, Text: queue.Coverage(d, r.o.Plan).Render()}}, nil
+	})
+	return err
 }
 
 // schedule starts ready tasks up to the number of jobs.
@@ -490,8 +515,10 @@ func (r *runner) candidates(d *queue.Doc, issues *queue.Doc, changed map[string]
 }
 
 // launchAll launches the tasks advance picked. Once the run is interrupted it launches
-// none: they go back to pending.
+// none: they go back to pending. A task refused at launch (a required service down) frees
+// its job for the next ready task.
 func (r *runner) launchAll(ctx context.Context, doc *queue.Doc, picks []queue.Task) error {
+	refused := false
 	for _, t := range picks {
 		if ctx.Err() != nil {
 			if _, err := r.setStatus(context.Background(), t.ID, queue.StatusInProgress, queue.StatusPending); err != nil {
@@ -502,6 +529,10 @@ func (r *runner) launchAll(ctx context.Context, doc *queue.Doc, picks []queue.Ta
 		if err := r.launch(ctx, doc, t); err != nil {
 			return err
 		}
+		refused = refused || r.running[t.ID] == nil
+	}
+	if refused && ctx.Err() == nil {
+		return r.schedule(ctx)
 	}
 	return nil
 }

@@ -103,12 +103,16 @@ func runWatch(ctx context.Context, opts *watchOptions) error {
 	case isTerminal(opts.Stdout):
 		format = watch.Table
 	}
+	plan, err := loadPlan(l, "", false)
+	if err != nil {
+		return err
+	}
 	exe, _ := os.Executable()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	sum, err := watch.Run(ctx, watch.Options{
 		Layout: l, Config: cfg, Jobs: jobs, Once: opts.Once, Only: opts.Only,
-		Out: opts.Stdout, Format: format, Debounce: opts.Debounce, Executable: exe,
+		Out: opts.Stdout, Format: format, Debounce: opts.Debounce, Executable: exe, Plan: plan,
 	})
 	if errors.Is(err, watch.ErrBusy) || errors.Is(err, watch.ErrCannotRun) {
 		return &exitError{code: exitUsage, err: err}
