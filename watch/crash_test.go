@@ -10,8 +10,9 @@ import (
 )
 
 // TestCrashRecovery kills `watch` with SIGKILL at several points of a run and starts it
-// again each time. In the end every task is completed or failed, the queue always parses,
-// and no task ever has two live agents (sampled all along).
+// again each time. The agents are honest, so in the end every task is completed: a kill
+// costs no task its verdict. The queue always parses, and no task ever has two live agents
+// (sampled all along).
 func TestCrashRecovery(t *testing.T) {
 	t.Parallel()
 	var tasks []task
@@ -71,14 +72,14 @@ func TestCrashRecovery(t *testing.T) {
 		}
 	}
 	// Let the last run finish.
-	if code, out := r.run("watch", "--once", "--jobs", "2", "--grace", "100ms"); code != 0 && code != 1 {
+	if code, out := r.run("watch", "--once", "--jobs", "2", "--grace", "100ms"); code != 0 {
 		t.Fatalf("final watch: exit %d\n%s", code, out)
 	}
 	close(stop)
 	<-sampled
 	for id, s := range r.statuses() {
-		if s != "completed" && s != "failed" {
-			t.Errorf("%s ended %q, want completed or failed", id, s)
+		if s != "completed" {
+			t.Errorf("%s ended %q, want completed", id, s)
 		}
 	}
 	mu.Lock()
