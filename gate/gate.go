@@ -188,7 +188,8 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 		return v.fail(TypeFalseRed, "the tests did not run as tests (%s, exit %d): %s", res.Class, res.ExitCode, first(res.BuildErrors, "")), nil
 	}
 	// The tests the agent declared, and those of the run that are the agent's: in its files
-	// by the runner's word, or declared there by name. Pre-existing tests do not decide.
+	// by the runner's word, or, when the runner does not say the file (go test), declared
+	// there by name. Pre-existing tests do not decide.
 	var declaredNames []string
 	decl := map[string]bool{}
 	for _, f := range present {
@@ -205,7 +206,7 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 	}
 	var mine []testrun.Test
 	for _, t := range res.Tests {
-		if t.File != "" && inFiles[path.Clean(t.File)] || decl[topName(t.ID)] {
+		if t.File != "" && inFiles[path.Clean(t.File)] || t.File == "" && decl[topName(t.ID)] {
 			mine = append(mine, t)
 		}
 	}
