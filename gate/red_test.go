@@ -50,10 +50,16 @@ func fixture(t *testing.T, lang, variant string) (string, []string) {
 // Test Command of its own) on a fixture.
 func redOn(t *testing.T, lang, variant, projectCmd string) (*Verdict, *Manifest) {
 	t.Helper()
+	return redWith(t, lang, variant, projectCmd, true)
+}
+
+// redWith is redOn with the command the task's own (project false) or the project's.
+func redWith(t *testing.T, lang, variant, command string, project bool) (*Verdict, *Manifest) {
+	t.Helper()
 	root, changed := fixture(t, lang, variant)
 	dir := t.TempDir()
 	in := Input{Root: root, AttemptDir: dir, Task: "TASK-T01", Attempt: 1, TestIDs: []string{"UNIT-001"},
-		TestCommand: projectCmd, ProjectCommand: true, Globs: testrun.DefaultGlobs, Changed: changed, Timeout: 2 * time.Minute}
+		TestCommand: command, ProjectCommand: project, Globs: testrun.DefaultGlobs, Changed: changed, Timeout: 2 * time.Minute}
 	v, err := Red(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -92,6 +98,13 @@ func TestRedGoModule(t *testing.T) {
 	t.Run("ID only in a comment and a string", func(t *testing.T) {
 		t.Parallel()
 		v, m := redOn(t, "go", "cheat", "go test ./...")
+		if v.Pass || v.Type != TypeFalseRed || !strings.Contains(v.Reason, "no test is named after UNIT-001") || m != nil {
+			t.Fatalf("verdict %+v, want a false RED naming UNIT-001\n%s", v, v.Log.String())
+		}
+	})
+	t.Run("ID only in a comment and a string, the task's own command", func(t *testing.T) {
+		t.Parallel()
+		v, m := redWith(t, "go", "cheat", "go test ./calc", false)
 		if v.Pass || v.Type != TypeFalseRed || !strings.Contains(v.Reason, "no test is named after UNIT-001") || m != nil {
 			t.Fatalf("verdict %+v, want a false RED naming UNIT-001\n%s", v, v.Log.String())
 		}
