@@ -8,13 +8,12 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 
@@ -41,7 +40,12 @@ type Input struct {
 	Attempt     int
 	TestIDs     []string
 	TestCommand string
-	Globs       []string
+	// ProjectCommand says that TestCommand is the project's test command, not the task's
+	// own: RED narrows it to the task's tests (TestFile, else the test files it changed).
+	ProjectCommand bool
+	// TestFile holds the task's Test File paths, relative to Root ("" fields: none).
+	TestFile []string
+	Globs    []string
 	// Changed are the files the agent changed (from a Snapshot), relative to Root.
 	Changed []string
 	// Deps are the RED manifests of the TEST tasks the task depends on (BUILD only).
@@ -127,10 +131,14 @@ func LastOutput(log string) string {
 	return out
 }
 
-// Red is the gate of a TEST task (SPEC §7.2): the new tests must fail, because they fail or
-// because the implementation they call does not exist yet, not because a test file is broken
-// or because no test ran; the agent may change only test files; and every Test ID must name
-// at least one of its tests. On success it writes handoff-red.json.
+// Red is the gate of a TEST task (SPEC §7.2): the task's tests must fail, because they fail
+// or because the implementation they call does not exist yet, not because a test file is
+// broken or because no test ran; the agent may change only test files; and every Test ID must
+// name at least one of the agent's tests that fails now (or, when the build failed for the
+// missing implementation, one the agent's files declare), and none that passes or is skipped.
+// The task's tests are its own Test Command, else the project's command narrowed to the
+// task's Test File, else to the test files the agent added or changed: tests elsewhere do not
+// decide. On success it writes handoff-red.json.
 func Red(ctx context.Context, in Input) (*Verdict, error) {
 	v := &Verdict{}
 	fmt.Fprintf(&v.Log, "RED gate: task %s attempt %d\n", in.Task, in.Attempt)
@@ -150,14 +158,27 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 	if in.TestCommand == "" {
 		return v.fail(TypeNoTestCommand, "the task has no test command, so the claim cannot be verified"), nil
 	}
-	res, err := v.run(ctx, in, in.TestCommand)
+	// The agent's test files as they are now (a deleted one has no tests to run or read).
+	sources := map[string]string{}
+	var present []string
+	for _, f := range testFiles {
+		if b, err := os.ReadFile(filepath.Join(in.Root, filepath.FromSlash(f))); err == nil {
+			sources[f] = string(b)
+			present = append(present, f)
+		}
+	}
+	command, verdict := redCommand(v, in, present)
+	if verdict != nil {
+		return verdict, nil
+	}
+	res, err := v.run(ctx, in, command)
 	if err != nil {
 		return v.fail(TypeFalseRed, "the tests could not run: %v", err), nil
 	}
 	v.keepOutput(res.Output)
 	switch res.Class {
 	case testrun.ClassPass:
-		return v.fail(TypeFalseRed, "false RED: the tests already pass (%s exited 0)", in.TestCommand), nil
+		return v.fail(TypeFalseRed, "false RED: the tests already pass (%s exited 0)", command), nil
 	case testrun.ClassNoTests:
 		return v.fail(TypeFalseRed, "false RED: no test ran"), nil
 	case testrun.ClassBrokenTest:
@@ -166,34 +187,78 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 	default:
 		return v.fail(TypeFalseRed, "the tests did not run as tests (%s, exit %d): %s", res.Class, res.ExitCode, first(res.BuildErrors, "")), nil
 	}
-	// When no test failed, the test files are read once: the build failed before any test
-	// ran, and both the Test IDs and the tests GREEN must see pass are looked for in them.
-	failing := res.Failed()
-	var sources []string
-	if len(failing) == 0 {
-		sources = readFiles(in.Root, testFiles)
-	}
-	// Every Test ID names a test: from the runner's list, or, when the build failed only for
-	// the missing implementation, from the test files the agent wrote. (A runner that listed
-	// no test listed no failing one, so sources were read.)
-	names := testNames(res)
-	if len(names) == 0 {
-		names = sources
-	}
-	for _, id := range in.TestIDs {
-		if !namesID(names, id) {
-			return v.fail(TypeFalseRed, "no test is named after %s (a test name must contain %s)", id, idToken(id)), nil
+	// The tests the agent declared, and those of the run that are the agent's: in its files
+	// by the runner's word, or, when the runner does not say the file (go test), declared
+	// there by name. Pre-existing tests do not decide.
+	var declaredNames []string
+	decl := map[string]bool{}
+	for _, f := range present {
+		for _, name := range declared(f, sources[f]) {
+			if !decl[name] {
+				decl[name] = true
+				declaredNames = append(declaredNames, name)
+			}
 		}
+	}
+	inFiles := map[string]bool{}
+	for _, f := range present {
+		inFiles[path.Clean(f)] = true
+	}
+	var mine []testrun.Test
+	for _, t := range res.Tests {
+		if t.File != "" && inFiles[path.Clean(t.File)] || t.File == "" && decl[topName(t.ID)] {
+			mine = append(mine, t)
+		}
+	}
+	var failing []string
+	for _, t := range mine {
+		if t.Status == testrun.Failed {
+			failing = append(failing, t.ID)
+		}
+	}
+	named := res.Runner != testrun.Exit // the runner reports test names
+	if named && res.Class == testrun.ClassAssertionFailure && len(failing) == 0 {
+		return v.fail(TypeFalseRed, "false RED: none of the tests the agent wrote fails (%s)", describe(res)), nil
+	}
+	// Declarations stand for failing tests only when no test could run: the build failed
+	// for the missing implementation, or the runner names no tests.
+	byDeclaration := res.Class == testrun.ClassMissingImplementation || !named
+	byID := map[string][]string{}
+	for _, id := range in.TestIDs {
+		for _, t := range mine {
+			if !namedBy(shortName(t.ID), id) {
+				continue
+			}
+			if t.Status != testrun.Failed {
+				v.FailingTest = t.ID
+				return v.fail(TypeFalseRed, "false RED: %s is named after %s and %s at RED", t.ID, id, t.Status), nil
+			}
+			byID[id] = append(byID[id], t.ID)
+		}
+		if len(byID[id]) == 0 && byDeclaration {
+			for _, name := range declaredNames {
+				if namedBy(name, id) {
+					byID[id] = append(byID[id], name)
+				}
+			}
+		}
+		if len(byID[id]) == 0 {
+			return v.fail(TypeFalseRed, "no test is named after %s (a test the agent wrote, failing now or declared, must contain %s)", id, idToken(id)), nil
+		}
+		fmt.Fprintf(&v.Log, "%s: %s\n", id, strings.Join(byID[id], ", "))
 	}
 	m := &Manifest{
 		Phase: "red", Timestamp: time.Now().UTC(), Task: in.Task, Attempt: in.Attempt,
-		TestFiles: testFiles, Command: in.TestCommand, ExitCode: res.ExitCode,
+		TestFiles: testFiles, Command: command, ExitCode: res.ExitCode,
 		RunnerOutput: clip(res.Output, 2000), FailingTests: failing, Allowlist: testFiles,
+	}
+	if len(byID) > 0 {
+		m.Tests = byID
 	}
 	if len(failing) == 0 {
 		// The build failed before any test ran: the tests GREEN must see pass are the ones
 		// declared in the test files.
-		m.DeclaredTests = declaredTests(sources)
+		m.DeclaredTests = declaredNames
 	}
 	if m.TestHashes, err = testrun.HashFiles(in.Root, testFiles); err != nil {
 		return nil, err
@@ -201,7 +266,35 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 	if err := m.write(filepath.Join(in.AttemptDir, "handoff-red.json")); err != nil {
 		return nil, err
 	}
-	return v.pass("RED: %s fails as it should (%s)", in.TestCommand, res.Class), nil
+	return v.pass("RED: %s fails as it should (%s)", command, res.Class), nil
+}
+
+// redCommand returns the command that runs a TEST task's tests (SPEC §7.2): the task's own
+// Test Command as it is; else the project's command narrowed to the task's Test File, else to
+// the test files the agent wrote (present: those that exist). A project command of a runner
+// that cannot be narrowed (judged by its exit code) runs whole. It returns a failed verdict
+// when there is nothing to run.
+func redCommand(v *Verdict, in Input, present []string) (string, *Verdict) {
+	if !in.ProjectCommand {
+		return in.TestCommand, nil
+	}
+	files, from := present, "the test files the agent wrote"
+	if len(in.TestFile) > 0 {
+		files, from = in.TestFile, "the task's Test File"
+	}
+	if testrun.Detect(in.TestCommand) == testrun.Exit {
+		fmt.Fprintf(&v.Log, "the project test command runs no runner it can narrow to %s; it runs whole\n", from)
+		return in.TestCommand, nil
+	}
+	if len(files) == 0 {
+		return "", v.fail(TypeFalseRed, "false RED: the test writer added or changed no test file")
+	}
+	cmd, ok := testrun.Restrict(in.TestCommand, files)
+	if !ok {
+		return "", v.fail(TypeFalseRed, "false RED: none of %s (%s) is a test that %s runs", from, strings.Join(files, ", "), in.TestCommand)
+	}
+	fmt.Fprintf(&v.Log, "the project test command narrowed to %s: %s\n", from, cmd)
+	return cmd, nil
 }
 
 // Green is the gate of a BUILD task (SPEC §7.3): the tests of every TEST task it depends on
@@ -351,19 +444,21 @@ func Verify(ctx context.Context, in Input) (*Verdict, error) {
 // A Manifest is a phase's hand-off (handoff-red.json, handoff-green.json): what the next
 // phase may see and what must not change.
 type Manifest struct {
-	Phase               string            `json:"phase"`
-	Timestamp           time.Time         `json:"timestamp"`
-	Task                string            `json:"task"`
-	Attempt             int               `json:"attempt"`
-	TestFiles           []string          `json:"test_files"`
-	TestHashes          map[string]string `json:"test_hashes"`
-	Command             string            `json:"command"`
-	ExitCode            int               `json:"exit_code"`
-	RunnerOutput        string            `json:"runner_output"`
-	FailingTests        []string          `json:"failing_tests,omitempty"`
-	DeclaredTests       []string          `json:"declared_tests,omitempty"`
-	ImplementationFiles []string          `json:"implementation_files,omitempty"`
-	Allowlist           []string          `json:"allowlist"`
+	Phase         string            `json:"phase"`
+	Timestamp     time.Time         `json:"timestamp"`
+	Task          string            `json:"task"`
+	Attempt       int               `json:"attempt"`
+	TestFiles     []string          `json:"test_files"`
+	TestHashes    map[string]string `json:"test_hashes"`
+	Command       string            `json:"command"`
+	ExitCode      int               `json:"exit_code"`
+	RunnerOutput  string            `json:"runner_output"`
+	FailingTests  []string          `json:"failing_tests,omitempty"`
+	DeclaredTests []string          `json:"declared_tests,omitempty"`
+	// Tests are the failing or declared tests by the Test ID they are named after (RED).
+	Tests               map[string][]string `json:"tests,omitempty"`
+	ImplementationFiles []string            `json:"implementation_files,omitempty"`
+	Allowlist           []string            `json:"allowlist"`
 }
 
 func (m *Manifest) write(path string) error {
@@ -426,35 +521,6 @@ func idToken(id string) string {
 	}, id))
 }
 
-func namesID(names []string, id string) bool {
-	tok := idToken(id)
-	for _, n := range names {
-		if strings.Contains(idToken(n), tok) {
-			return true
-		}
-	}
-	return false
-}
-
-func testNames(res *testrun.Result) []string {
-	var out []string
-	for _, t := range res.Tests {
-		out = append(out, t.ID)
-	}
-	return out
-}
-
-// readFiles returns the contents of the files (relative to root) that can be read.
-func readFiles(root string, files []string) []string {
-	var out []string
-	for _, f := range files {
-		if b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f))); err == nil {
-			out = append(out, string(b))
-		}
-	}
-	return out
-}
-
 func describe(res *testrun.Result) string {
 	if f := res.Failed(); len(f) > 0 {
 		return fmt.Sprintf("%s: %s", res.Class, strings.Join(f, ", "))
@@ -488,29 +554,6 @@ func clip(s string, n int) string {
 
 func indent(s string) string {
 	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
-}
-
-// declaredPatterns find test names in test files: Go, Python, JavaScript/TypeScript, Rust.
-var declaredPatterns = sync.OnceValue(func() []*regexp.Regexp {
-	return []*regexp.Regexp{
-		regexp.MustCompile(`(?m)^func (Test\w+)\(\s*\w+ \*testing\.T\)`),
-		regexp.MustCompile(`(?m)^\s*(?:async\s+)?def (test_\w+)\(`),
-		regexp.MustCompile(`(?m)\b(?:it|test)\(\s*["'\x60]([^"'\x60]+)["'\x60]`),
-		regexp.MustCompile(`(?m)#\[test\]\s*(?:#\[[^\]]*\]\s*)*fn (\w+)`),
-	}
-})
-
-// declaredTests returns the test names declared in the sources of test files, in order.
-func declaredTests(sources []string) []string {
-	var out []string
-	for _, src := range sources {
-		for _, re := range declaredPatterns() {
-			for _, m := range re.FindAllStringSubmatch(src, -1) {
-				out = append(out, m[1])
-			}
-		}
-	}
-	return out
 }
 
 // passedByName reports whether a passed test's ID ends with name (Go "pkg.TestX", pytest

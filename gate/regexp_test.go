@@ -1,9 +1,14 @@
 package gate
 
-import "testing"
+import (
+	"regexp"
+	"testing"
+)
 
 // TestRegexpsCompile compiles every lazily compiled regexp of the package, so that a bad
 // expression fails here rather than the first time a command needs it.
 func TestRegexpsCompile(t *testing.T) {
-	declaredPatterns()
+	for _, re := range []func() *regexp.Regexp{pyDefRE, rsTestRE, goNameRE} {
+		re()
+	}
 }

@@ -8,7 +8,8 @@
 // in its own process group, and returns a Result: every test with its status and failure
 // output, the build and import errors, and a Class that says why the run ended as it did
 // (passed, failed assertions, missing implementation, broken test file, no tests, error).
-// Any other command is judged by its exit code alone.
+// Any other command is judged by its exit code alone. Restrict narrows a project's command
+// to some test files, as a RED gate runs only the tests a test writer wrote.
 //
 // The package also owns the test baseline (SPEC §7.5, Baseline, MakeBaseline): the tests
 // that passed on a run of the whole suite, a command that re-runs exactly them

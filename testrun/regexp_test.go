@@ -9,7 +9,7 @@ import (
 // expression fails here rather than the first time a command needs it.
 func TestRegexpsCompile(t *testing.T) {
 	for _, re := range []func() *regexp.Regexp{
-		ansiRE, cargoDocRE, cargoErrorRE, cargoLocRE, cargoRunningRE, cargoStdoutRE,
+		ansiRE, cargoDocRE, jsTestFileRE, cargoErrorRE, cargoLocRE, cargoRunningRE, cargoStdoutRE,
 		cargoTestRE, goErrRE, goTestNameRE, jsLocRE, jsSyntaxRE, locRE, missingRE, noTestsRE,
 		pyConftest, pyExcRE, pyFileRE, pySectionRE, pySubRE, pySummaryRE, pyWhereRE, tsDiagRE,
 	} {

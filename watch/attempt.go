@@ -319,13 +319,14 @@ func proseBody(d *queue.Doc, rec *queue.Record) string {
 }
 
 // allowlist returns the files a task's prompt may include: its own Test File, and for a
-// task that builds on TEST tasks, the test files those wrote. Only files that exist are
-// listed. Implementation files are never on a test writer's list.
+// task that builds on TEST tasks, the test files those wrote: the test_files of their RED
+// hand-offs, and their Test File fields. Only files that exist are listed. Implementation
+// files are never on a test writer's list.
 func allowlist(l queue.Layout, tasks *queue.Doc, t queue.Task) []string {
 	var list []string
 	seen := map[string]bool{}
-	add := func(v string) {
-		for _, p := range queue.List(v) {
+	add := func(paths []string) {
+		for _, p := range paths {
 			p = filepath.ToSlash(filepath.Clean(p))
 			if seen[p] || strings.HasPrefix(p, "../") || filepath.IsAbs(p) {
 				continue
@@ -336,11 +337,13 @@ func allowlist(l queue.Layout, tasks *queue.Doc, t queue.Task) []string {
 			}
 		}
 	}
-	add(tasks.Get(t.Record, "Test File"))
+	add(queue.List(tasks.Get(t.Record, "Test File")))
 	if t.Kind != queue.KindTest {
-		for _, dep := range depTests(tasks, t) {
+		deps := depTests(tasks, t)
+		add(redTestFiles(l, deps))
+		for _, dep := range deps {
 			rec, _ := tasks.Record(dep)
-			add(tasks.Get(rec, "Test File"))
+			add(queue.List(tasks.Get(rec, "Test File")))
 		}
 	}
 	sort.Strings(list)

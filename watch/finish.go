@@ -339,6 +339,7 @@ func (r *runner) runGate(ctx context.Context, a *attempt) (*gate.Verdict, error)
 	in.Changed = changed
 	switch a.task.Kind {
 	case queue.KindTest:
+		in.ProjectCommand, in.TestFile = redTests(l.Tasks(), a.id, a.testCmd)
 		return gate.Red(ctx, in)
 	case queue.KindBuild:
 		for _, dep := range a.depTests {

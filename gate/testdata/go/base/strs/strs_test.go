@@ -1,0 +1,9 @@
+package strs
+
+import "testing"
+
+func TestTwice(t *testing.T) {
+	if got := Twice("ab"); got != "abab" {
+		t.Fatalf("Twice(ab) = %q", got)
+	}
+}
