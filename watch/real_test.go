@@ -589,7 +589,10 @@ func TestRealPytestRedGreenVerify(t *testing.T) {
 // (and killed) because the first attempt's marker was moved into its attempt folder.
 func TestRealRetryAfterRejectedClaim(t *testing.T) {
 	t.Parallel()
-	r := newRealRepo(t, "gomod", goTest, redGreenVerify()[:2], map[string][]string{
+	// The test writer's command is its package's: this test is about the retry, not RED.
+	tasks := redGreenVerify()[:2]
+	tasks[0].testCommand = "go test ./cart"
+	r := newRealRepo(t, "gomod", goTest, tasks, map[string][]string{
 		"writer": slowAgent("test-writer", 200*time.Millisecond, 0, files(t, goRedFiles)),
 		"builder": {"TESTAGENT_MODE=plan", "TESTAGENT_FROM=" + files(t, goGreenFiles),
 			"TESTAGENT_PLAN=1=lie; 2=slow TESTAGENT_WORK=2500ms TESTAGENT_AFTER=200ms"},
@@ -654,7 +657,7 @@ func TestRealGraceReadsLateResult(t *testing.T) {
 	}
 	res := r.result("TASK-001", 1)
 	if res["outcome"] != "issue" || !strings.Contains(fmt.Sprint(res["message"]), "round half up") {
-		t.Errorf("attempt 1 ended %v (%v), message %q; want issue with the agent's question (its late result block read)",
+		t.Errorf("attempt 1 ended %v (%v), message %v; want issue with the agent's question (its late result block read)",
 			res["outcome"], res["reason"], res["message"])
 	}
 	r.noRetryUsed("TASK-001")
@@ -686,7 +689,9 @@ func TestRealUnparsableQueueAtFinish(t *testing.T) {
 	r.write(".orchestrator/task_queue.md", good+"### TASK-002: half-saved copy\n\n| Field | Value |\n|-------|-------|\n| Status | pending |\n")
 	r.waitLog("TASK-001", 1, "```tdd-result")
 	r.waitGone("TASK-001")
-	time.Sleep(time.Second) // the loop handles the finished attempt meanwhile
+	// What must not happen (an exit, a stopped agent) would happen within this second: the
+	// loop hears of the agent's end at once.
+	time.Sleep(time.Second)
 	if w.exited() {
 		t.Fatalf("watch ended (%v) when an attempt finished while the queue did not parse; want it to pause scheduling and go on\n%s", w.err, w.out.String())
 	}
@@ -721,6 +726,10 @@ func TestRealSIGINT(t *testing.T) {
 			t.Parallel()
 			r, w, ids := atPoint(t, p, "watch")
 			startsBefore, _ := os.ReadFile(r.starts)
+			dirsBefore := map[string][]int{}
+			for _, id := range ids {
+				dirsBefore[id] = r.attemptDirs(id)
+			}
 			w.cmd.Process.Signal(syscall.SIGINT)
 			code := w.wait(t, 15*time.Second)
 			if code != 130 {
@@ -741,6 +750,10 @@ func TestRealSIGINT(t *testing.T) {
 					t.Errorf("%s is %q, want %s%s\n%s", id, st[id], want, r.describeAttempts(id), w.out.String())
 				}
 				r.noRetryUsed(id)
+				if dirs := r.attemptDirs(id); !slices.Equal(dirs, dirsBefore[id]) {
+					t.Errorf("%s: attempt folders went from %v to %v after SIGINT: an attempt started after the signal%s\n%s",
+						id, dirsBefore[id], dirs, r.describeAttempts(id), w.out.String())
+				}
 			}
 			if startsAfter, _ := os.ReadFile(r.starts); !bytes.Equal(startsBefore, startsAfter) {
 				t.Errorf("an agent started after SIGINT: start log went from\n%s\nto\n%s", startsBefore, startsAfter)
@@ -804,6 +817,9 @@ func atPoint(t *testing.T, p string, args ...string) (*realRepo, *watchRun, []st
 			_, err := os.Stat(flag)
 			return err == nil
 		})
+		// The command sleeps 3 s after its flag: let whatever the loop does beside it (a
+		// launch of the next task) settle, so that the moment is well inside the command.
+		time.Sleep(200 * time.Millisecond)
 	}
 	return r, w, ids
 }
