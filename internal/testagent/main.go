@@ -24,9 +24,9 @@
 //	env         prints the ORCHESTRATOR_* variables, one NAME=value a line, and exits 0
 //	slow        works as a real agent does, slowly and with chatter: prints a progress line
 //	            every quarter second for TESTAGENT_WORK (a duration), writes the files of
-//	            TESTAGENT_WRITE and TESTAGENT_FROM, writes its marker, says so, waits TESTAGENT_AFTER (a
-//	            duration) and only then prints its final message with the result block
-//	            (honest mode's block, or TESTAGENT_STATE's) and exits 0
+//	            TESTAGENT_WRITE and TESTAGENT_FROM, writes its marker, says so, waits
+//	            TESTAGENT_AFTER (a duration) and only then prints its final message with
+//	            the result block (honest mode's, or TESTAGENT_STATE's) and exits 0
 //	plan        behaves per attempt, as TESTAGENT_PLAN says (below)
 //
 // TESTAGENT_PLAN lists one entry per attempt number, separated by ";": "N=mode" followed by
@@ -43,9 +43,10 @@
 // TESTAGENT_WRITE holds one path=content pair a line; paths are relative to
 // ORCHESTRATOR_ROOT (or the working folder). TESTAGENT_FROM names a folder whose files,
 // with their paths relative to it, are written the same way (for files of many lines).
-// TESTAGENT_MARKER, if set to "failed", makes the marker <ID>.failed instead. TESTAGENT_DELAY (a duration) waits before the marker, and
-// TESTAGENT_STAMP (any value) writes the wall-clock time of the marker, in nanoseconds, to
-// marker-time in the attempt folder. TESTAGENT_DELETE lists files (space-separated) that
+// TESTAGENT_MARKER, if set to "failed", makes the marker <ID>.failed instead.
+// TESTAGENT_DELAY (a duration) waits before the marker, and TESTAGENT_STAMP (any value)
+// writes the wall-clock time of the marker, in nanoseconds, to marker-time in the attempt
+// folder. TESTAGENT_DELETE lists files (space-separated) that
 // honest mode removes before writing. TESTAGENT_STATE=issue or dependency makes the result
 // block a failed one with that state and TESTAGENT_MESSAGE as its message (use it with
 // TESTAGENT_MARKER=failed).
