@@ -22,12 +22,31 @@
 //	linger      prints a valid block, writes <ID>.done and keeps running
 //	cat         copies its prompt to standard output and exits 0
 //	env         prints the ORCHESTRATOR_* variables, one NAME=value a line, and exits 0
+//	slow        works as a real agent does, slowly and with chatter: prints a progress line
+//	            every quarter second for TESTAGENT_WORK (a duration), writes the files of
+//	            TESTAGENT_WRITE and TESTAGENT_FROM, writes its marker, says so, waits
+//	            TESTAGENT_AFTER (a duration) and only then prints its final message with
+//	            the result block (honest mode's, or TESTAGENT_STATE's) and exits 0
+//	plan        behaves per attempt, as TESTAGENT_PLAN says (below)
+//
+// TESTAGENT_PLAN lists one entry per attempt number, separated by ";": "N=mode" followed by
+// optional KEY=VALUE settings (no spaces in them) that hold for that attempt only, e.g.
+// "1=lie; 2=slow TESTAGENT_WORK=3s". The attempt number is the last element of
+// ORCHESTRATOR_ATTEMPT_DIR; an attempt the plan does not list takes the entry of the highest
+// attempt number below it. So one task can lie on its first attempt and be honest on its
+// second.
+//
+// TESTAGENT_STARTLOG, in every mode, names a file to which each start appends one line,
+// "<task ID> <attempt number> <PID>", so that a test can count the agents each attempt
+// had.
 //
 // TESTAGENT_WRITE holds one path=content pair a line; paths are relative to
-// ORCHESTRATOR_ROOT (or the working folder). TESTAGENT_MARKER, if set to "failed", makes the
-// marker <ID>.failed instead. TESTAGENT_DELAY (a duration) waits before the marker, and
-// TESTAGENT_STAMP (any value) writes the wall-clock time of the marker, in nanoseconds, to
-// marker-time in the attempt folder. TESTAGENT_DELETE lists files (space-separated) that
+// ORCHESTRATOR_ROOT (or the working folder). TESTAGENT_FROM names a folder whose files,
+// with their paths relative to it, are written the same way (for files of many lines).
+// TESTAGENT_MARKER, if set to "failed", makes the marker <ID>.failed instead.
+// TESTAGENT_DELAY (a duration) waits before the marker, and TESTAGENT_STAMP (any value)
+// writes the wall-clock time of the marker, in nanoseconds, to marker-time in the attempt
+// folder. TESTAGENT_DELETE lists files (space-separated) that
 // honest mode removes before writing. TESTAGENT_STATE=issue or dependency makes the result
 // block a failed one with that state and TESTAGENT_MESSAGE as its message (use it with
 // TESTAGENT_MARKER=failed).
@@ -36,6 +55,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -51,7 +71,19 @@ import (
 )
 
 func main() {
-	if err := run(os.Getenv("TESTAGENT_MODE")); err != nil {
+	if err := logStart(); err != nil {
+		fmt.Fprintln(os.Stderr, "testagent:", err)
+		os.Exit(2)
+	}
+	mode := os.Getenv("TESTAGENT_MODE")
+	if mode == "plan" {
+		var err error
+		if mode, err = planned(); err != nil {
+			fmt.Fprintln(os.Stderr, "testagent:", err)
+			os.Exit(2)
+		}
+	}
+	if err := run(mode); err != nil {
 		fmt.Fprintln(os.Stderr, "testagent:", err)
 		os.Exit(2)
 	}
@@ -86,6 +118,8 @@ func run(mode string) error {
 	case "nomarker":
 		fmt.Println("I am finished.")
 		return nil
+	case "slow":
+		return slow(len(prompt))
 	case "exit1":
 		fmt.Fprintln(os.Stderr, "testagent: failing on purpose")
 		os.Exit(1)
@@ -162,6 +196,27 @@ func writeList() [][2]string {
 	return pairs
 }
 
+// readTree returns the files under dir as path=content pairs, paths relative to dir.
+func readTree(dir string) ([][2]string, error) {
+	var pairs [][2]string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		pairs = append(pairs, [2]string{filepath.ToSlash(rel), string(b)})
+		return nil
+	})
+	return pairs, err
+}
+
 func claimedFiles() []string {
 	files := []string{}
 	for _, p := range writeList() {
@@ -179,7 +234,15 @@ func writeFiles() ([]string, error) {
 		}
 		files = append(files, p)
 	}
-	for _, p := range writeList() {
+	pairs := writeList()
+	if from := os.Getenv("TESTAGENT_FROM"); from != "" {
+		more, err := readTree(from)
+		if err != nil {
+			return nil, err
+		}
+		pairs = append(pairs, more...)
+	}
+	for _, p := range pairs {
 		path := filepath.Join(root, p[0])
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return nil, err
@@ -233,4 +296,114 @@ func grandchild() error {
 	}
 	fmt.Println("started a child that will outlive me")
 	return marker()
+}
+
+// attemptNumber returns the attempt number: the last element of ORCHESTRATOR_ATTEMPT_DIR.
+func attemptNumber() (int, error) {
+	dir := os.Getenv("ORCHESTRATOR_ATTEMPT_DIR")
+	n, err := strconv.Atoi(filepath.Base(dir))
+	if err != nil {
+		return 0, fmt.Errorf("attempt number of ORCHESTRATOR_ATTEMPT_DIR %q: %w", dir, err)
+	}
+	return n, nil
+}
+
+// logStart appends "<task> <attempt> <pid>" to TESTAGENT_STARTLOG, when it is set.
+func logStart() error {
+	path := os.Getenv("TESTAGENT_STARTLOG")
+	if path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(f, "%s %s %d\n", os.Getenv("ORCHESTRATOR_TASK_ID"), filepath.Base(os.Getenv("ORCHESTRATOR_ATTEMPT_DIR")), os.Getpid())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// planned picks this attempt's entry of TESTAGENT_PLAN: it sets the entry's variables and
+// returns its mode.
+func planned() (string, error) {
+	n, err := attemptNumber()
+	if err != nil {
+		return "", err
+	}
+	best, bestN := "", 0
+	for _, entry := range strings.Split(os.Getenv("TESTAGENT_PLAN"), ";") {
+		head, _, _ := strings.Cut(strings.TrimSpace(entry), " ")
+		k, _, ok := strings.Cut(head, "=")
+		at, err := strconv.Atoi(k)
+		if !ok || err != nil {
+			if strings.TrimSpace(entry) != "" {
+				return "", fmt.Errorf("TESTAGENT_PLAN entry %q: want N=mode [KEY=VALUE...]", entry)
+			}
+			continue
+		}
+		if at <= n && at > bestN {
+			best, bestN = strings.TrimSpace(entry), at
+		}
+	}
+	if best == "" {
+		return "", fmt.Errorf("TESTAGENT_PLAN has no entry for attempt %d", n)
+	}
+	fields := strings.Fields(best)
+	_, mode, _ := strings.Cut(fields[0], "=")
+	for _, kv := range fields[1:] {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return "", fmt.Errorf("TESTAGENT_PLAN setting %q: want KEY=VALUE", kv)
+		}
+		if err := os.Setenv(k, v); err != nil {
+			return "", err
+		}
+	}
+	fmt.Printf("attempt %d: mode %s\n", n, mode)
+	return mode, nil
+}
+
+// duration reads a duration from the environment variable name; unset means zero.
+func duration(name string) (time.Duration, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return d, nil
+}
+
+// slow is a chatty agent that takes its time: progress lines while it works, then its
+// files and its marker, then a pause, and only then its final message.
+func slow(promptLen int) error {
+	work, err := duration("TESTAGENT_WORK")
+	if err != nil {
+		return err
+	}
+	after, err := duration("TESTAGENT_AFTER")
+	if err != nil {
+		return err
+	}
+	fmt.Println("Reading the task.")
+	for step, end := 1, time.Now().Add(work); time.Now().Before(end); step++ {
+		fmt.Printf("working: step %d\n", step)
+		time.Sleep(min(250*time.Millisecond, time.Until(end)))
+	}
+	files, err := writeFiles()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("wrote %d files\n", len(files))
+	if err := marker(); err != nil {
+		return err
+	}
+	fmt.Println("marker written; writing my summary")
+	time.Sleep(after)
+	fmt.Print("Here is what I did.\n\n" + result(files, promptLen).Render())
+	return nil
 }
