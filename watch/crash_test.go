@@ -2,6 +2,8 @@ package watch_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -73,13 +75,13 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	// Let the last run finish.
 	if code, out := r.run("watch", "--once", "--jobs", "2", "--grace", "100ms"); code != 0 {
-		t.Fatalf("final watch: exit %d\n%s", code, out)
+		t.Errorf("final watch: exit %d\n%s", code, out)
 	}
 	close(stop)
 	<-sampled
 	for id, s := range r.statuses() {
 		if s != "completed" {
-			t.Errorf("%s ended %q, want completed", id, s)
+			t.Errorf("%s ended %q, want completed; its attempts:\n%s", id, s, r.attemptLogs(id))
 		}
 	}
 	mu.Lock()
@@ -88,4 +90,18 @@ func TestCrashRecovery(t *testing.T) {
 		t.Errorf("tasks with two live agents: %v", twice)
 	}
 	r.noneLeft()
+}
+
+// attemptLogs returns the result.json and gate.log of every attempt of task id.
+func (r *repo) attemptLogs(id string) string {
+	var b strings.Builder
+	runs := filepath.Join(r.root, ".orchestrator", "runs", id)
+	entries, _ := os.ReadDir(runs)
+	for _, e := range entries {
+		for _, name := range []string{"result.json", "gate.log"} {
+			text, _ := os.ReadFile(filepath.Join(runs, e.Name(), name))
+			fmt.Fprintf(&b, "--- %s/%s\n%s\n", e.Name(), name, text)
+		}
+	}
+	return b.String()
 }

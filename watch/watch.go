@@ -488,6 +488,14 @@ func (r *runner) refusals(d *queue.Doc) map[string]string {
 			out[f.ID] = fmt.Sprintf("%s:%d: %s", filepath.Base(f.Path), f.Line, f.Message)
 		}
 	}
+	// A cycle is reported at its first task; every task on it is refused.
+	for _, cyc := range queue.Cycles(d.Tasks()) {
+		for _, id := range cyc {
+			if _, seen := out[id]; !seen {
+				out[id] = "dependency cycle: " + strings.Join(append(cyc, cyc[0]), " -> ")
+			}
+		}
+	}
 	r.rules, r.rulesSum = out, sum
 	return out
 }
