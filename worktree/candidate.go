@@ -1,0 +1,156 @@
+package worktree
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// A Change is one path that differs between two commits, as git reports it.
+type Change struct {
+	// Status is git's letter: A added, M modified, D deleted, R renamed, T type changed
+	// (a file became a symlink, say), C copied.
+	Status string `json:"status"`
+	// Path is the path in the newer commit (the old one for a deletion).
+	Path string `json:"path"`
+	// From is the old path of a rename or copy.
+	From string `json:"from,omitempty"`
+	// OldMode and NewMode are the octal git modes ("100644", "100755", "120000" for a
+	// symlink; "000000" where the path does not exist).
+	OldMode string `json:"old_mode"`
+	NewMode string `json:"new_mode"`
+}
+
+// Paths returns every path a change touches: both sides of a rename.
+func Paths(changes []Change) []string {
+	var out []string
+	for _, c := range changes {
+		if c.From != "" {
+			out = append(out, c.From)
+		}
+		out = append(out, c.Path)
+	}
+	return out
+}
+
+// Commit records what is in the slot's working tree now as a commit whose parent is base,
+// under ref, with message, and returns it. Files that .gitignore ignores are not part of
+// it. When the tree is base's own, nothing changed: it returns base itself and makes no
+// commit (ref is still set, to base).
+func (s *Slot) Commit(ctx context.Context, base, ref, message string) (string, error) {
+	// A copy of the orchestrator's index, so that the slot's stays the checkout's (Reset
+	// relies on its file times).
+	tmp := s.index + ".candidate"
+	if err := copyFile(s.index, tmp); err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp)
+	env := s.env(tmp)
+	if _, err := s.repo.git(ctx, s.Dir, env, "add", "-A", "--ignore-errors", "--", "."); err != nil {
+		return "", err
+	}
+	tree, err := s.repo.git(ctx, s.Dir, env, "write-tree")
+	if err != nil {
+		return "", err
+	}
+	tree = strings.TrimSpace(tree)
+	commit := base
+	baseTree, err := s.repo.git(ctx, s.repo.Root, nil, "rev-parse", base+"^{tree}")
+	if err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(baseTree) != tree {
+		if commit, err = s.repo.commitTree(ctx, tree, base, message); err != nil {
+			return "", err
+		}
+	}
+	if ref != "" {
+		if _, err := s.repo.git(ctx, s.repo.Root, nil, "update-ref", ref, commit); err != nil {
+			return "", err
+		}
+	}
+	return commit, nil
+}
+
+// commitTree makes a commit of tree with parent and message.
+func (r *Repo) commitTree(ctx context.Context, tree, parent, message string) (string, error) {
+	out, err := run(ctx, r.Root, r.identity, []byte(message), "commit-tree", tree, "-p", parent, "-F", "-")
+	return strings.TrimSpace(out), err
+}
+
+// Diff lists what changed from commit a to commit b, renames found (git's default
+// similarity), in git's order.
+func (r *Repo) Diff(ctx context.Context, a, b string) ([]Change, error) {
+	out, err := r.git(ctx, r.Root, nil, "diff-tree", "-r", "-z", "--raw", "-M", "--no-ext-diff", "--no-textconv", a, b)
+	if err != nil {
+		return nil, err
+	}
+	return parseRaw(out)
+}
+
+// parseRaw reads `git diff-tree -z --raw`: ":old new oldsha newsha status\0path\0" (two
+// paths for a rename or copy).
+func parseRaw(out string) ([]Change, error) {
+	fields := strings.Split(out, "\x00")
+	var changes []Change
+	for i := 0; i < len(fields); i++ {
+		meta := fields[i]
+		if meta == "" {
+			continue
+		}
+		if !strings.HasPrefix(meta, ":") {
+			return nil, fmt.Errorf("git diff-tree: unexpected %q", meta)
+		}
+		parts := strings.Fields(meta[1:])
+		if len(parts) != 5 || i+1 >= len(fields) {
+			return nil, fmt.Errorf("git diff-tree: unexpected %q", meta)
+		}
+		c := Change{OldMode: parts[0], NewMode: parts[1], Status: parts[4][:1]}
+		i++
+		c.Path = fields[i]
+		if c.Status == "R" || c.Status == "C" {
+			if i+1 >= len(fields) {
+				return nil, fmt.Errorf("git diff-tree: %s without its new path", c.Path)
+			}
+			i++
+			c.From, c.Path = c.Path, fields[i]
+		}
+		changes = append(changes, c)
+	}
+	return changes, nil
+}
+
+// Patch returns the change from a to b as a patch, binary files included.
+func (r *Repo) Patch(ctx context.Context, a, b string) (string, error) {
+	return r.git(ctx, r.Root, nil, "diff", "--no-ext-diff", "--no-textconv", "--binary", "-M", a, b)
+}
+
+// Show returns the file at path in commit (a blob's bytes).
+func (r *Repo) Show(ctx context.Context, commit, path string) ([]byte, error) {
+	out, err := r.git(ctx, r.Root, nil, "cat-file", "blob", commit+":"+filepath.ToSlash(path))
+	return []byte(out), err
+}
+
+// Tree returns the tree of commit.
+func (r *Repo) Tree(ctx context.Context, commit string) (string, error) {
+	out, err := r.git(ctx, r.Root, nil, "rev-parse", "--verify", commit+"^{tree}")
+	return strings.TrimSpace(out), err
+}
+
+// SetRef points ref at commit; DeleteRef removes it. Refs under refs/orchestrator/ keep
+// candidates and evidence reachable (so that gc keeps them) and findable after a crash.
+func (r *Repo) SetRef(ctx context.Context, ref, commit string) error {
+	_, err := r.git(ctx, r.Root, nil, "update-ref", ref, commit)
+	return err
+}
+
+// Ref returns the commit ref points at, or "" when there is no such ref.
+func (r *Repo) Ref(ctx context.Context, ref string) string {
+	out, err := r.git(ctx, r.Root, nil, "rev-parse", "--verify", "-q", ref+"^{commit}")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(out)
+}

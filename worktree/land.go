@@ -1,0 +1,125 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrMoved means the integration branch is no longer where a candidate was based: another
+// task landed, or the person committed. The candidate is rebased and judged again.
+var ErrMoved = errors.New("the integration branch moved")
+
+// A ConflictError means a change could not be applied: a rebase onto the new head
+// conflicted, or landing would overwrite the person's uncommitted changes. Paths names the
+// files.
+type ConflictError struct {
+	What  string // "rebase" or "landing"
+	Paths []string
+}
+
+func (e *ConflictError) Error() string {
+	if e.What == "landing" {
+		return "landing would overwrite uncommitted changes in the working tree: " + strings.Join(e.Paths, ", ")
+	}
+	return "rebase onto the integration head conflicts in " + strings.Join(e.Paths, ", ")
+}
+
+// Rebase replays candidate (a commit whose parent is its base) onto onto, as a three-way
+// merge of trees in git's object store (no working tree is touched), and returns the new
+// commit with message. A conflict is a *ConflictError naming the paths.
+func (r *Repo) Rebase(ctx context.Context, candidate, onto, message string) (string, error) {
+	out, err := r.git(ctx, r.Root, nil, "merge-tree", "--write-tree", "--name-only", "--no-messages", onto, candidate)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	switch {
+	case err != nil && exitCode(err) == 1 && len(lines) > 1:
+		return "", &ConflictError{What: "rebase", Paths: lines[1:]}
+	case err != nil:
+		return "", err
+	}
+	return r.commitTree(ctx, lines[0], onto, message)
+}
+
+// Parent returns the first parent of commit.
+func (r *Repo) Parent(ctx context.Context, commit string) (string, error) {
+	out, err := r.git(ctx, r.Root, nil, "rev-parse", "--verify", "-q", commit+"^1")
+	return strings.TrimSpace(out), err
+}
+
+// Land puts candidate on the integration branch as one commit with message, and returns
+// it. The candidate's parent must be the branch's head (else ErrMoved: rebase it and judge
+// it again). When the person's working tree is on the branch, it follows as a fast-forward
+// would (their branch advances as if they had pulled), keeping their uncommitted changes;
+// where the landing would overwrite them, nothing lands and the error is a *ConflictError
+// naming the paths. When it is on another branch, only the branch moves.
+func (r *Repo) Land(ctx context.Context, candidate, message string) (string, error) {
+	head, err := r.Head(ctx)
+	if err != nil {
+		return "", err
+	}
+	parent, err := r.Parent(ctx, candidate)
+	if err != nil {
+		return "", err
+	}
+	if parent != head {
+		return "", ErrMoved
+	}
+	tree, err := r.Tree(ctx, candidate)
+	if err != nil {
+		return "", err
+	}
+	commit, err := r.commitTree(ctx, tree, head, message)
+	if err != nil {
+		return "", err
+	}
+	current, _ := r.git(ctx, r.Root, nil, "symbolic-ref", "-q", "HEAD")
+	if strings.TrimSpace(current) != "refs/heads/"+r.Branch {
+		if _, err := r.git(ctx, r.Root, nil, "update-ref", "refs/heads/"+r.Branch, commit, head); err != nil {
+			return "", fmt.Errorf("%w: %v", ErrMoved, err)
+		}
+		return commit, nil
+	}
+	if _, err := r.git(ctx, r.Root, nil, "merge", "--ff-only", "-q", "--no-stat", commit); err != nil {
+		var ge *Error
+		if errors.As(err, &ge) {
+			if paths := overwritten(ge.Stderr); len(paths) > 0 {
+				return "", &ConflictError{What: "landing", Paths: paths}
+			}
+			if strings.Contains(ge.Stderr, "Not possible to fast-forward") {
+				return "", ErrMoved
+			}
+		}
+		return "", err
+	}
+	return commit, nil
+}
+
+// overwritten reads the paths git lists when a checkout would overwrite local changes or
+// untracked files: the tab-indented lines after the error line.
+func overwritten(stderr string) []string {
+	var paths []string
+	listing := false
+	for _, line := range strings.Split(stderr, "\n") {
+		switch {
+		case strings.Contains(line, "would be overwritten by"):
+			listing = true
+		case listing && strings.HasPrefix(line, "\t"):
+			paths = append(paths, strings.TrimSpace(line))
+		default:
+			listing = false
+		}
+	}
+	return paths
+}
+
+// Landed returns the commit of the integration branch that landed attempt n of task, or
+// "" if none did: after a crash, a landing is never made twice.
+func (r *Repo) Landed(ctx context.Context, task string, n int) string {
+	out, err := r.git(ctx, r.Root, nil, "log", "-1", "--format=%H", "-F", "--all-match",
+		"--grep=Orchestrator-Task: "+task, fmt.Sprintf("--grep=Orchestrator-Attempt: %d", n), "refs/heads/"+r.Branch)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(out)
+}

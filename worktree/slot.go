@@ -1,0 +1,165 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// A Slot is a git worktree of the repository that the orchestrator owns: an attempt's
+// desk, or the gate's. It lives under the repository's git folder and is reused: Reset
+// brings it to any commit, pristine.
+//
+// The slot's index, the one git would use in it, is the agent's to spoil: every command of
+// the orchestrator in a slot uses its own index instead, kept in the state folder, whose
+// file times were taken when the orchestrator itself wrote the files. An edit the agent
+// makes changes a file's ctime, which it cannot put back, so git sees it even when the
+// size and the modification time are the same.
+type Slot struct {
+	repo *Repo
+	// Name names the slot: "job-1", "gate".
+	Name string
+	// Dir is the slot's working tree.
+	Dir string
+	// admin is the slot's folder in the git folder (worktrees/<name>).
+	admin string
+	// index is the orchestrator's index of the slot.
+	index string
+}
+
+// slotsDir is the folder of the slots' working trees.
+func (r *Repo) slotsDir() string { return filepath.Join(r.state, "slots") }
+
+// Slot returns the slot called name, making its worktree if it does not exist yet. Reset
+// it before use.
+func (r *Repo) Slot(ctx context.Context, name string) (*Slot, error) {
+	s := &Slot{repo: r, Name: name, Dir: filepath.Join(r.slotsDir(), name), index: filepath.Join(r.state, "index", name)}
+	if err := os.MkdirAll(filepath.Dir(s.index), 0o755); err != nil {
+		return nil, err
+	}
+	admin, err := r.adminOf(s.Dir)
+	if err != nil {
+		// A slot left half made: start it again.
+		_ = r.removeSlot(ctx, s.Dir)
+		if _, err := r.git(ctx, r.Root, nil, "worktree", "add", "--detach", "--no-checkout", "-f", s.Dir, "refs/heads/"+r.Branch); err != nil {
+			return nil, err
+		}
+		if admin, err = r.adminOf(s.Dir); err != nil {
+			return nil, err
+		}
+		os.Remove(s.index)
+	}
+	s.admin = admin
+	return s, nil
+}
+
+// adminOf returns the admin folder that git keeps for the worktree at dir, from the
+// repository's list (never from the .git file in dir, which an agent could rewrite).
+func (r *Repo) adminOf(dir string) (string, error) {
+	entries, err := os.ReadDir(filepath.Join(r.Common, "worktrees"))
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		admin := filepath.Join(r.Common, "worktrees", e.Name())
+		b, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+		if err != nil {
+			continue
+		}
+		if filepath.Clean(strings.TrimSpace(string(b))) == filepath.Join(dir, ".git") {
+			if _, err := os.Stat(dir); err != nil {
+				return "", err
+			}
+			return admin, nil
+		}
+	}
+	return "", fmt.Errorf("%s is not a worktree of %s: %w", dir, r.Root, fs.ErrNotExist)
+}
+
+// env is the environment of the orchestrator's git commands in the slot: its admin folder,
+// its working tree and the orchestrator's index, whatever the slot's .git file says.
+func (s *Slot) env(index string) []string {
+	return []string{"GIT_DIR=" + s.admin, "GIT_WORK_TREE=" + s.Dir, "GIT_INDEX_FILE=" + index}
+}
+
+// Reset makes the slot a pristine checkout of commit: tracked files as in commit, nothing
+// else (untracked and ignored files removed). Only the files that differ are written.
+func (s *Slot) Reset(ctx context.Context, commit string) error {
+	// The .git file is git's way into the slot for the agent's own git commands; put it
+	// back in case the agent changed or removed it.
+	gitFile := filepath.Join(s.Dir, ".git")
+	if err := os.WriteFile(gitFile, []byte("gitdir: "+s.admin+"\n"), 0o644); err != nil {
+		return err
+	}
+	env := s.env(s.index)
+	if _, err := s.repo.git(ctx, s.Dir, env, "reset", "-q", "--no-recurse-submodules", "--hard", commit); err != nil {
+		// An index that git cannot read (a crash while writing it): start again.
+		os.Remove(s.index)
+		if _, err := s.repo.git(ctx, s.Dir, env, "reset", "-q", "--hard", commit); err != nil {
+			return err
+		}
+	}
+	if _, err := s.repo.git(ctx, s.Dir, env, "clean", "-ffdxq", "-e", "/.git"); err != nil {
+		return err
+	}
+	// The agent's git sees the same state (git status is fast and true in the slot).
+	return copyFile(s.index, filepath.Join(s.admin, "index"))
+}
+
+// Remove deletes the slot's worktree and the orchestrator's index of it.
+func (s *Slot) Remove(ctx context.Context) error {
+	os.Remove(s.index)
+	return s.repo.removeSlot(ctx, s.Dir)
+}
+
+func (r *Repo) removeSlot(ctx context.Context, dir string) error {
+	_, err := r.git(ctx, r.Root, nil, "worktree", "remove", "--force", "--force", dir)
+	if err != nil {
+		// Not a worktree git knows (or a broken one): remove the files and let prune
+		// forget it.
+		if rmErr := os.RemoveAll(dir); rmErr != nil {
+			return rmErr
+		}
+		_, err = r.git(ctx, r.Root, nil, "worktree", "prune")
+	}
+	return err
+}
+
+// RemoveSlots deletes every slot: at the end of a run, and at the start of one, for the
+// slots a crashed run left. Afterwards `git worktree list` shows only the person's trees.
+func (r *Repo) RemoveSlots(ctx context.Context) error {
+	entries, err := os.ReadDir(r.slotsDir())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		if err := r.removeSlot(ctx, filepath.Join(r.slotsDir(), e.Name())); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	os.RemoveAll(filepath.Join(r.state, "index"))
+	if _, err := r.git(ctx, r.Root, nil, "worktree", "prune"); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	tmp := dst + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
+}
