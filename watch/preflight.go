@@ -46,8 +46,59 @@ func (e *PreflightError) Unwrap() []error { return e.Problems }
 // when that file exists and is executable (relative to the repository root, where agents
 // run). Preflight returns a *PreflightError, or nil.
 func Preflight(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only ...string) error {
-	p := &preflight{l: l, cfg: cfg, checked: map[string]string{}}
-	var taskProblems []error
+	named, missing := checkAgents(l, cfg, tasks, only, true)
+	problems := mergeProblems(named, missing)
+	if len(problems) == 0 {
+		return nil
+	}
+	return &PreflightError{Problems: problems}
+}
+
+// CheckAgents makes Preflight's checks for `orchestrator validate`, in two lists: the
+// problems of the files (an unknown agent name, an agent without a command), and the
+// programs that are not installed on this machine, which may not be the one that runs the
+// agents. The default agent is checked for its program only when config.yaml names it: the
+// built-in default on a machine that only validates is no finding.
+func CheckAgents(l queue.Layout, cfg *config.Config, tasks *queue.Doc) (named, notInstalled []error) {
+	return checkAgents(l, cfg, tasks, nil, cfg.Line("agent") > 0)
+}
+
+// mergeProblems puts the problems of config.yaml first, in line order, then the tasks'.
+func mergeProblems(a, b []error) []error {
+	all := append(slices.Clip(a), b...)
+	rank := func(e error) (int, int) {
+		var ce *config.Error
+		var pe *queue.ParseError
+		switch {
+		case errors.As(e, &ce):
+			return 1, ce.Line
+		case errors.As(e, &pe):
+			return 2, pe.Line
+		}
+		return 0, 0
+	}
+	slices.SortStableFunc(all, func(x, y error) int {
+		rx, lx := rank(x)
+		ry, ly := rank(y)
+		if rx != ry {
+			return rx - ry
+		}
+		return lx - ly
+	})
+	return all
+}
+
+func checkAgents(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only []string, defaultInstalled bool) (named, missing []error) {
+	p := &preflight{l: l, cfg: cfg, checked: map[string]problem{}}
+	add := func(pr problem, err error) {
+		list := &named
+		if pr.notInstalled {
+			list = &missing
+		}
+		if !slices.ContainsFunc(*list, func(e error) bool { return e.Error() == err.Error() }) {
+			*list = append(*list, err)
+		}
+	}
 	needDefault := false
 	if tasks != nil {
 		for i := range tasks.Records {
@@ -55,8 +106,8 @@ func Preflight(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only ...str
 			if len(only) > 0 && !slices.Contains(only, rec.ID) {
 				continue
 			}
-			t := tasks.Task(rec)
-			if t.Status == queue.StatusCompleted || t.Status == queue.StatusSkipped {
+			status, _ := queue.NormalizeStatus(queue.Tasks, tasks.Get(rec, "Status"))
+			if status == queue.StatusCompleted || status == queue.StatusSkipped {
 				continue
 			}
 			f, ok := tasks.Lookup(rec, "Agent")
@@ -68,13 +119,12 @@ func Preflight(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only ...str
 				needDefault = true
 				continue
 			}
-			if msg := p.check(name, tasks.Get(rec, "Complexity"), true); msg != "" {
-				taskProblems = append(taskProblems, &queue.ParseError{Path: tasks.Path, Line: f.Line(), ID: rec.ID, Msg: msg})
+			if pr := p.check(name, tasks.Get(rec, "Complexity"), true); pr.msg != "" {
+				add(pr, &queue.ParseError{Path: tasks.Path, Line: f.Line(), ID: rec.ID, Msg: pr.msg})
 			}
 		}
 	}
 	// The config's names: the ladder, when there is one, picks every attempt's agent.
-	var problems []error
 	type ref struct {
 		name string
 		keys []string
@@ -84,9 +134,9 @@ func Preflight(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only ...str
 		refs = append(refs, ref{name, []string{"ladder", strconv.Itoa(i)}})
 	}
 	for i, ref := range refs {
-		used := needDefault && (i > 0 || len(cfg.Ladder) == 0)
-		msg := p.check(ref.name, "", used)
-		if msg == "" {
+		used := needDefault && (i > 0 || len(cfg.Ladder) == 0) && (i > 0 || defaultInstalled)
+		pr := p.check(ref.name, "", used)
+		if pr.msg == "" {
 			continue
 		}
 		// A configured agent's problem is in its command, which has a line of its own.
@@ -94,19 +144,19 @@ func Preflight(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only ...str
 		if _, ok := cfg.Agents[ref.name]; ok {
 			line = cfg.Line("agents", ref.name, "command")
 		}
-		var err error = &config.Error{Path: cfg.Path(), Line: line, Msg: msg}
+		var err error = &config.Error{Path: cfg.Path(), Line: line, Msg: pr.msg}
 		if line == 0 {
-			err = errors.New(msg) // the default agent, or a flag's
+			err = errors.New(pr.msg) // the default agent, or a flag's
 		}
-		if !slices.ContainsFunc(problems, func(e error) bool { return e.Error() == err.Error() }) {
-			problems = append(problems, err)
-		}
+		add(pr, err)
 	}
-	problems = append(problems, taskProblems...)
-	if len(problems) == 0 {
-		return nil
-	}
-	return &PreflightError{Problems: problems}
+	return named, missing
+}
+
+// A problem is what keeps an agent from starting: msg, or "" for none.
+type problem struct {
+	msg          string
+	notInstalled bool // its program is missing on this machine
 }
 
 // preflight remembers the agents it has checked: a hundred tasks of one agent look its
@@ -114,47 +164,47 @@ func Preflight(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only ...str
 type preflight struct {
 	l       queue.Layout
 	cfg     *config.Config
-	checked map[string]string // name, complexity and installed → the problem, or ""
+	checked map[string]problem // by name, complexity and installed
 }
 
 // check returns what keeps the agent called name from starting for a task of the given
 // complexity, or "". With installed false, only the name and the command are checked.
-func (p *preflight) check(name, complexity string, installed bool) string {
+func (p *preflight) check(name, complexity string, installed bool) problem {
 	key := name + "\x00" + strings.ToLower(strings.TrimSpace(complexity)) + "\x00" + strconv.FormatBool(installed)
-	if msg, ok := p.checked[key]; ok {
-		return msg
+	if pr, ok := p.checked[key]; ok {
+		return pr
 	}
-	msg := p.checkAgent(name, complexity, installed)
-	p.checked[key] = msg
-	return msg
+	pr := p.checkAgent(name, complexity, installed)
+	p.checked[key] = pr
+	return pr
 }
 
-func (p *preflight) checkAgent(name, complexity string, installed bool) string {
+func (p *preflight) checkAgent(name, complexity string, installed bool) problem {
 	configured := map[string][]string{}
 	for k, v := range p.cfg.Agents {
 		configured[k] = v.Command
 	}
 	if _, ok := configured[name]; name == agents.Replay && !ok {
-		return "" // this program, run with its replay subcommand
+		return problem{} // this program, run with its replay subcommand
 	}
 	ad, err := agents.Lookup(name, configured)
 	if err != nil {
-		return err.Error()
+		return problem{msg: err.Error()}
 	}
 	argv := ad.Command(agents.ModelOptions{
 		Model:    p.cfg.Model(strings.ToLower(strings.TrimSpace(complexity))),
 		MaxTurns: p.cfg.MaxTurns,
 	})
 	if len(argv) == 0 || argv[0] == "" {
-		return fmt.Sprintf("agent %s has no command: give it one under agents: in %s", name, filepath.Base(p.l.Config()))
+		return problem{msg: fmt.Sprintf("agent %s has no command: give it one under agents: in %s", name, filepath.Base(p.l.Config()))}
 	}
 	if !installed {
-		return ""
+		return problem{}
 	}
 	if err := p.installed(argv[0]); err != nil {
-		return fmt.Sprintf("agent %s: %v", name, err)
+		return problem{msg: fmt.Sprintf("agent %s: %v", name, err), notInstalled: true}
 	}
-	return ""
+	return problem{}
 }
 
 // installed reports why program cannot be started by an agent running in the repository

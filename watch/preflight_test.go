@@ -142,3 +142,46 @@ func writeFile(t *testing.T, path, text string, mode os.FileMode) {
 		t.Fatal(err)
 	}
 }
+
+// TestCheckAgents checks validate's view: names and commands apart from programs that are
+// not installed, and the built-in default agent's program not looked for.
+func TestCheckAgents(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	tasks := "# Tasks\n\n### TASK-001\n\n| Field | Value |\n|---|---|\n| Status | pending |\n\n" +
+		"### TASK-002\n\n| Field | Value |\n|---|---|\n| Status | pending |\n| Agent | codex |\n\n" +
+		"### TASK-003\n\n| Field | Value |\n|---|---|\n| Status | pending |\n| Agent | exec |\n"
+	for _, tt := range []struct {
+		name, config        string
+		named, notInstalled string
+	}{
+		{"built-in default", "jobs: 1\n",
+			"$Q:21: TASK-003: agent exec has no command: give it one under agents: in config.yaml",
+			`$Q:14: TASK-002: agent codex: program "codex" is not installed (not on PATH)`},
+		{"named default", "agent: claude\n",
+			"$Q:21: TASK-003: agent exec has no command: give it one under agents: in config.yaml",
+			"$C:1: agent claude: program \"claude\" is not installed (not on PATH)\n" +
+				`$Q:14: TASK-002: agent codex: program "codex" is not installed (not on PATH)`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l := queue.Layout{Root: t.TempDir()}
+			writeFile(t, l.Config(), tt.config, 0o644)
+			writeFile(t, l.Tasks(), tasks, 0o644)
+			cfg, err := config.Load(l.Config())
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := queue.Load(l.Tasks())
+			if err != nil {
+				t.Fatal(err)
+			}
+			named, missing := CheckAgents(l, cfg, d)
+			r := strings.NewReplacer("$Q", l.Tasks(), "$C", l.Config())
+			if got := errors.Join(named...); got == nil || got.Error() != r.Replace(tt.named) {
+				t.Errorf("named = %v\nwant %s", got, r.Replace(tt.named))
+			}
+			if got := errors.Join(mergeProblems(nil, missing)...); got == nil || got.Error() != r.Replace(tt.notInstalled) {
+				t.Errorf("not installed = %v\nwant %s", got, r.Replace(tt.notInstalled))
+			}
+		})
+	}
+}
