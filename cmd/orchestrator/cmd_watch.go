@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/orchestrator/orchestrator/config"
+	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/watch"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -85,6 +87,7 @@ func runWatch(ctx context.Context, opts *watchOptions) error {
 	}
 	if opts.Agent != "" {
 		cfg.Agent, cfg.Ladder = opts.Agent, nil
+		cfg.Override("agent", "ladder")
 	}
 	if opts.Timeout > 0 {
 		cfg.TaskTimeout.Duration = opts.Timeout
@@ -102,6 +105,9 @@ func runWatch(ctx context.Context, opts *watchOptions) error {
 		format = watch.JSON
 	case isTerminal(opts.Stdout):
 		format = watch.Table
+	}
+	if err := checkBeforeRun(l, cfg, opts.Only); err != nil {
+		return err
 	}
 	exe, _ := os.Executable()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -125,6 +131,28 @@ func runWatch(ctx context.Context, opts *watchOptions) error {
 		return &exitError{code: exitFailure}
 	}
 	return nil
+}
+
+// checkBeforeRun refuses a run that could only fail, before anything is written (no lock,
+// no attempt folder, no status change), with exit 2: a queue that cannot be read, a test
+// plan that validate would refuse, or an agent that cannot start (watch.Preflight). A
+// missing default plan is no plan, as for validate.
+func checkBeforeRun(l queue.Layout, cfg *config.Config, only string) error {
+	tasks, err := queue.Load(l.Tasks())
+	if err != nil {
+		return err
+	}
+	if _, err := loadOptional(l.Issues()); err != nil {
+		return err
+	}
+	if _, err := loadPlan(l, "", false); err != nil {
+		return err
+	}
+	var ids []string
+	if only != "" {
+		ids = []string{only}
+	}
+	return watch.Preflight(l, cfg, tasks, ids...)
 }
 
 // isTerminal reports whether w is a terminal.
