@@ -2,7 +2,9 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -49,10 +51,42 @@ func TestScripts(t *testing.T) {
 			env.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 			return nil
 		},
+		Condition: missingCondition,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exitcode": cmdExitCode,
+			"exitcode":   cmdExitCode,
+			"writebytes": cmdWriteBytes,
 		},
 	})
+}
+
+// cmdWriteBytes writes a file from a Go string literal, for bytes a script cannot hold
+// (a NUL, invalid UTF-8): `writebytes file.md "a\x00b"`.
+func cmdWriteBytes(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: writebytes file \"go string\"")
+	}
+	data, err := strconv.Unquote(`"` + args[1] + `"`)
+	if err != nil {
+		ts.Fatalf("writebytes: %v", err)
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(data), 0o644))
+}
+
+// missingCondition is the scripts' condition [missing:PROGRAM]: true when PROGRAM is not on
+// PATH, so that `[missing:git] skip 'no git'` skips the rest of the script; with CI=true,
+// where everything the tests need is installed, a missing program fails the script.
+func missingCondition(cond string) (bool, error) {
+	prog, ok := strings.CutPrefix(cond, "missing:")
+	if !ok {
+		return false, fmt.Errorf("unknown condition %q", cond)
+	}
+	if _, err := exec.LookPath(prog); err == nil {
+		return false, nil
+	}
+	if os.Getenv("CI") == "true" {
+		return false, fmt.Errorf("%s is not installed, and CI=true: a test that needs it may not be skipped", prog)
+	}
+	return true, nil
 }
 
 // cmdExitCode checks the exit code of the last orchestrator command: `exitcode 2`.
