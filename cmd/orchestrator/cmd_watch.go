@@ -168,27 +168,44 @@ func isTerminal(w any) bool {
 // promptOptions are the options of `orchestrator prompt`.
 type promptOptions struct {
 	*globalOptions
-	ID string
+	ID   string
+	JSON bool
 }
 
 func newPromptCommand(g *globalOptions) *cobra.Command {
 	opts := &promptOptions{globalOptions: g}
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:   "prompt ID",
 		Short: "Print exactly the prompt the agent of task ID would receive now",
-		Args:  usageArgs(cobra.ExactArgs(1)),
+		Long: `Print exactly the prompt the agent of task ID would receive if it started now. With --json,
+print {"task", "role", "attempt", "allowlist", "prompt"}: the role that would run, the attempt
+number, the files the prompt may include, and the prompt.`,
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.ID = args[0]
-			l, cfg, err := opts.layoutConfig()
-			if err != nil {
-				return err
-			}
-			text, err := watch.PromptFor(l, cfg, opts.ID)
-			if err != nil {
-				return err
-			}
-			_, err = fmt.Fprint(opts.Stdout, text)
-			return err
+			return runPrompt(opts)
 		},
 	}
+	c.Flags().BoolVar(&opts.JSON, "json", false, "print the prompt and what it was built from as JSON")
+	return c
+}
+
+func runPrompt(opts *promptOptions) error {
+	l, cfg, err := opts.layoutConfig()
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		info, err := watch.PromptInfoFor(l, cfg, opts.ID)
+		if err != nil {
+			return err
+		}
+		return writeJSON(opts.Stdout, info)
+	}
+	text, err := watch.PromptFor(l, cfg, opts.ID)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprint(opts.Stdout, text)
+	return err
 }
