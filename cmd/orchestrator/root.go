@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/orchestrator/orchestrator/config"
@@ -127,7 +128,9 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 		Short:         "Run coding agents through a strict test-driven loop, with state in markdown",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version,
 	}
+	root.SetVersionTemplate(versionText(debug.ReadBuildInfo()))
 	root.PersistentFlags().StringVar(&g.Dir, "dir", "", "repository root (default: the first folder up that holds .orchestrator/; or $ORCHESTRATOR_DIR)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: err}
