@@ -150,6 +150,9 @@ func flushSed(b *testing.B, path string) {
 func buildOrchestrator(b *testing.B, dir string) string {
 	b.Helper()
 	if _, err := exec.LookPath("sed"); err != nil {
+		if os.Getenv("CI") == "true" {
+			b.Fatal("no sed to compare with, and CI=true")
+		}
 		b.Skip("no sed to compare with")
 	}
 	bin := filepath.Join(dir, "orchestrator")
