@@ -150,7 +150,56 @@ func checkAgents(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only []st
 		}
 		add(pr, err)
 	}
-	return named, missing
+	return named, groupMissing(missing)
+}
+
+// groupMissing keeps the first report of each missing program, and says how many more times
+// the same agent is named: a queue of a thousand tasks of an agent that is not installed
+// gets one line, not a thousand.
+func groupMissing(list []error) []error {
+	msg := func(e error) string {
+		var pe *queue.ParseError
+		var ce *config.Error
+		switch {
+		case errors.As(e, &pe):
+			return pe.Msg
+		case errors.As(e, &ce):
+			return ce.Msg
+		}
+		return e.Error()
+	}
+	list = mergeProblems(list, nil)
+	var out []error
+	more := map[string]int{}
+	first := map[string]int{}
+	for _, e := range list {
+		m := msg(e)
+		if _, ok := first[m]; ok {
+			more[m]++
+			continue
+		}
+		first[m] = len(out)
+		out = append(out, e)
+	}
+	for m, n := range more {
+		suffix := fmt.Sprintf(" (named %d more times)", n)
+		if n == 1 {
+			suffix = " (named once more)"
+		}
+		switch e := out[first[m]].(type) {
+		case *queue.ParseError:
+			c := *e
+			c.Msg += suffix
+			out[first[m]] = &c
+		case *config.Error:
+			c := *e
+			c.Msg += suffix
+			out[first[m]] = &c
+		default:
+			out[first[m]] = errors.New(e.Error() + suffix)
+		}
+	}
+	return out
 }
 
 // A problem is what keeps an agent from starting: msg, or "" for none.

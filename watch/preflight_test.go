@@ -49,6 +49,12 @@ func TestPreflight(t *testing.T) {
 				`$Q:17: TASK-002: agent missing: program "./nope.sh" does not exist`,
 				`$Q:25: TASK-003: agent plain: program "./plain.txt" is not executable`,
 			}},
+		{"a missing program once", "agent: replay\nagents:\n  gone: {command: [absent]}\n",
+			[]string{task("TASK-001", "pending", "gone"), task("TASK-002", "pending", "nope"), task("TASK-003", "pending", "gone"), task("TASK-004", "pending", "gone")}, nil,
+			[]string{
+				`$Q:9: TASK-001: agent gone: program "absent" is not installed (not on PATH) (named 2 more times)`,
+				`$Q:17: TASK-002: unknown agent "nope" (known: claude, codex, exec, gone, replay)`,
+			}},
 		{"done tasks are not checked", "agent: replay\n",
 			[]string{task("TASK-001", "completed", "nope"), task("TASK-002", "skipped", "exec")}, nil, nil},
 		{"only the named task", "agent: replay\n",
