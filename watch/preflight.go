@@ -37,16 +37,16 @@ func (e *PreflightError) Unwrap() []error { return e.Problems }
 // Preflight checks, before any task is launched, that every agent the run could start can
 // start, so that a misconfiguration is reported at once and never by burning an attempt of
 // a task. It checks the Agent field of every task that could still run (any status but
-// completed and skipped; only the tasks named in only, when it names any); the config's
-// default agent and its ladder by name always, and for an installed program when a task
-// that could still run has no Agent field of its own (then one of them runs it). The replay
-// agent is this program: it needs nothing installed.
+// completed and skipped; only the tasks named in only, when it names any), and the config's
+// default agent and its ladder when such a task has no Agent field of its own (then one of
+// them runs it). A name is checked, and its command, and that its program is installed. The
+// replay agent is this program: it needs nothing installed.
 //
 // A program is installed when it is on PATH, or, for a command whose program has a slash,
 // when that file exists and is executable (relative to the repository root, where agents
 // run). Preflight returns a *PreflightError, or nil.
 func Preflight(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only ...string) error {
-	named, missing := checkAgents(l, cfg, tasks, only, true)
+	named, missing := checkAgents(l, cfg, tasks, only, false, true)
 	problems := mergeProblems(named, missing)
 	if len(problems) == 0 {
 		return nil
@@ -57,10 +57,13 @@ func Preflight(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only ...str
 // CheckAgents makes Preflight's checks for `orchestrator validate`, in two lists: the
 // problems of the files (an unknown agent name, an agent without a command), and the
 // programs that are not installed on this machine, which may not be the one that runs the
-// agents. The default agent is checked for its program only when config.yaml names it: the
+// agents. Unlike Preflight, it checks the names of the config's default agent and ladder
+// even when no task would use them: a name that does not exist is an error of the file.
+// The default agent is checked for its program only when config.yaml names it: the
 // built-in default on a machine that only validates is no finding.
 func CheckAgents(l queue.Layout, cfg *config.Config, tasks *queue.Doc) (named, notInstalled []error) {
-	return checkAgents(l, cfg, tasks, nil, cfg.Line("agent") > 0)
+	named, notInstalled = checkAgents(l, cfg, tasks, nil, true, cfg.Line("agent") > 0)
+	return mergeProblems(named, nil), notInstalled
 }
 
 // mergeProblems puts the problems of config.yaml first, in line order, then the tasks'.
@@ -88,7 +91,11 @@ func mergeProblems(a, b []error) []error {
 	return all
 }
 
-func checkAgents(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only []string, defaultInstalled bool) (named, missing []error) {
+// checkAgents checks the agents of the tasks that could still run, and the config's default
+// agent and ladder when one of those tasks has no agent of its own, or always by name with
+// allNames. defaultInstalled checks the default agent's program (the ladder's are checked
+// whenever the ladder is used).
+func checkAgents(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only []string, allNames, defaultInstalled bool) (named, missing []error) {
 	p := &preflight{l: l, cfg: cfg, checked: map[string]problem{}}
 	add := func(pr problem, err error) {
 		list := &named
@@ -134,8 +141,11 @@ func checkAgents(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only []st
 		refs = append(refs, ref{name, []string{"ladder", strconv.Itoa(i)}})
 	}
 	for i, ref := range refs {
-		used := needDefault && (i > 0 || len(cfg.Ladder) == 0) && (i > 0 || defaultInstalled)
-		pr := p.check(ref.name, "", used)
+		used := needDefault && (i > 0 || len(cfg.Ladder) == 0)
+		if !used && !allNames {
+			continue
+		}
+		pr := p.check(ref.name, "", used && (i > 0 || defaultInstalled))
 		if pr.msg == "" {
 			continue
 		}

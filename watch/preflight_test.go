@@ -67,9 +67,11 @@ func TestPreflight(t *testing.T) {
 		{"configured default agent not installed", "jobs: 1\nagent: gone\nagents:\n  gone:\n    command: [absent, '{{.Model}}']\n",
 			[]string{task("TASK-001", "pending", "")}, nil,
 			[]string{`$C:5: agent gone: program "absent" is not installed (not on PATH)`}},
-		{"unknown default agent, even unused", "\nagent: nope\n",
-			[]string{task("TASK-001", "pending", "replay")}, nil,
+		{"unknown default agent", "\nagent: nope\n",
+			[]string{task("TASK-001", "pending", ""), task("TASK-002", "pending", "replay")}, nil,
 			[]string{`$C:2: unknown agent "nope" (known: claude, codex, exec, replay)`}},
+		{"unknown default agent unused", "\nagent: nope\nladder: [nope2]\n",
+			[]string{task("TASK-001", "pending", "replay")}, nil, nil},
 		{"ladder", "agent: replay\nladder:\n  - replay\n  - codex\n  - nope\n",
 			[]string{task("TASK-001", "pending", "")}, nil,
 			[]string{
@@ -162,6 +164,10 @@ func TestCheckAgents(t *testing.T) {
 	}{
 		{"built-in default", "jobs: 1\n",
 			"$Q:21: TASK-003: agent exec has no command: give it one under agents: in config.yaml",
+			`$Q:14: TASK-002: agent codex: program "codex" is not installed (not on PATH)`},
+		{"unknown names unused", "agent: nope\nladder: [replay]\n",
+			"$C:1: unknown agent \"nope\" (known: claude, codex, exec, replay)\n" +
+				"$Q:21: TASK-003: agent exec has no command: give it one under agents: in config.yaml",
 			`$Q:14: TASK-002: agent codex: program "codex" is not installed (not on PATH)`},
 		{"named default", "agent: claude\n",
 			"$Q:21: TASK-003: agent exec has no command: give it one under agents: in config.yaml",
