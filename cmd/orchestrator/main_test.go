@@ -53,23 +53,43 @@ func TestScripts(t *testing.T) {
 		},
 		Condition: missingCondition,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exitcode":   cmdExitCode,
-			"writebytes": cmdWriteBytes,
+			"exitcode":    cmdExitCode,
+			"writebytes":  cmdWriteBytes,
+			"appendbytes": cmdAppendBytes,
 		},
 	})
 }
 
-// cmdWriteBytes writes a file from a Go string literal, for bytes a script cannot hold
-// (a NUL, invalid UTF-8): `writebytes file.md "a\x00b"`.
+// cmdWriteBytes writes a file from a Go string literal, for bytes a script cannot hold (a
+// NUL, invalid UTF-8), repeated N times if N is given: `writebytes file.md "a\x00b"`.
+// appendbytes, the same, adds to the end of the file.
 func cmdWriteBytes(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 2 {
-		ts.Fatalf("usage: writebytes file \"go string\"")
+	writeBytes(ts, neg, args, os.O_TRUNC)
+}
+
+func cmdAppendBytes(ts *testscript.TestScript, neg bool, args []string) {
+	writeBytes(ts, neg, args, os.O_APPEND)
+}
+
+func writeBytes(ts *testscript.TestScript, neg bool, args []string, mode int) {
+	if neg || len(args) < 2 || len(args) > 3 {
+		ts.Fatalf("usage: writebytes|appendbytes file \"go string\" [times]")
 	}
 	data, err := strconv.Unquote(`"` + args[1] + `"`)
 	if err != nil {
-		ts.Fatalf("writebytes: %v", err)
+		ts.Fatalf("bad string: %v", err)
 	}
-	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(data), 0o644))
+	n := 1
+	if len(args) == 3 {
+		if n, err = strconv.Atoi(args[2]); err != nil || n < 0 {
+			ts.Fatalf("bad count %q", args[2])
+		}
+	}
+	f, err := os.OpenFile(ts.MkAbs(args[0]), os.O_WRONLY|os.O_CREATE|mode, 0o644)
+	ts.Check(err)
+	_, err = f.Write([]byte(strings.Repeat(data, n)))
+	ts.Check(err)
+	ts.Check(f.Close())
 }
 
 // missingCondition is the scripts' condition [missing:PROGRAM]: true when PROGRAM is not on
