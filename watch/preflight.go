@@ -97,13 +97,15 @@ func mergeProblems(a, b []error) []error {
 // whenever the ladder is used).
 func checkAgents(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only []string, allNames, defaultInstalled bool) (named, missing []error) {
 	p := &preflight{l: l, cfg: cfg, checked: map[string]problem{}}
+	seen := map[string]bool{}
 	add := func(pr problem, err error) {
-		list := &named
-		if pr.notInstalled {
-			list = &missing
-		}
-		if !slices.ContainsFunc(*list, func(e error) bool { return e.Error() == err.Error() }) {
-			*list = append(*list, err)
+		if text := err.Error(); !seen[text] {
+			seen[text] = true
+			if pr.notInstalled {
+				missing = append(missing, err)
+			} else {
+				named = append(named, err)
+			}
 		}
 	}
 	needDefault := false
