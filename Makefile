@@ -1,12 +1,15 @@
 # The documented way in: make build, make test, make bench, make fuzz, make lint.
 GO ?= go
 BIN := bin/orchestrator
+# The release tag of the checkout, for `orchestrator --version`; the commit is recorded by
+# the Go toolchain itself.
+VERSION ?= $(shell git describe --tags --dirty 2>/dev/null || echo dev)
 FUZZTIME ?= 30s
 
 .PHONY: build test test-deps bench fuzz lint bench-data demo clean
 
 build:
-	$(GO) build -o $(BIN) ./cmd/orchestrator
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/orchestrator
 
 # Build, then run the bundled example through `watch --once` with replayed agents.
 demo: build

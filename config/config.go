@@ -10,8 +10,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/orchestrator/orchestrator/agents"
 	"github.com/orchestrator/orchestrator/internal/lazyre"
@@ -62,6 +65,12 @@ type Config struct {
 	Services map[string]string `yaml:"services"`
 	// ReplayDir is where the replay agent finds its recordings (relative to the root).
 	ReplayDir string `yaml:"replay_dir"`
+
+	// path and doc are the file read and its YAML tree, for the line of a setting; a key in
+	// overridden was set by a flag since, so the file no longer says where it came from.
+	path       string
+	doc        *yaml.Node
+	overridden map[string]bool
 }
 
 // Duration is a time.Duration written as "30m" or "1h30m" in YAML.
@@ -104,6 +113,26 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("%s:%d: %s", e.Path, e.Line, e.Msg) }
 
+// Errors are every value error of one config file, in line order.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	msgs := make([]string, len(es))
+	for i, e := range es {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "\n")
+}
+
+// Unwrap returns the errors, for errors.As.
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
 // Load reads path over the defaults. A missing file gives the defaults.
 func Load(path string) (*Config, error) {
 	c := Default()
@@ -117,15 +146,75 @@ func Load(path string) (*Config, error) {
 	if len(bytes.TrimSpace(src)) == 0 {
 		return c, nil
 	}
+	if !utf8.Valid(src) || bytes.IndexByte(src, 0) >= 0 {
+		return nil, &Error{Path: path, Line: 1, Msg: "not a text file (invalid UTF-8)"}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
 		return nil, yamlError(path, err)
 	}
-	if err := c.check(path); err != nil {
-		return nil, err
+	// The same text as a tree, for the lines of the values: it decoded above, so it parses.
+	var doc yaml.Node
+	if err := yaml.Unmarshal(src, &doc); err == nil {
+		c.doc = &doc
+	}
+	c.path = path
+	if errs := c.check(); len(errs) > 0 {
+		return nil, errs
 	}
 	return c, nil
+}
+
+// Path returns the file the settings were read from ("" for the defaults alone).
+func (c *Config) Path() string { return c.path }
+
+// Line returns the line of config.yaml that sets the value at keys (map keys, or a
+// sequence index in decimal: Line("ladder", "1")), or 0 when the file does not set it or a
+// flag has overridden it since (see Override).
+func (c *Config) Line(keys ...string) int {
+	if c.doc == nil || len(keys) == 0 || c.overridden[keys[0]] {
+		return 0
+	}
+	n := c.doc
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	for _, k := range keys {
+		n = child(n, k)
+		if n == nil {
+			return 0
+		}
+	}
+	return n.Line
+}
+
+// child returns the value under key k of a mapping node, or item k of a sequence node.
+func child(n *yaml.Node, k string) *yaml.Node {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == k {
+				return n.Content[i+1]
+			}
+		}
+	case yaml.SequenceNode:
+		if i, err := strconv.Atoi(k); err == nil && i >= 0 && i < len(n.Content) {
+			return n.Content[i]
+		}
+	}
+	return nil
+}
+
+// Override records that a flag has set the top-level settings keys, so that a problem with
+// their values is no longer said to be on a line of config.yaml.
+func (c *Config) Override(keys ...string) {
+	if c.overridden == nil {
+		c.overridden = map[string]bool{}
+	}
+	for _, k := range keys {
+		c.overridden[k] = true
+	}
 }
 
 var (
@@ -152,21 +241,53 @@ func yamlError(path string, err error) error {
 	return &Error{Path: path, Line: 1, Msg: msg}
 }
 
-func (c *Config) check(path string) error {
-	switch {
-	case c.Jobs < 1:
-		return &Error{Path: path, Line: 1, Msg: "jobs must be at least 1"}
-	case c.TaskTimeout.Duration <= 0:
-		return &Error{Path: path, Line: 1, Msg: "task_timeout must be positive"}
-	case c.RetryFeedback != "raw" && c.RetryFeedback != "review":
-		return &Error{Path: path, Line: 1, Msg: "retry_feedback must be raw or review"}
+// check returns every value error, each at the line that sets the value. Zero retry limits
+// are refused rather than read as the defaults (which is what retry.Limits does with them):
+// a person who writes 0 does not mean 10.
+func (c *Config) check() Errors {
+	var errs Errors
+	bad := func(msg string, keys ...string) {
+		errs = append(errs, &Error{Path: c.path, Line: max(c.Line(keys...), 1), Msg: msg})
 	}
-	for name, a := range c.Agents {
-		if len(a.Command) == 0 {
-			return &Error{Path: path, Line: 1, Msg: fmt.Sprintf("agents.%s.command is empty", name)}
+	if c.Jobs < 1 {
+		bad(fmt.Sprintf("jobs: %d: must be at least 1", c.Jobs), "jobs")
+	}
+	if c.TaskTimeout.Duration <= 0 {
+		bad(fmt.Sprintf("task_timeout: %s: must be positive", c.TaskTimeout.Duration), "task_timeout")
+	}
+	if c.Grace.Duration < 0 {
+		bad(fmt.Sprintf("grace: %s: must not be negative", c.Grace.Duration), "grace")
+	}
+	if c.MaxTurns < 0 {
+		bad(fmt.Sprintf("max_turns: %d: must not be negative", c.MaxTurns), "max_turns")
+	}
+	for _, r := range []struct {
+		key string
+		n   int
+	}{{"max_retries", c.Retries.MaxRetries}, {"same_signature_halt", c.Retries.SameSignatureHalt}, {"global_cap", c.Retries.GlobalCap}} {
+		if r.n < 1 {
+			bad(fmt.Sprintf("retries.%s: %d: must be at least 1", r.key, r.n), "retries", r.key)
 		}
 	}
-	return nil
+	if c.RetryFeedback != "raw" && c.RetryFeedback != "review" {
+		bad(fmt.Sprintf("retry_feedback: %q: must be raw or review", c.RetryFeedback), "retry_feedback")
+	}
+	for name, a := range c.Agents {
+		if len(a.Command) == 0 || a.Command[0] == "" {
+			keys := []string{"agents", name, "command"}
+			if c.Line(keys...) == 0 {
+				keys = keys[:2]
+			}
+			bad(fmt.Sprintf("agents.%s.command is empty", name), keys...)
+		}
+	}
+	slices.SortFunc(errs, func(a, b *Error) int {
+		if a.Line != b.Line {
+			return a.Line - b.Line
+		}
+		return strings.Compare(a.Msg, b.Msg)
+	})
+	return errs
 }
 
 // AgentFor returns the agent name for an attempt number (1-based): the ladder's entry when

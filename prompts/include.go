@@ -46,11 +46,11 @@ func readFiles(in Input) ([]File, error) {
 		if err := checkResolved(realRoot, p); err != nil {
 			return nil, err
 		}
-		b, err := readFile(root, p)
+		content, err := readFile(root, p)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, File{Path: p, Content: string(b)})
+		out = append(out, File{Path: p, Content: content})
 	}
 	return out, nil
 }
@@ -86,28 +86,43 @@ func checkResolved(realRoot, p string) error {
 }
 
 // readFile reads one included file, which must be a regular file holding UTF-8 text: a
-// prompt is text, and a device or a FIFO could block the read forever.
-func readFile(root *os.Root, p string) ([]byte, error) {
+// prompt is text, and a device or a FIFO could block the read forever. A file longer than
+// MaxValue gives its first MaxValue bytes and a note of how many were cut.
+func readFile(root *os.Root, p string) (string, error) {
 	// O_NONBLOCK: opening a FIFO would otherwise block until something writes to it. Checking
 	// the opened file, not the path, leaves no gap in which the path could be swapped.
 	f, err := root.OpenFile(filepath.FromSlash(p), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, fmt.Errorf("include %q: %w", p, err)
+		return "", fmt.Errorf("include %q: %w", p, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("include %q: %w", p, err)
+		return "", fmt.Errorf("include %q: %w", p, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("include %q: not a regular file", p)
+		return "", fmt.Errorf("include %q: not a regular file", p)
 	}
-	b, err := io.ReadAll(f)
+	// No more than MaxValue bytes go into the prompt, so no more are read.
+	b, err := io.ReadAll(io.LimitReader(f, MaxValue+1))
 	if err != nil {
-		return nil, fmt.Errorf("include %q: %w", p, err)
+		return "", fmt.Errorf("include %q: %w", p, err)
+	}
+	cut := int64(0)
+	if len(b) > MaxValue {
+		keep := runeStart(b, MaxValue)
+		cut = max(fi.Size(), int64(len(b))) - int64(keep)
+		b = b[:keep]
 	}
 	if !utf8.Valid(b) {
-		return nil, fmt.Errorf("include %q: not UTF-8 text", p)
+		return "", fmt.Errorf("include %q: not UTF-8 text", p)
 	}
-	return b, nil
+	content := string(b)
+	if cut > 0 {
+		if !strings.HasSuffix(content, "\n") {
+			content += "\n"
+		}
+		content += cutNote(int(cut)) + "\n"
+	}
+	return content, nil
 }

@@ -129,8 +129,10 @@ func (e *NotAllowedError) Error() string {
 // [TemplateName](in.Role) is there and embedded otherwise, executed on in's task and files.
 // Every file in in.Include is checked before anything is read; one that is not on
 // in.Allowlist, or that leaves in.Root, is refused with a [*NotAllowedError] and no prompt.
-// The result depends on nothing but in, the files and the template, so the same input gives
-// the same bytes. overrideDir may be "", for the embedded templates only.
+// No value goes in longer than [MaxValue] bytes: a longer one is cut, with a note
+// "[... N bytes cut]" in its place (the last gate output keeps its end, the others their
+// beginning). The result depends on nothing but in, the files and the template, so the same
+// input gives the same bytes. overrideDir may be "", for the embedded templates only.
 func Render(in Input, overrideDir string) (string, error) {
 	name := TemplateName(in.Role)
 	if name == "" {
@@ -151,6 +153,7 @@ func Render(in Input, overrideDir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	in = bound(in)
 	t, src, err := load(name, overrideDir)
 	if err != nil {
 		return "", err

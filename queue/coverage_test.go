@@ -106,7 +106,7 @@ func TestRenderSpecExample(t *testing.T) {
 func TestRenderCorpusMatrix(t *testing.T) {
 	src, err := os.ReadFile(filepath.Join(corpusDir, "prompts", "decomposition_agent.md"))
 	if err != nil {
-		t.Skip("corpus not available")
+		t.Fatal(err)
 	}
 	example := string(fencedExample(t, "prompts/decomposition_agent.md", "Add a coverage matrix at the bottom of task_queue.md:"))
 	if !bytes.Contains(src, []byte(example)) {

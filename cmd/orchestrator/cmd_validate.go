@@ -9,7 +9,9 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/orchestrator/orchestrator/config"
 	"github.com/orchestrator/orchestrator/queue"
+	"github.com/orchestrator/orchestrator/watch"
 	"github.com/spf13/cobra"
 )
 
@@ -36,11 +38,14 @@ func newValidateCommand(g *globalOptions) *cobra.Command {
     tasks with | TDD | exempt |);
   - with a test plan (projectspec/test-plan-output.json, or --plan): every plan ID is in the
     Test IDs of exactly one TEST task (an ID in a task but not in the plan is a warning), and
-    the coverage matrix is current.
+    the coverage matrix is current;
+  - config.yaml: value errors and unknown keys, each at its line, and the agents the
+    queue would start: an unknown agent name or an agent without a command is an error, a
+    program that is not installed here a warning (watch refuses to start without it).
 
 It prints one line per finding, in file order, and never writes. Exit 0 when there are no
-errors (warnings allowed), 1 when there are errors, 2 when a file cannot be parsed or the
-test plan cannot be read.`,
+errors (warnings allowed), 1 when there are errors, 2 when a file cannot be parsed (config.yaml
+included) or the test plan cannot be read.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runValidate(c.Context(), opts)
@@ -77,14 +82,20 @@ func runValidate(_ context.Context, opts *validateOptions) error {
 		return r.plan, r.err
 	})
 
-	var findings []queue.Finding
-	parseFailed := false
+	findings, cfg, parseFailed, err := checkConfig(l)
+	if err != nil {
+		return err
+	}
 	for _, path := range []string{l.Tasks(), l.Issues()} {
 		var withPlan func() (*queue.Plan, error) // the task queue is checked against the plan
+		var agents func(*queue.Doc) []queue.Finding
 		if path == l.Tasks() {
 			withPlan = waitPlan
+			if cfg != nil {
+				agents = func(d *queue.Doc) []queue.Finding { return agentFindings(l, cfg, d) }
+			}
 		}
-		found, failed, err := checkFile(path, withPlan)
+		found, failed, err := checkFile(path, withPlan, agents)
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && path == l.Issues():
 			continue
@@ -148,10 +159,68 @@ func runValidate(_ context.Context, opts *validateOptions) error {
 	return nil
 }
 
+// checkConfig reads config.yaml. A file that cannot be loaded gives its errors as findings
+// (failed) and no config; one that cannot be read at all, an error.
+func checkConfig(l queue.Layout) (findings []queue.Finding, cfg *config.Config, failed bool, err error) {
+	cfg, err = config.Load(l.Config())
+	if err == nil {
+		return nil, cfg, false, nil
+	}
+	var errs config.Errors
+	var one *config.Error
+	switch {
+	case errors.As(err, &errs):
+	case errors.As(err, &one):
+		errs = config.Errors{one}
+	default:
+		return nil, nil, false, err
+	}
+	for _, e := range errs {
+		findings = append(findings, queue.Finding{Path: e.Path, Line: e.Line, Severity: queue.Error, Message: e.Msg})
+	}
+	return findings, nil, true, nil
+}
+
+// agentFindings reports the agents the task queue d would start that cannot start (see
+// watch.CheckAgents): a bad name or a missing command is an error, a program missing on
+// this machine a warning. Those of config.yaml come first, then the queue's in line order.
+func agentFindings(l queue.Layout, cfg *config.Config, d *queue.Doc) []queue.Finding {
+	named, missing := watch.CheckAgents(l, cfg, d)
+	var out []queue.Finding
+	for i, list := range [][]error{named, missing} {
+		sev := queue.Error
+		if i == 1 {
+			sev = queue.Warning
+		}
+		for _, err := range list {
+			f := queue.Finding{Path: l.Config(), Line: 1, Severity: sev, Message: err.Error()}
+			var pe *queue.ParseError
+			var ce *config.Error
+			switch {
+			case errors.As(err, &pe):
+				f.Path, f.Line, f.ID, f.Message = pe.Path, pe.Line, pe.ID, pe.Msg
+			case errors.As(err, &ce):
+				f.Path, f.Line, f.Message = ce.Path, ce.Line, ce.Msg
+			}
+			out = append(out, f)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b queue.Finding) int {
+		if (a.Path == d.Path) != (b.Path == d.Path) {
+			if a.Path == d.Path {
+				return 1
+			}
+			return -1
+		}
+		return a.Line - b.Line
+	})
+	return out
+}
+
 // checkFile reads, parses and checks one queue file. A file that cannot be parsed gives its
 // parse errors as findings (failed). withPlan, when not nil, gives the test plan to check
-// the file against.
-func checkFile(path string, withPlan func() (*queue.Plan, error)) (findings []queue.Finding, failed bool, err error) {
+// the file against; agents, when not nil, the findings about the agents the file names.
+func checkFile(path string, withPlan func() (*queue.Plan, error), agents func(*queue.Doc) []queue.Finding) (findings []queue.Finding, failed bool, err error) {
 	// Mapped rather than read, and released before anything is printed: validate only
 	// reads (see MapFile), and the findings keep copies of what they need.
 	src, release, err := queue.MapFile(path)
@@ -172,5 +241,38 @@ func checkFile(path string, withPlan func() (*queue.Plan, error)) (findings []qu
 			return nil, false, err
 		}
 	}
-	return queue.Check(d, plan), false, nil
+	findings = queue.Check(d, plan)
+	if agents != nil {
+		if more := agents(d); len(more) > 0 {
+			findings = mergeFindings(d.Path, findings, more)
+		}
+	}
+	return findings, false, nil
+}
+
+// mergeFindings adds more to a file's findings: those of other files first (config.yaml),
+// then those of path in line order, then the rest of found (the plan's) as they were.
+func mergeFindings(path string, found, more []queue.Finding) []queue.Finding {
+	var out, rest []queue.Finding
+	for _, f := range more {
+		if f.Path != path {
+			out = append(out, f)
+		}
+	}
+	var own []queue.Finding
+	for _, f := range found {
+		if f.Path == path {
+			own = append(own, f)
+		} else {
+			rest = append(rest, f)
+		}
+	}
+	for _, f := range more {
+		if f.Path == path {
+			own = append(own, f)
+		}
+	}
+	slices.SortStableFunc(own, func(a, b queue.Finding) int { return a.Line - b.Line })
+	out = append(out, own...)
+	return append(out, rest...)
 }

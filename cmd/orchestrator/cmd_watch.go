@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/orchestrator/orchestrator/config"
+	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/watch"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -85,6 +87,7 @@ func runWatch(ctx context.Context, opts *watchOptions) error {
 	}
 	if opts.Agent != "" {
 		cfg.Agent, cfg.Ladder = opts.Agent, nil
+		cfg.Override("agent", "ladder")
 	}
 	if opts.Timeout > 0 {
 		cfg.TaskTimeout.Duration = opts.Timeout
@@ -103,7 +106,7 @@ func runWatch(ctx context.Context, opts *watchOptions) error {
 	case isTerminal(opts.Stdout):
 		format = watch.Table
 	}
-	plan, err := loadPlan(l, "", false)
+	plan, err := checkBeforeRun(l, cfg, opts.Only)
 	if err != nil {
 		return err
 	}
@@ -131,6 +134,29 @@ func runWatch(ctx context.Context, opts *watchOptions) error {
 	return nil
 }
 
+// checkBeforeRun refuses a run that could only fail, before anything is written (no lock,
+// no attempt folder, no status change), with exit 2: a queue that cannot be read, a test
+// plan that validate would refuse, or an agent that cannot start (watch.Preflight). A
+// missing default plan is no plan, as for validate. It returns the plan (nil without one).
+func checkBeforeRun(l queue.Layout, cfg *config.Config, only string) (*queue.Plan, error) {
+	tasks, err := queue.Load(l.Tasks())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := loadOptional(l.Issues()); err != nil {
+		return nil, err
+	}
+	plan, err := loadPlan(l, "", false)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	if only != "" {
+		ids = []string{only}
+	}
+	return plan, watch.Preflight(l, cfg, tasks, ids...)
+}
+
 // isTerminal reports whether w is a terminal.
 func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
@@ -144,27 +170,44 @@ func isTerminal(w any) bool {
 // promptOptions are the options of `orchestrator prompt`.
 type promptOptions struct {
 	*globalOptions
-	ID string
+	ID   string
+	JSON bool
 }
 
 func newPromptCommand(g *globalOptions) *cobra.Command {
 	opts := &promptOptions{globalOptions: g}
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:   "prompt ID",
 		Short: "Print exactly the prompt the agent of task ID would receive now",
-		Args:  usageArgs(cobra.ExactArgs(1)),
+		Long: `Print exactly the prompt the agent of task ID would receive if it started now. With --json,
+print {"task", "role", "attempt", "allowlist", "prompt"}: the role that would run, the attempt
+number, the files the prompt may include, and the prompt.`,
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.ID = args[0]
-			l, cfg, err := opts.layoutConfig()
-			if err != nil {
-				return err
-			}
-			text, err := watch.PromptFor(l, cfg, opts.ID)
-			if err != nil {
-				return err
-			}
-			_, err = fmt.Fprint(opts.Stdout, text)
-			return err
+			return runPrompt(opts)
 		},
 	}
+	c.Flags().BoolVar(&opts.JSON, "json", false, "print the prompt and what it was built from as JSON")
+	return c
+}
+
+func runPrompt(opts *promptOptions) error {
+	l, cfg, err := opts.layoutConfig()
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		info, err := watch.PromptInfoFor(l, cfg, opts.ID)
+		if err != nil {
+			return err
+		}
+		return writeJSON(opts.Stdout, info)
+	}
+	text, err := watch.PromptFor(l, cfg, opts.ID)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprint(opts.Stdout, text)
+	return err
 }

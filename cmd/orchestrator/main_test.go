@@ -2,7 +2,9 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -49,10 +51,62 @@ func TestScripts(t *testing.T) {
 			env.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 			return nil
 		},
+		Condition: missingCondition,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exitcode": cmdExitCode,
+			"exitcode":    cmdExitCode,
+			"writebytes":  cmdWriteBytes,
+			"appendbytes": cmdAppendBytes,
 		},
 	})
+}
+
+// cmdWriteBytes writes a file from a Go string literal, for bytes a script cannot hold (a
+// NUL, invalid UTF-8), repeated N times if N is given: `writebytes file.md "a\x00b"`.
+// appendbytes, the same, adds to the end of the file.
+func cmdWriteBytes(ts *testscript.TestScript, neg bool, args []string) {
+	writeBytes(ts, neg, args, os.O_TRUNC)
+}
+
+func cmdAppendBytes(ts *testscript.TestScript, neg bool, args []string) {
+	writeBytes(ts, neg, args, os.O_APPEND)
+}
+
+func writeBytes(ts *testscript.TestScript, neg bool, args []string, mode int) {
+	if neg || len(args) < 2 || len(args) > 3 {
+		ts.Fatalf("usage: writebytes|appendbytes file \"go string\" [times]")
+	}
+	data, err := strconv.Unquote(`"` + args[1] + `"`)
+	if err != nil {
+		ts.Fatalf("bad string: %v", err)
+	}
+	n := 1
+	if len(args) == 3 {
+		if n, err = strconv.Atoi(args[2]); err != nil || n < 0 {
+			ts.Fatalf("bad count %q", args[2])
+		}
+	}
+	f, err := os.OpenFile(ts.MkAbs(args[0]), os.O_WRONLY|os.O_CREATE|mode, 0o644)
+	ts.Check(err)
+	_, err = f.Write([]byte(strings.Repeat(data, n)))
+	ts.Check(err)
+	ts.Check(f.Close())
+}
+
+// missingCondition is the scripts' condition [missing:PROGRAM]: true when PROGRAM is not on
+// PATH, so that `[missing:git] skip 'no git'` skips the rest of the script; with CI=true,
+// where everything the tests need is installed, a missing program fails the script.
+func missingCondition(cond string) (bool, error) {
+	prog, ok := strings.CutPrefix(cond, "missing:")
+	if !ok {
+		return false, fmt.Errorf("unknown condition %q", cond)
+	}
+	if _, err := exec.LookPath(prog); err == nil {
+		return false, nil
+	}
+	if os.Getenv("CI") == "true" {
+		return false, fmt.Errorf("%s is not installed, and CI=true: a test that needs it may not be skipped", prog)
+	}
+	return true, nil
 }
 
 // cmdExitCode checks the exit code of the last orchestrator command: `exitcode 2`.

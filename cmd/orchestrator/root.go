@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/orchestrator/orchestrator/config"
 	"github.com/orchestrator/orchestrator/queue"
+	"github.com/orchestrator/orchestrator/watch"
 	"github.com/spf13/cobra"
 )
 
@@ -47,12 +49,14 @@ func exitCode(err error) int {
 	var ee *exitError
 	var pe queue.ParseErrors
 	var pe1 *queue.ParseError
+	var ce *config.Error
+	var pf *watch.PreflightError
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &ee):
 		return ee.code
-	case errors.As(err, &pe), errors.As(err, &pe1), errors.Is(err, queue.ErrNoRepo),
+	case errors.As(err, &pe), errors.As(err, &pe1), errors.As(err, &ce), errors.As(err, &pf), errors.Is(err, queue.ErrNoRepo),
 		errors.Is(err, queue.ErrNotFound), errors.Is(err, os.ErrNotExist):
 		return exitUsage
 	case errors.Is(err, context.Canceled):
@@ -124,7 +128,9 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 		Short:         "Run coding agents through a strict test-driven loop, with state in markdown",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version,
 	}
+	root.SetVersionTemplate(versionText(debug.ReadBuildInfo()))
 	root.PersistentFlags().StringVar(&g.Dir, "dir", "", "repository root (default: the first folder up that holds .orchestrator/; or $ORCHESTRATOR_DIR)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: err}

@@ -1,0 +1,296 @@
+package watch
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/orchestrator/orchestrator/agents"
+	"github.com/orchestrator/orchestrator/config"
+	"github.com/orchestrator/orchestrator/queue"
+)
+
+// A PreflightError lists every agent a run could start that cannot start (SPEC §12): an
+// unknown name, an agent without a command, a program that is not installed. Each problem
+// is a *queue.ParseError for a task's Agent field, a *config.Error for a name in
+// config.yaml, or a plain error for a default or a flag's agent, which has no line.
+type PreflightError struct {
+	Problems []error
+}
+
+func (e *PreflightError) Error() string {
+	msgs := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		msgs[i] = p.Error()
+	}
+	return strings.Join(msgs, "\n")
+}
+
+// Unwrap returns the problems, for errors.As.
+func (e *PreflightError) Unwrap() []error { return e.Problems }
+
+// Preflight checks, before any task is launched, that every agent the run could start can
+// start, so that a misconfiguration is reported at once and never by burning an attempt of
+// a task. It checks the Agent field of every task that could still run (any status but
+// completed and skipped; only the tasks named in only, when it names any), and the config's
+// default agent and its ladder when such a task has no Agent field of its own (then one of
+// them runs it). A name is checked, and its command, and that its program is installed. The
+// replay agent is this program: it needs nothing installed.
+//
+// A program is installed when it is on PATH, or, for a command whose program has a slash,
+// when that file exists and is executable (relative to the repository root, where agents
+// run). Preflight returns a *PreflightError, or nil.
+func Preflight(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only ...string) error {
+	named, missing := checkAgents(l, cfg, tasks, only, false, true)
+	problems := mergeProblems(named, missing)
+	if len(problems) == 0 {
+		return nil
+	}
+	return &PreflightError{Problems: problems}
+}
+
+// CheckAgents makes Preflight's checks for `orchestrator validate`, in two lists: the
+// problems of the files (an unknown agent name, an agent without a command), and the
+// programs that are not installed on this machine, which may not be the one that runs the
+// agents. Unlike Preflight, it checks the names of the config's default agent and ladder
+// even when no task would use them: a name that does not exist is an error of the file.
+// The default agent is checked for its program only when config.yaml names it: the
+// built-in default on a machine that only validates is no finding.
+func CheckAgents(l queue.Layout, cfg *config.Config, tasks *queue.Doc) (named, notInstalled []error) {
+	named, notInstalled = checkAgents(l, cfg, tasks, nil, true, cfg.Line("agent") > 0)
+	return mergeProblems(named, nil), notInstalled
+}
+
+// mergeProblems puts the problems of config.yaml first, in line order, then the tasks'.
+func mergeProblems(a, b []error) []error {
+	all := append(slices.Clip(a), b...)
+	rank := func(e error) (int, int) {
+		var ce *config.Error
+		var pe *queue.ParseError
+		switch {
+		case errors.As(e, &ce):
+			return 1, ce.Line
+		case errors.As(e, &pe):
+			return 2, pe.Line
+		}
+		return 0, 0
+	}
+	slices.SortStableFunc(all, func(x, y error) int {
+		rx, lx := rank(x)
+		ry, ly := rank(y)
+		if rx != ry {
+			return rx - ry
+		}
+		return lx - ly
+	})
+	return all
+}
+
+// checkAgents checks the agents of the tasks that could still run, and the config's default
+// agent and ladder when one of those tasks has no agent of its own, or always by name with
+// allNames. defaultInstalled checks the default agent's program (the ladder's are checked
+// whenever the ladder is used).
+func checkAgents(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only []string, allNames, defaultInstalled bool) (named, missing []error) {
+	p := &preflight{l: l, cfg: cfg, checked: map[string]problem{}}
+	seen := map[string]bool{}
+	add := func(pr problem, err error) {
+		if text := err.Error(); !seen[text] {
+			seen[text] = true
+			if pr.notInstalled {
+				missing = append(missing, err)
+			} else {
+				named = append(named, err)
+			}
+		}
+	}
+	needDefault := false
+	if tasks != nil {
+		for i := range tasks.Records {
+			rec := &tasks.Records[i]
+			if len(only) > 0 && !slices.Contains(only, rec.ID) {
+				continue
+			}
+			status, _ := queue.NormalizeStatus(queue.Tasks, tasks.Get(rec, "Status"))
+			if status == queue.StatusCompleted || status == queue.StatusSkipped {
+				continue
+			}
+			f, ok := tasks.Lookup(rec, "Agent")
+			name := ""
+			if ok {
+				name = strings.TrimSpace(tasks.Value(f))
+			}
+			if queue.IsEmpty(name) {
+				needDefault = true
+				continue
+			}
+			if pr := p.check(name, tasks.Get(rec, "Complexity"), true); pr.msg != "" {
+				add(pr, &queue.ParseError{Path: tasks.Path, Line: f.Line(), ID: rec.ID, Msg: pr.msg})
+			}
+		}
+	}
+	// The config's names: the ladder, when there is one, picks every attempt's agent.
+	type ref struct {
+		name string
+		keys []string
+	}
+	refs := []ref{{cfg.Agent, []string{"agent"}}}
+	for i, name := range cfg.Ladder {
+		refs = append(refs, ref{name, []string{"ladder", strconv.Itoa(i)}})
+	}
+	for i, ref := range refs {
+		used := needDefault && (i > 0 || len(cfg.Ladder) == 0)
+		if !used && !allNames {
+			continue
+		}
+		pr := p.check(ref.name, "", used && (i > 0 || defaultInstalled))
+		if pr.msg == "" {
+			continue
+		}
+		// A configured agent's problem is in its command, which has a line of its own.
+		line := cfg.Line(ref.keys...)
+		if _, ok := cfg.Agents[ref.name]; ok {
+			line = cfg.Line("agents", ref.name, "command")
+		}
+		var err error = &config.Error{Path: cfg.Path(), Line: line, Msg: pr.msg}
+		if line == 0 {
+			err = errors.New(pr.msg) // the default agent, or a flag's
+		}
+		add(pr, err)
+	}
+	return named, groupMissing(missing)
+}
+
+// groupMissing keeps the first report of each missing program, and says how many more times
+// the same agent is named: a queue of a thousand tasks of an agent that is not installed
+// gets one line, not a thousand.
+func groupMissing(list []error) []error {
+	msg := func(e error) string {
+		var pe *queue.ParseError
+		var ce *config.Error
+		switch {
+		case errors.As(e, &pe):
+			return pe.Msg
+		case errors.As(e, &ce):
+			return ce.Msg
+		}
+		return e.Error()
+	}
+	list = mergeProblems(list, nil)
+	var out []error
+	more := map[string]int{}
+	first := map[string]int{}
+	for _, e := range list {
+		m := msg(e)
+		if _, ok := first[m]; ok {
+			more[m]++
+			continue
+		}
+		first[m] = len(out)
+		out = append(out, e)
+	}
+	for m, n := range more {
+		suffix := fmt.Sprintf(" (named %d more times)", n)
+		if n == 1 {
+			suffix = " (named once more)"
+		}
+		switch e := out[first[m]].(type) {
+		case *queue.ParseError:
+			c := *e
+			c.Msg += suffix
+			out[first[m]] = &c
+		case *config.Error:
+			c := *e
+			c.Msg += suffix
+			out[first[m]] = &c
+		default:
+			out[first[m]] = errors.New(e.Error() + suffix)
+		}
+	}
+	return out
+}
+
+// A problem is what keeps an agent from starting: msg, or "" for none.
+type problem struct {
+	msg          string
+	notInstalled bool // its program is missing on this machine
+}
+
+// preflight remembers the agents it has checked: a hundred tasks of one agent look its
+// program up once.
+type preflight struct {
+	l       queue.Layout
+	cfg     *config.Config
+	checked map[string]problem // by name, complexity and installed
+}
+
+// check returns what keeps the agent called name from starting for a task of the given
+// complexity, or "". With installed false, only the name and the command are checked.
+func (p *preflight) check(name, complexity string, installed bool) problem {
+	key := name + "\x00" + strings.ToLower(strings.TrimSpace(complexity)) + "\x00" + strconv.FormatBool(installed)
+	if pr, ok := p.checked[key]; ok {
+		return pr
+	}
+	pr := p.checkAgent(name, complexity, installed)
+	p.checked[key] = pr
+	return pr
+}
+
+func (p *preflight) checkAgent(name, complexity string, installed bool) problem {
+	configured := map[string][]string{}
+	for k, v := range p.cfg.Agents {
+		configured[k] = v.Command
+	}
+	if _, ok := configured[name]; name == agents.Replay && !ok {
+		return problem{} // this program, run with its replay subcommand
+	}
+	ad, err := agents.Lookup(name, configured)
+	if err != nil {
+		return problem{msg: err.Error()}
+	}
+	argv := ad.Command(agents.ModelOptions{
+		Model:    p.cfg.Model(strings.ToLower(strings.TrimSpace(complexity))),
+		MaxTurns: p.cfg.MaxTurns,
+	})
+	if len(argv) == 0 || argv[0] == "" {
+		return problem{msg: fmt.Sprintf("agent %s has no command: give it one under agents: in %s", name, filepath.Base(p.l.Config()))}
+	}
+	if !installed {
+		return problem{}
+	}
+	if err := p.installed(argv[0]); err != nil {
+		return problem{msg: fmt.Sprintf("agent %s: %v", name, err), notInstalled: true}
+	}
+	return problem{}
+}
+
+// installed reports why program cannot be started by an agent running in the repository
+// root, or nil.
+func (p *preflight) installed(program string) error {
+	if !strings.Contains(program, "/") {
+		if _, err := exec.LookPath(program); err != nil {
+			return fmt.Errorf("program %q is not installed (not on PATH)", program)
+		}
+		return nil
+	}
+	path := program
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(p.l.Root, path)
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("program %q does not exist", program)
+	case err != nil:
+		return fmt.Errorf("program %q: %w", program, err)
+	case fi.IsDir():
+		return fmt.Errorf("program %q is a folder", program)
+	case fi.Mode().Perm()&0o111 == 0:
+		return fmt.Errorf("program %q is not executable", program)
+	}
+	return nil
+}

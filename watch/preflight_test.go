@@ -1,0 +1,199 @@
+package watch
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/orchestrator/orchestrator/config"
+	"github.com/orchestrator/orchestrator/queue"
+)
+
+// TestPreflight checks that every agent that cannot start is reported before anything is
+// launched, each problem at the line that names the agent: a task's Agent field, or the
+// config.yaml line of agent, ladder or the agent's command.
+func TestPreflight(t *testing.T) {
+	// A PATH that holds only a "present" program: "claude" and "absent" are not installed.
+	bin := t.TempDir()
+	writeFile(t, filepath.Join(bin, "present"), "#!/bin/sh\n", 0o755)
+	t.Setenv("PATH", bin)
+
+	task := func(id, status, agent string) string {
+		s := "### " + id + "\n\n| Field | Value |\n|-------|-------|\n| Status | " + status + " |\n| Category | docs |\n"
+		if agent != "" {
+			s += "| Agent | " + agent + " |\n"
+		}
+		return s + "\n"
+	}
+	tests := []struct {
+		name   string
+		config string
+		tasks  []string
+		only   []string
+		want   []string // the problems; $Q is the task queue, $C config.yaml
+	}{
+		{"all can start", "agent: replay\nagents:\n  mine: {command: [present, -x]}\n  local: {command: [./run.sh]}\n",
+			[]string{task("TASK-001", "pending", "mine"), task("TASK-002", "pending", ""), task("TASK-003", "failed", "local"), task("TASK-004", "pending", "replay")}, nil, nil},
+		{"unknown agent in a task", "agent: replay\n",
+			[]string{task("TASK-001", "pending", ""), task("TASK-002", "pending", "nope")}, nil,
+			[]string{`$Q:16: TASK-002: unknown agent "nope" (known: claude, codex, exec, replay)`}},
+		{"exec without a command", "agent: replay\n",
+			[]string{task("TASK-001", "blocked", "exec")}, nil,
+			[]string{"$Q:9: TASK-001: agent exec has no command: give it one under agents: in config.yaml"}},
+		{"program not installed", "agent: replay\nagents:\n  gone: {command: [absent]}\n  missing: {command: [./nope.sh]}\n  plain: {command: [./plain.txt]}\n",
+			[]string{task("TASK-001", "pending", "gone"), task("TASK-002", "in_progress", "missing"), task("TASK-003", "halted", "plain")}, nil,
+			[]string{
+				`$Q:9: TASK-001: agent gone: program "absent" is not installed (not on PATH)`,
+				`$Q:17: TASK-002: agent missing: program "./nope.sh" does not exist`,
+				`$Q:25: TASK-003: agent plain: program "./plain.txt" is not executable`,
+			}},
+		{"a missing program once", "agent: replay\nagents:\n  gone: {command: [absent]}\n",
+			[]string{task("TASK-001", "pending", "gone"), task("TASK-002", "pending", "nope"), task("TASK-003", "pending", "gone"), task("TASK-004", "pending", "gone")}, nil,
+			[]string{
+				`$Q:9: TASK-001: agent gone: program "absent" is not installed (not on PATH) (named 2 more times)`,
+				`$Q:17: TASK-002: unknown agent "nope" (known: claude, codex, exec, gone, replay)`,
+			}},
+		{"done tasks are not checked", "agent: replay\n",
+			[]string{task("TASK-001", "completed", "nope"), task("TASK-002", "skipped", "exec")}, nil, nil},
+		{"only the named task", "agent: replay\n",
+			[]string{task("TASK-001", "pending", "nope"), task("TASK-002", "pending", "replay")}, []string{"TASK-002"}, nil},
+		{"default agent not installed", "jobs: 1\n",
+			[]string{task("TASK-001", "pending", "")}, nil,
+			[]string{`agent claude: program "claude" is not installed (not on PATH)`}},
+		{"default agent unused", "jobs: 1\n",
+			[]string{task("TASK-001", "pending", "replay")}, nil, nil},
+		{"configured default agent not installed", "jobs: 1\nagent: gone\nagents:\n  gone:\n    command: [absent, '{{.Model}}']\n",
+			[]string{task("TASK-001", "pending", "")}, nil,
+			[]string{`$C:5: agent gone: program "absent" is not installed (not on PATH)`}},
+		{"unknown default agent", "\nagent: nope\n",
+			[]string{task("TASK-001", "pending", ""), task("TASK-002", "pending", "replay")}, nil,
+			[]string{`$C:2: unknown agent "nope" (known: claude, codex, exec, replay)`}},
+		{"unknown default agent unused", "\nagent: nope\nladder: [nope2]\n",
+			[]string{task("TASK-001", "pending", "replay")}, nil, nil},
+		{"ladder", "agent: replay\nladder:\n  - replay\n  - codex\n  - nope\n",
+			[]string{task("TASK-001", "pending", "")}, nil,
+			[]string{
+				`$C:4: agent codex: program "codex" is not installed (not on PATH)`,
+				`$C:5: unknown agent "nope" (known: claude, codex, exec, replay)`,
+			}},
+		{"one problem once", "agent: gone\nladder: [gone, gone]\nagents:\n  gone: {command: [absent]}\n",
+			[]string{task("TASK-001", "pending", ""), task("TASK-002", "pending", "")}, nil,
+			[]string{`$C:4: agent gone: program "absent" is not installed (not on PATH)`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := queue.Layout{Root: t.TempDir()}
+			writeFile(t, l.Config(), tt.config, 0o644)
+			writeFile(t, l.Tasks(), "# Task Queue\n\n"+strings.Join(tt.tasks, ""), 0o644)
+			writeFile(t, filepath.Join(l.Root, "run.sh"), "#!/bin/sh\n", 0o755)
+			writeFile(t, filepath.Join(l.Root, "plain.txt"), "text\n", 0o644)
+			cfg, err := config.Load(l.Config())
+			if err != nil {
+				t.Fatal(err)
+			}
+			tasks, err := queue.Load(l.Tasks())
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = Preflight(l, cfg, tasks, tt.only...)
+			var want []string
+			for _, w := range tt.want {
+				want = append(want, strings.NewReplacer("$Q", l.Tasks(), "$C", l.Config()).Replace(w))
+			}
+			if len(want) == 0 {
+				if err != nil {
+					t.Fatalf("Preflight: %v", err)
+				}
+				return
+			}
+			var pe *PreflightError
+			if !errors.As(err, &pe) {
+				t.Fatalf("err = %v (%T), want a *PreflightError", err, err)
+			}
+			if got := err.Error(); got != strings.Join(want, "\n") {
+				t.Errorf("got\n%s\nwant\n%s", got, strings.Join(want, "\n"))
+			}
+		})
+	}
+}
+
+// TestPreflightFlagAgent checks that an agent given by a flag is not said to be on a line
+// of config.yaml.
+func TestPreflightFlagAgent(t *testing.T) {
+	l := queue.Layout{Root: t.TempDir()}
+	writeFile(t, l.Config(), "agent: replay\n", 0o644)
+	writeFile(t, l.Tasks(), "# Tasks\n\n### TASK-001\n\n| Field | Value |\n|---|---|\n| Status | pending |\n", 0o644)
+	cfg, err := config.Load(l.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Agent = "nope"
+	cfg.Override("agent", "ladder")
+	tasks, err := queue.Load(l.Tasks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = Preflight(l, cfg, tasks)
+	if want := `unknown agent "nope" (known: claude, codex, exec, replay)`; err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %s", err, want)
+	}
+}
+
+func writeFile(t *testing.T, path, text string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCheckAgents checks validate's view: names and commands apart from programs that are
+// not installed, and the built-in default agent's program not looked for.
+func TestCheckAgents(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	tasks := "# Tasks\n\n### TASK-001\n\n| Field | Value |\n|---|---|\n| Status | pending |\n\n" +
+		"### TASK-002\n\n| Field | Value |\n|---|---|\n| Status | pending |\n| Agent | codex |\n\n" +
+		"### TASK-003\n\n| Field | Value |\n|---|---|\n| Status | pending |\n| Agent | exec |\n"
+	for _, tt := range []struct {
+		name, config        string
+		named, notInstalled string
+	}{
+		{"built-in default", "jobs: 1\n",
+			"$Q:21: TASK-003: agent exec has no command: give it one under agents: in config.yaml",
+			`$Q:14: TASK-002: agent codex: program "codex" is not installed (not on PATH)`},
+		{"unknown names unused", "agent: nope\nladder: [replay]\n",
+			"$C:1: unknown agent \"nope\" (known: claude, codex, exec, replay)\n" +
+				"$Q:21: TASK-003: agent exec has no command: give it one under agents: in config.yaml",
+			`$Q:14: TASK-002: agent codex: program "codex" is not installed (not on PATH)`},
+		{"named default", "agent: claude\n",
+			"$Q:21: TASK-003: agent exec has no command: give it one under agents: in config.yaml",
+			"$C:1: agent claude: program \"claude\" is not installed (not on PATH)\n" +
+				`$Q:14: TASK-002: agent codex: program "codex" is not installed (not on PATH)`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l := queue.Layout{Root: t.TempDir()}
+			writeFile(t, l.Config(), tt.config, 0o644)
+			writeFile(t, l.Tasks(), tasks, 0o644)
+			cfg, err := config.Load(l.Config())
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := queue.Load(l.Tasks())
+			if err != nil {
+				t.Fatal(err)
+			}
+			named, missing := CheckAgents(l, cfg, d)
+			r := strings.NewReplacer("$Q", l.Tasks(), "$C", l.Config())
+			if got := errors.Join(named...); got == nil || got.Error() != r.Replace(tt.named) {
+				t.Errorf("named = %v\nwant %s", got, r.Replace(tt.named))
+			}
+			if got := errors.Join(mergeProblems(nil, missing)...); got == nil || got.Error() != r.Replace(tt.notInstalled) {
+				t.Errorf("not installed = %v\nwant %s", got, r.Replace(tt.notInstalled))
+			}
+		})
+	}
+}
