@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -257,6 +258,14 @@ func (c *Config) check() Errors {
 	}
 	if c.Grace.Duration < 0 {
 		bad(fmt.Sprintf("grace: %s: must not be negative", c.Grace.Duration), "grace")
+	}
+	if c.StopGrace.Duration < 0 {
+		bad(fmt.Sprintf("stop_grace: %s: must not be negative", c.StopGrace.Duration), "stop_grace")
+	}
+	for name, addr := range c.Services {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			bad(fmt.Sprintf("services.%s: %q is not host:port", name, addr), "services", name)
+		}
 	}
 	if c.MaxTurns < 0 {
 		bad(fmt.Sprintf("max_turns: %d: must not be negative", c.MaxTurns), "max_turns")

@@ -56,8 +56,10 @@ func unreachableServices(value string, configured map[string]string) []string {
 // serviceAddress returns the host:port of a Required Services entry.
 func serviceAddress(name string, configured map[string]string) (string, error) {
 	key := strings.ToLower(strings.TrimSpace(name))
-	if a, ok := configured[key]; ok {
-		return hostPort(a)
+	for k, a := range configured {
+		if strings.ToLower(k) == key {
+			return hostPort(a)
+		}
 	}
 	if a, ok := defaultServices[key]; ok {
 		return a, nil
