@@ -10,7 +10,11 @@ cd "$work"
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 say "demo project: $work"
+# Verified work lands as commits on the branch the project is on.
+git init -q -b main
 "$bin" init >/dev/null
+git add -A
+git -c user.name=demo -c user.email=demo@example.com commit -qm "calc: the project before the orchestrator"
 "$bin" validate && echo "validate: the queue is well-formed, TDD-ordered and covers the plan"
 "$bin" next
 
@@ -25,3 +29,6 @@ sed -n '/^### ISSUE-/,$p' .orchestrator/issue_queue.md | grep -v '^$' | head -24
 
 say "orchestrator status"
 "$bin" status
+
+say "what landed: one commit per verified task (git log)"
+git log --format='%h %s%n%w(0,8,8)%b' main

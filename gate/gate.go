@@ -81,6 +81,13 @@ func (v *Verdict) fail(typ, format string, args ...any) *Verdict {
 	return v
 }
 
+// Refuse returns a failed verdict that needed no test run: the change itself is out of
+// bounds (an agent that changed the orchestrator's files), or the evidence a gate needs
+// is missing.
+func Refuse(typ, format string, args ...any) *Verdict {
+	return (&Verdict{}).fail(typ, format, args...)
+}
+
 func (v *Verdict) pass(format string, args ...any) *Verdict {
 	v.Pass, v.Type, v.Reason = true, "", fmt.Sprintf(format, args...)
 	fmt.Fprintf(&v.Log, "decision: pass: %s\n", v.Reason)
@@ -444,10 +451,12 @@ func Verify(ctx context.Context, in Input) (*Verdict, error) {
 // A Manifest is a phase's hand-off (handoff-red.json, handoff-green.json): what the next
 // phase may see and what must not change.
 type Manifest struct {
-	Phase         string            `json:"phase"`
-	Timestamp     time.Time         `json:"timestamp"`
-	Task          string            `json:"task"`
-	Attempt       int               `json:"attempt"`
+	Phase     string    `json:"phase"`
+	Timestamp time.Time `json:"timestamp"`
+	Task      string    `json:"task"`
+	Attempt   int       `json:"attempt"`
+	// Commit is the commit that landed the phase's work (set once it has landed).
+	Commit        string            `json:"commit,omitempty"`
 	TestFiles     []string          `json:"test_files"`
 	TestHashes    map[string]string `json:"test_hashes"`
 	Command       string            `json:"command"`
@@ -460,6 +469,22 @@ type Manifest struct {
 	ImplementationFiles []string            `json:"implementation_files,omitempty"`
 	Allowlist           []string            `json:"allowlist"`
 }
+
+// ReadManifest reads a manifest written by Write.
+func ReadManifest(path string) (*Manifest, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &m, nil
+}
+
+// Write writes the manifest as JSON to path.
+func (m *Manifest) Write(path string) error { return m.write(path) }
 
 func (m *Manifest) write(path string) error {
 	if m.TestFiles == nil {

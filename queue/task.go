@@ -38,6 +38,19 @@ type Task struct {
 	exempt bool // | TDD | exempt |
 }
 
+// StatusByHand is how a task completed without a verified commit is shown: a person set
+// it, the gate never checked it (SPEC §7.1 item 7).
+const StatusByHand = "completed by hand"
+
+// ShownStatus is the status to show for t: StatusByHand for a completed task whose Commit
+// field is empty, else its Status.
+func (d *Doc) ShownStatus(t Task) string {
+	if t.Status == StatusCompleted && IsEmpty(d.Get(t.Record, "Commit")) {
+		return StatusByHand
+	}
+	return t.Status
+}
+
 // Tasks returns the tasks of d in file order.
 func (d *Doc) Tasks() []Task {
 	out := make([]Task, len(d.Records))

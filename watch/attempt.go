@@ -17,6 +17,7 @@ import (
 	"github.com/orchestrator/orchestrator/markers"
 	"github.com/orchestrator/orchestrator/prompts"
 	"github.com/orchestrator/orchestrator/queue"
+	"github.com/orchestrator/orchestrator/worktree"
 )
 
 // Why an attempt's agent was stopped before it ended on its own.
@@ -38,9 +39,23 @@ type attempt struct {
 	argv    []string
 	testCmd string // the task's test command when the attempt started
 	// depTests are the TEST tasks a BUILD task depends on: their RED manifests feed its gate.
-	depTests   []string
-	snapshot   *gate.Snapshot // the repository's files before the agent started
-	gateOutput string         // raw output of the command that failed the gate
+	// Those that were completed when it started (all of them, unless `run` started it
+	// early) must have RED evidence.
+	depTests []string
+	depDone  map[string]bool
+	// mirror is the readable copy of the attempt folder, under .orchestrator/runs; dir,
+	// in the orchestrator's state, is the one the gate and recovery trust.
+	mirror string
+	// slot is the attempt's worktree, base the integration head it started from.
+	slot *worktree.Slot
+	base string
+	// candidate is the commit of what the agent changed (base itself when it changed
+	// nothing), changes what git says it changed.
+	candidate  string
+	changes    []worktree.Change
+	title      string        // the task's title, for the landed commit's subject
+	verdict    *gate.Verdict // the gate's verdict on the candidate
+	gateOutput string        // raw output of the command that failed the gate
 	proc       *agents.Process
 	pid        int  // for an adopted agent
 	adopted    bool // an agent of an earlier run that crash recovery waited for
@@ -80,7 +95,7 @@ func (a *attempt) finalText() (string, error) {
 		return a.adapter.FinalText([]byte(a.proc.Stdout()))
 	}
 	// An agent of an earlier run: what it wrote is in its log.
-	return a.adapter.FinalText([]byte(tail(filepath.Join(a.dir, "agent.log"), agents.MaxStdout)))
+	return a.adapter.FinalText([]byte(tail(filepath.Join(a.mirror, "agent.log"), agents.MaxStdout)))
 }
 
 // tail returns the last max bytes of the file at path ("" if it cannot be read).
@@ -111,6 +126,10 @@ type result struct {
 	PID         int         `json:"pid,omitempty"`
 	StartTime   uint64      `json:"start_time,omitempty"`
 	Started     time.Time   `json:"started,omitzero"`
+	Slot        string      `json:"slot,omitempty"`
+	Base        string      `json:"base,omitempty"`
+	Candidate   string      `json:"candidate,omitempty"`
+	Commit      string      `json:"commit,omitempty"`
 	Claim       string      `json:"claim,omitempty"`
 	Outcome     string      `json:"outcome"` // running, completed, failed, issue, blocked, stopped, interrupted, not_started
 	Type        string      `json:"failure_type,omitempty"`
@@ -127,11 +146,46 @@ type result struct {
 func (a *attempt) record(res result) {
 	res.Task, res.Attempt, res.Agent = a.id, a.n, a.agent
 	res.Command, res.PID, res.StartTime, res.Started = a.argv, a.pid, a.start, a.started
+	res.Base, res.Candidate = a.base, a.candidate
+	if a.slot != nil {
+		res.Slot = a.slot.Name
+	}
 	if !a.started.IsZero() && res.Outcome != "running" {
 		res.Elapsed = time.Since(a.started).Round(time.Millisecond).String()
 	}
 	b, _ := json.MarshalIndent(res, "", "  ")
-	_ = os.WriteFile(filepath.Join(a.dir, "result.json"), append(b, '\n'), 0o644)
+	a.write("result.json", append(b, '\n'))
+}
+
+// write writes a file of the attempt folder, and its readable copy. The record is
+// replaced whole (a temp file renamed over it): a crash never leaves half of one.
+func (a *attempt) write(name string, b []byte) {
+	for _, dir := range []string{a.dir, a.mirror} {
+		if dir == "" {
+			continue
+		}
+		tmp := filepath.Join(dir, "."+name+".tmp")
+		if os.WriteFile(tmp, b, 0o644) == nil {
+			_ = os.Rename(tmp, filepath.Join(dir, name))
+		}
+	}
+}
+
+// copyOut brings the readable copy of the attempt folder up to date: the files the gate
+// and the agent wrote there (hand-offs, agent.log) are copied once the attempt is decided.
+func (a *attempt) copyOut() {
+	if a.mirror == "" {
+		return
+	}
+	entries, _ := os.ReadDir(a.dir)
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join(a.dir, e.Name())); err == nil {
+			_ = os.WriteFile(filepath.Join(a.mirror, e.Name()), b, 0o644)
+		}
+	}
 }
 
 // nextAttempt returns the number of the next attempt of a task: one more than the highest
@@ -164,29 +218,37 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 		_, err := r.setStatus(ctx, t.ID, queue.StatusInProgress, queue.StatusBlocked, queue.SetField{ID: t.ID, Field: "Blocked-Reason", Value: why})
 		return err
 	}
-	n := nextAttempt(l.Runs(), t.ID)
-	a := &attempt{id: t.ID, n: n, dir: filepath.Join(l.Runs(), t.ID, strconv.Itoa(n)), task: t, started: time.Now()}
-	if err := os.MkdirAll(a.dir, 0o755); err != nil {
-		return err
+	n := nextAttempt(r.runs, t.ID)
+	a := &attempt{id: t.ID, n: n, dir: filepath.Join(r.runs, t.ID, strconv.Itoa(n)), mirror: filepath.Join(l.Runs(), t.ID, strconv.Itoa(n)), task: t, started: time.Now()}
+	for _, d := range []string{a.dir, a.mirror} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
 	}
 	r.attempts++
 	rec := t.Record
 	a.testCmd = testCommand(r.o.Config, tasks, rec)
-	a.depTests = depTests(tasks, t)
+	a.setDeps(tasks, t)
+	a.title = tasks.TitleText(rec)
 	fail := func(reason, detail string) error {
-		writeGateLog(a.dir, "attempt could not start: "+detail+"\n")
+		r.releaseSlot(a)
+		a.write("gate.log", []byte("attempt could not start: "+detail+"\n"))
 		a.record(result{Outcome: "failed", Reason: reason})
 		r.report.event(t.ID, "failed", detail)
 		_, err := r.setStatus(ctx, t.ID, queue.StatusInProgress, queue.StatusFailed)
 		return err
 	}
-	prompt, err := renderPrompt(l, tasks, t, a.testCmd, n)
+	// The agent's desk: a checkout of the integration head, all verified work and nothing
+	// of any rejected attempt.
+	if err := r.takeSlot(ctx, a); err != nil {
+		return fail("worktree", err.Error())
+	}
+	root := r.projectDir(a.slot.Dir)
+	prompt, err := renderPrompt(l, place{root: root, runs: r.runs}, tasks, t, a.testCmd, n)
 	if err != nil {
 		return fail("prompt", err.Error())
 	}
-	if err := os.WriteFile(filepath.Join(a.dir, "prompt.md"), []byte(prompt), 0o644); err != nil {
-		return err
-	}
+	a.write("prompt.md", []byte(prompt))
 	if err := markers.Clear(l.Markers(), t.ID); err != nil {
 		return err
 	}
@@ -199,21 +261,19 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 		return fail("agent", err.Error())
 	}
 	a.adapter, a.argv = adapter, argv
-	// What the agent changes is known from a snapshot of the files before it starts.
-	if a.snapshot, err = gate.Take(l.Root); err != nil {
-		return fail("snapshot", err.Error())
-	}
-	if err := a.snapshot.Save(filepath.Join(a.dir, "snapshot.json")); err != nil {
-		return err
-	}
+	// Before the agent starts, the record says where it works: a restart after a crash
+	// between here and the agent's first breath finds its worktree.
+	a.record(result{Outcome: "starting"})
 	env := append(os.Environ(),
 		"ORCHESTRATOR_TASK_ID="+t.ID,
 		"ORCHESTRATOR_MARKER_DIR="+l.Markers(),
 		"ORCHESTRATOR_ATTEMPT_DIR="+a.dir,
-		"ORCHESTRATOR_ROOT="+l.Root,
+		"ORCHESTRATOR_ROOT="+root,
 	)
 	p, err := agents.Start(agents.StartOptions{
-		Command: argv, Dir: l.Root, Prompt: prompt, Env: env, LogPath: filepath.Join(a.dir, "agent.log"),
+		// The log is for people to follow, in the readable copy; what the gate trusts is
+		// not in it (a result block is a claim, which the gate checks).
+		Command: r.sandboxed(a, argv), Dir: root, Prompt: prompt, Env: env, LogPath: filepath.Join(a.mirror, "agent.log"),
 	})
 	if err != nil {
 		return fail("agent", fmt.Sprintf("start %s: %v", strings.Join(argv, " "), err))
@@ -270,38 +330,47 @@ func (r *runner) command(name, complexity string) ([]string, agents.Adapter, err
 	return argv, ad, nil
 }
 
+// A place is where a prompt's files come from: root, the tree the agent will work in, and
+// runs, the attempt records of the orchestrator's state.
+type place struct{ root, runs string }
+
+// placeOf is the place of `orchestrator prompt`: the person's tree, and the repository's
+// attempt records (the readable copies outside a git repository).
+func placeOf(l queue.Layout) place {
+	if repo, err := worktree.Open(context.Background(), l.Root); err == nil {
+		return place{root: l.Root, runs: stateRuns(repo)}
+	}
+	return place{root: l.Root, runs: l.Runs()}
+}
+
 // renderPrompt is shared with `orchestrator prompt ID`, which prints exactly this.
-func renderPrompt(l queue.Layout, tasks *queue.Doc, t queue.Task, testCmd string, attempt int) (string, error) {
+func renderPrompt(l queue.Layout, at place, tasks *queue.Doc, t queue.Task, testCmd string, attempt int) (string, error) {
 	rec := t.Record
 	in := prompts.Input{
 		Role:           prompts.RoleFor(t.Kind.String()),
 		TaskID:         t.ID,
 		Title:          tasks.TitleText(rec),
 		Body:           strings.TrimSpace(proseBody(tasks, rec)),
-		Root:           l.Root,
+		Root:           at.root,
 		TestCommand:    testCmd,
 		Attempt:        attempt,
-		LastGateOutput: lastGateOutput(l, t.ID, attempt),
+		LastGateOutput: lastGateOutput(at.runs, t.ID, attempt),
 	}
 	for _, f := range tasks.Fields(rec) {
 		in.Fields = append(in.Fields, prompts.Field{Name: tasks.Name(f), Value: tasks.Value(f)})
 	}
-	in.Allowlist = allowlist(l, tasks, t)
+	in.Allowlist = allowlist(at, tasks, t)
 	in.Include = in.Allowlist
 	return prompts.Render(in, filepath.Join(l.Dir(), "prompts"))
 }
 
 // PromptFor renders the prompt task id would get if it started now.
 func PromptFor(l queue.Layout, cfg *config.Config, id string) (string, error) {
-	tasks, err := queue.Load(l.Tasks())
+	info, err := PromptInfoFor(l, cfg, id)
 	if err != nil {
 		return "", err
 	}
-	rec, ok := tasks.Record(id)
-	if !ok {
-		return "", fmt.Errorf("%s: %w: %s", tasks.Path, queue.ErrNotFound, id)
-	}
-	return renderPrompt(l, tasks, tasks.Task(rec), testCommand(cfg, tasks, rec), nextAttempt(l.Runs(), id))
+	return info.Prompt, nil
 }
 
 // proseBody returns the record's text after its field tables: objective, criteria, notes.
@@ -322,7 +391,7 @@ func proseBody(d *queue.Doc, rec *queue.Record) string {
 // task that builds on TEST tasks, the test files those wrote: the test_files of their RED
 // hand-offs, and their Test File fields. Only files that exist are listed. Implementation
 // files are never on a test writer's list.
-func allowlist(l queue.Layout, tasks *queue.Doc, t queue.Task) []string {
+func allowlist(at place, tasks *queue.Doc, t queue.Task) []string {
 	var list []string
 	seen := map[string]bool{}
 	add := func(paths []string) {
@@ -331,7 +400,7 @@ func allowlist(l queue.Layout, tasks *queue.Doc, t queue.Task) []string {
 			if seen[p] || strings.HasPrefix(p, "../") || filepath.IsAbs(p) {
 				continue
 			}
-			if fi, err := os.Stat(filepath.Join(l.Root, p)); err == nil && fi.Mode().IsRegular() {
+			if fi, err := os.Stat(filepath.Join(at.root, p)); err == nil && fi.Mode().IsRegular() {
 				seen[p] = true
 				list = append(list, p)
 			}
@@ -340,7 +409,7 @@ func allowlist(l queue.Layout, tasks *queue.Doc, t queue.Task) []string {
 	add(queue.List(tasks.Get(t.Record, "Test File")))
 	if t.Kind != queue.KindTest {
 		deps := depTests(tasks, t)
-		add(redTestFiles(l, deps))
+		add(redTestFiles(at.runs, deps))
 		for _, dep := range deps {
 			rec, _ := tasks.Record(dep)
 			add(queue.List(tasks.Get(rec, "Test File")))
@@ -352,12 +421,12 @@ func allowlist(l queue.Layout, tasks *queue.Doc, t queue.Task) []string {
 
 // lastGateOutput returns the raw output of the failed gate of the attempt before attempt,
 // if that one failed at its gate.
-func lastGateOutput(l queue.Layout, id string, attempt int) string {
+func lastGateOutput(runs, id string, attempt int) string {
 	n := attempt - 1
 	if n < 1 {
 		return ""
 	}
-	dir := filepath.Join(l.Runs(), id, strconv.Itoa(n))
+	dir := filepath.Join(runs, id, strconv.Itoa(n))
 	res, ok := readResult(dir)
 	if !ok || res.Outcome != "failed" || res.Gate == nil {
 		return ""
@@ -378,4 +447,14 @@ func depTests(tasks *queue.Doc, t queue.Task) []string {
 		}
 	}
 	return out
+}
+
+// setDeps records the TEST tasks t depends on, and which of them are completed.
+func (a *attempt) setDeps(tasks *queue.Doc, t queue.Task) {
+	a.depTests = depTests(tasks, t)
+	a.depDone = map[string]bool{}
+	for _, dep := range a.depTests {
+		rec, _ := tasks.Record(dep)
+		a.depDone[dep] = tasks.Task(rec).Status == queue.StatusCompleted
+	}
 }

@@ -98,7 +98,7 @@ func (r *repo) attemptLogs(id string) string {
 	runs := filepath.Join(r.root, ".orchestrator", "runs", id)
 	entries, _ := os.ReadDir(runs)
 	for _, e := range entries {
-		for _, name := range []string{"result.json", "gate.log"} {
+		for _, name := range []string{"result.json", "gate.log", "agent.log"} {
 			text, _ := os.ReadFile(filepath.Join(runs, e.Name(), name))
 			fmt.Fprintf(&b, "--- %s/%s\n%s\n", e.Name(), name, text)
 		}

@@ -43,6 +43,9 @@ type repo struct {
 	t    testing.TB
 	root string
 	tag  string // in every agent's environment, to find leftover processes
+	// uncommitted keeps the test's edits out of git once the repository has a commit (a
+	// test of a person's uncommitted changes).
+	uncommitted bool
 }
 
 // task is one task of a generated queue.
@@ -124,11 +127,48 @@ func (r *repo) read(rel string) string {
 	return string(b)
 }
 
-// cmd returns the orchestrator command with args, run in the repository.
+// cmd returns the orchestrator command with args, run in the repository. Before `watch`
+// and `run`, whatever the test wrote is committed (agents start from the integration
+// branch's head), unless the test keeps its edits uncommitted (r.uncommitted).
 func (r *repo) cmd(args ...string) *exec.Cmd {
+	if len(args) > 0 && (args[0] == "watch" || args[0] == "run") {
+		r.commitAll()
+	}
 	c := exec.Command(orchestratorBin, append([]string{"--dir", r.root}, args...)...)
 	c.Dir = r.root
 	return c
+}
+
+// commitAll makes the test repository a git repository on branch main (the queue files
+// and test counters outside git), and commits what changed, unless r.uncommitted.
+func (r *repo) commitAll() {
+	r.t.Helper()
+	if _, err := os.Stat(filepath.Join(r.root, ".git")); err != nil {
+		r.git("init", "-q", "-b", "main")
+		r.write(".git/info/exclude", ".orchestrator/\n*.count\n")
+	}
+	if r.uncommitted && r.git("rev-parse", "-q", "--verify", "HEAD") != "" {
+		return
+	}
+	r.git("add", "-A")
+	if r.git("status", "--porcelain") != "" || r.git("rev-parse", "-q", "--verify", "HEAD") == "" {
+		r.git("commit", "-q", "--allow-empty", "-m", "test setup")
+	}
+}
+
+// git runs git in the repository and returns its output ("" on failure for rev-parse).
+func (r *repo) git(args ...string) string {
+	r.t.Helper()
+	c := exec.Command("git", append([]string{"-c", "user.name=Test", "-c", "user.email=test@example.com"}, args...)...)
+	c.Dir = r.root
+	out, err := c.CombinedOutput()
+	if err != nil {
+		if args[0] == "rev-parse" {
+			return ""
+		}
+		r.t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // run runs the orchestrator and returns its exit code and output.

@@ -55,19 +55,91 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 		if m, _ := markers.Find(l.Markers(), a.id); m != nil {
 			_ = m.Consume(a.dir)
 		}
+		r.releaseSlot(a)
+		a.copyOut()
 		// The person's edit may have made other tasks ready (or left them so).
 		return r.schedule(ctx)
 	}
-	res, log := r.decide(ctx, a)
-	if ctx.Err() != nil {
-		// Interrupted while the gate ran: its verdict is not a verdict. The task goes back
-		// to pending with no retry used, like one whose agent was running.
-		r.putBack(a, "orchestrator interrupted while the gate ran")
-		return nil
+	// What the agent did, as git sees it, whatever it claims.
+	candErr := r.makeCandidate(ctx, a)
+	res, log := r.decide(ctx, a, candErr)
+	if res.Outcome == "completed" {
+		log += r.landVerified(ctx, a, &res)
 	}
-	writeGateLog(a.dir, log)
+	if ctx.Err() != nil {
+		// Interrupted while the gate ran or the candidate landed: its verdict is not a
+		// verdict. The task goes back to pending with no retry used, like one whose agent
+		// was running. (A landing is git's compare-and-swap: it happened or it did not.)
+		if res.Commit == "" {
+			r.releaseSlot(a)
+			r.putBack(a, "orchestrator interrupted while the gate ran")
+			a.copyOut()
+			return nil
+		}
+	}
+	a.write("gate.log", []byte(log))
 	a.record(res)
+	r.releaseSlot(a)
+	a.copyOut()
 	return r.apply(ctx, &decided{a: a, res: res, log: log})
+}
+
+// landVerified lands the candidate of an attempt its gate passed, and turns res into what
+// landing made of it: completed with its commit; failed when, rebased onto a moved
+// integration head, it no longer passes; back to pending after a rebase conflict; blocked
+// when it would overwrite the person's uncommitted changes.
+func (r *runner) landVerified(ctx context.Context, a *attempt, res *result) string {
+	var log strings.Builder
+	msg := landingMessage(a, a.title, a.verdict, r.redCommit(a))
+	commit, v, err := r.land(ctx, a, msg, func(c string) (*gate.Verdict, error) { return r.judge(ctx, a, c) })
+	switch {
+	case errors.Is(err, errLandingConflict):
+		res.Outcome, res.Type, res.Reason = "blocked", "landing_conflict", err.Error()+"; the candidate waits under refs/orchestrator/attempts/"+a.id
+	case errors.Is(err, errRebaseConflict):
+		res.Outcome, res.Type, res.Reason = "requeue", "rebase_conflict", err.Error()
+	case err != nil:
+		res.Outcome, res.Type, res.Reason = "failed", "gate_error", "landing failed: "+err.Error()
+		res.Primary = retry.Normalize(res.Reason)
+	case v != nil:
+		// Judged again on the new head, and refused there.
+		log.WriteString(v.Log.String())
+		a.gateOutput = v.Output
+		res.Outcome, res.Type, res.FailingTest, res.File = "failed", v.Type, v.FailingTest, v.File
+		res.Gate = &gateResult{Pass: false, Runs: v.Runs}
+		res.Reason = "claim rejected on the new integration head: " + v.Reason
+	default:
+		res.Commit = commit
+		if a.task.Kind == queue.KindTest {
+			r.markRed(a, commit)
+		}
+		if commit != a.base {
+			fmt.Fprintf(&log, "landed: %s on %s\n", commit, r.repo.Branch)
+		}
+	}
+	fmt.Fprintf(&log, "after landing: %s: %s\n", res.Outcome, res.Reason)
+	return log.String()
+}
+
+// markRed records, in the RED evidence, the commit that landed the tests.
+func (r *runner) markRed(a *attempt, commit string) {
+	path := filepath.Join(a.dir, "handoff-red.json")
+	m, err := gate.ReadManifest(path)
+	if err != nil {
+		return
+	}
+	m.Commit = commit
+	_ = m.Write(path)
+}
+
+// redCommit returns the commit that landed the RED of a BUILD task's first TEST
+// dependency, for its landing's trailer.
+func (r *runner) redCommit(a *attempt) string {
+	for _, dep := range a.depTests {
+		if m, err := gate.FindRed(r.runs, dep); err == nil && m != nil && m.Commit != "" {
+			return m.Commit
+		}
+	}
+	return ""
 }
 
 // A decided attempt has its verdict; what is left is to record it in the queues.
@@ -181,7 +253,7 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 
 // decide reads the claim and runs the gate for the task's kind. It returns the result and
 // the text of gate.log.
-func (r *runner) decide(ctx context.Context, a *attempt) (result, string) {
+func (r *runner) decide(ctx context.Context, a *attempt, candErr error) (result, string) {
 	var log strings.Builder
 	fmt.Fprintf(&log, "task %s attempt %d (%s task, agent %s)\n", a.id, a.n, a.task.Kind, a.agent)
 	res := result{Outcome: "failed"}
@@ -233,8 +305,16 @@ func (r *runner) decide(ctx context.Context, a *attempt) (result, string) {
 	case claim == "failed":
 		res.Type, res.Reason = "agent_failed", "the agent reported failure"
 		res.Primary = res.Reason
+	case candErr != nil && a.slot == nil:
+		res.Type, res.Reason = "agent_lost", "agent_lost: the agent's worktree is gone, and its changes with it"
+		res.Primary = res.Reason
+	case candErr != nil:
+		res.Type, res.Reason = "gate_error", "the agent's changes could not be read: "+candErr.Error()
+		res.Primary = retry.Normalize(res.Reason)
 	default:
-		v, err := r.runGate(ctx, a)
+		fmt.Fprintf(&log, "candidate: %s (%d changes from %.12s)\n", a.candidate, len(a.changes), a.base)
+		v, err := r.judge(ctx, a, a.candidate)
+		a.verdict = v
 		if err != nil {
 			res.Type, res.Reason = "gate_error", "the gate could not run: "+err.Error()
 			res.Primary = retry.Normalize(res.Reason)
@@ -314,44 +394,43 @@ func testCommand(cfg *config.Config, tasks *queue.Doc, rec *queue.Record) string
 	return projectTestCommand(cfg, tasks)
 }
 
-// runGate checks a claim of done with the gate for the task's kind (SPEC §7.2–7.4): RED
-// for a TEST task, GREEN for a BUILD task, VERIFY for a VERIFY or QA task.
-func (r *runner) runGate(ctx context.Context, a *attempt) (*gate.Verdict, error) {
-	l := r.o.Layout
-	in := gate.Input{
-		Root: l.Root, AttemptDir: a.dir, Task: a.id, Attempt: a.n,
-		TestIDs: a.task.TestIDs, TestCommand: a.testCmd, Globs: r.o.Config.TestGlobs,
-		Timeout: r.o.Config.TaskTimeout.Duration,
+// judge checks a claim of done with the gate for the task's kind (SPEC §7.2–7.4), in a
+// pristine checkout of commit: RED for a TEST task, GREEN for a BUILD task, VERIFY for a
+// VERIFY or QA task. A change under .orchestrator/ is refused before any test runs.
+func (r *runner) judge(ctx context.Context, a *attempt, commit string) (*gate.Verdict, error) {
+	changed, forbidden := r.changedPaths(a)
+	if len(forbidden) > 0 {
+		return gate.Refuse(gate.TypeScope, "scope_violation: the agent changed the orchestrator's files: %s", strings.Join(forbidden, ", ")), nil
 	}
-	snap := a.snapshot
-	if snap == nil {
-		// An adopted or recovered attempt: launch saved the snapshot before the agent
-		// started. Without it the changed files, and so the scope checks, are unknown.
-		var err error
-		if snap, err = gate.LoadSnapshot(filepath.Join(a.dir, "snapshot.json")); err != nil {
-			return nil, err
-		}
-	}
-	changed, err := snap.Changed(l.Root)
+	root, err := r.gateDir(ctx, commit)
 	if err != nil {
 		return nil, err
 	}
-	in.Changed = changed
+	in := gate.Input{
+		Root: root, AttemptDir: a.dir, Task: a.id, Attempt: a.n,
+		TestIDs: a.task.TestIDs, TestCommand: a.testCmd, Globs: r.o.Config.TestGlobs,
+		Timeout: r.o.Config.TaskTimeout.Duration, Changed: changed,
+	}
 	switch a.task.Kind {
 	case queue.KindTest:
-		in.ProjectCommand, in.TestFile = redTests(l.Tasks(), a.id, a.testCmd)
+		in.ProjectCommand, in.TestFile = redTests(r.o.Layout.Tasks(), a.id, a.testCmd)
 		return gate.Red(ctx, in)
 	case queue.KindBuild:
 		for _, dep := range a.depTests {
-			m, err := gate.FindRed(l.Runs(), dep)
+			m, err := gate.FindRed(r.runs, dep)
 			if err != nil {
 				return nil, err
 			}
-			if m != nil {
-				in.Deps = append(in.Deps, m)
+			if m == nil && !a.depDone[dep] {
+				continue // not run yet: `run` started this task early, on the person's word
 			}
+			if m == nil {
+				// Fail closed: without the RED evidence, the tests cannot be checked.
+				return gate.Refuse(gate.TypeTampered, "test_tampered: TEST dependency %s has no RED evidence; its tests cannot be checked", dep), nil
+			}
+			in.Deps = append(in.Deps, m)
 		}
-		if b, err := testrun.ReadBaseline(l.Baseline()); err == nil {
+		if b, err := testrun.ReadBaseline(r.baselinePath()); err == nil {
 			in.RegressionCommand = b.RegressionCommand
 		}
 		return gate.Green(ctx, in)
@@ -359,17 +438,15 @@ func (r *runner) runGate(ctx context.Context, a *attempt) (*gate.Verdict, error)
 	return gate.Verify(ctx, in)
 }
 
-func writeGateLog(dir, text string) {
-	_ = os.WriteFile(filepath.Join(dir, "gate.log"), []byte(text), 0o644)
-}
-
 // recoverAttempts handles tasks left in_progress by an orchestrator that died (SPEC §7.1).
-// Nothing in the attempt folder is taken on trust, since the agent could write there: a
-// live agent is found by the attempt folder in its environment (and then by PID and start
-// time), and a decision is always made again from the claim and the gate, never read back
-// from result.json. An agent that still runs is adopted and waited for, and judged like any
-// other, result block included; one that is gone is judged from its marker and its log, or
-// counts as lost; one that never started used no attempt.
+// It trusts only what the agent could not write: git (the integration branch, the slots'
+// contents as git sees them) and the attempt records in the orchestrator's state. A live
+// agent is found by the attempt folder in its environment (and then by PID and start
+// time). A decision is always made again, from the claim and the gate, never read back. An
+// attempt that landed before the crash is recorded as such, never landed twice; an agent
+// that still runs is adopted, waited for and judged like any other, result block included;
+// one that is gone is judged from its marker, its log and its worktree, or counts as lost;
+// one that never started used no attempt.
 func (r *runner) recoverAttempts(ctx context.Context) error {
 	r.recovering = true
 	defer func() { r.recovering = false }()
@@ -381,12 +458,23 @@ func (r *runner) recoverAttempts(ctx context.Context) error {
 		if t.Status != queue.StatusInProgress {
 			continue
 		}
-		n := lastAttempt(r.o.Layout.Runs(), t.ID)
-		dir := filepath.Join(r.o.Layout.Runs(), t.ID, strconv.Itoa(n))
-		a := &attempt{id: t.ID, n: n, dir: dir, task: t}
-		if n == 0 || !fileExists(filepath.Join(dir, "agent.log")) {
+		n := lastAttempt(r.runs, t.ID)
+		dir := filepath.Join(r.runs, t.ID, strconv.Itoa(n))
+		a := &attempt{id: t.ID, n: n, dir: dir, mirror: filepath.Join(r.o.Layout.Runs(), t.ID, strconv.Itoa(n)), task: t, title: tasks.TitleText(t.Record)}
+		if n > 0 {
+			_ = os.MkdirAll(a.mirror, 0o755)
+			if commit := r.repo.Landed(ctx, t.ID, n); commit != "" {
+				r.report.event(t.ID, "recovered", fmt.Sprintf("attempt %d landed as %.12s before the stop; recording it", n, commit))
+				if _, err := r.setStatus(ctx, t.ID, queue.StatusInProgress, queue.StatusCompleted, queue.SetField{ID: t.ID, Field: "Commit", Value: commit}); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		prev, _ := readResult(dir)
+		if n == 0 || !r.everStarted(a, prev) {
 			// The agent never started: no attempt was used.
-			if n > 0 {
+			if n > 0 && (prev.Outcome == "" || prev.Outcome == "starting") {
 				a.record(result{Outcome: "not_started", Reason: "the orchestrator stopped before the agent started"})
 			}
 			r.report.event(t.ID, "recovered", "never started; back to pending")
@@ -395,8 +483,7 @@ func (r *runner) recoverAttempts(ctx context.Context) error {
 			}
 			continue
 		}
-		prev, _ := readResult(dir) // for the record only: the agent's name and command line
-		a.agent, a.argv = prev.Agent, prev.Command
+		a.agent, a.argv, a.base = prev.Agent, prev.Command, prev.Base
 		if a.agent == "" {
 			a.agent = tasks.Get(t.Record, "Agent")
 			if queue.IsEmpty(a.agent) {
@@ -407,21 +494,51 @@ func (r *runner) recoverAttempts(ctx context.Context) error {
 			a.adapter = ad
 		}
 		a.testCmd = testCommand(r.o.Config, tasks, t.Record)
-		a.depTests = depTests(tasks, t)
+		a.setDeps(tasks, t)
 		r.started[t.ID] = true
+		if prev.Slot != "" && a.base != "" && r.repo.HasSlot(prev.Slot) {
+			// The agent's worktree, as it left it.
+			if err := r.holdSlot(ctx, a, prev.Slot, false); err != nil {
+				return err
+			}
+		}
 		if pid, start, ok := agents.FindByEnv("ORCHESTRATOR_ATTEMPT_DIR", dir); ok {
 			a.pid, a.start, a.adopted, a.started = pid, start, true, time.Now()
 			r.report.event(t.ID, "adopted", fmt.Sprintf("attempt %d's agent (pid %d) still runs; waiting for it", n, pid))
 			r.track(a, agents.WaitGone(pid, start, 20*time.Millisecond))
 			continue
 		}
-		r.report.event(t.ID, "recovered", fmt.Sprintf("attempt %d's agent is gone; judging what it left", n))
+		r.report.event(t.ID, "recovered", fmt.Sprintf("attempt %d's agent is gone (it was %s in slot %q); judging what it left", n, orNone(prev.Outcome), prev.Slot))
 		r.attempts++
 		if err := r.finish(ctx, a); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// everStarted tells whether the agent of the task's last attempt folder is the one the
+// in_progress status is about, and ever ran. The record says "running" once the agent's
+// PID is known; "starting" (or nothing) before that, when only what it left tells: a live
+// process, output, or a marker. A record with an outcome means that attempt was decided:
+// if its marker is still there, the queue write that follows the decision was lost (the
+// decision is made again); if not, the status is a later launch's that stopped before its
+// attempt folder was made.
+func (r *runner) everStarted(a *attempt, prev result) bool {
+	m, _ := markers.Find(r.o.Layout.Markers(), a.id)
+	switch prev.Outcome {
+	case "running":
+		return true
+	case "", "starting":
+		if _, _, ok := agents.FindByEnv("ORCHESTRATOR_ATTEMPT_DIR", a.dir); ok {
+			return true
+		}
+		if fi, err := os.Stat(filepath.Join(a.mirror, "agent.log")); err == nil && fi.Size() > 0 {
+			return true
+		}
+		return m != nil
+	}
+	return m != nil && prev.Outcome != "not_started"
 }
 
 func fileExists(path string) bool {
@@ -450,7 +567,17 @@ const (
 func (r *runner) statusAfter(a *attempt, res result) (string, []queue.Op) {
 	switch res.Outcome {
 	case "completed":
-		return queue.StatusCompleted, nil
+		// The status and the commit that verifies it, in one write.
+		return queue.StatusCompleted, []queue.Op{queue.SetField{ID: a.id, Field: "Commit", Value: res.Commit}}
+	case "requeue":
+		// A rebase conflict is not the agent's failure: a fresh attempt on the new head,
+		// no retry used; but not forever.
+		n := r.trailing(a, func(p result) bool { return p.Outcome == "requeue" })
+		if n < maxRebaseConflicts {
+			return queue.StatusPending, nil
+		}
+		return queue.StatusBlocked, []queue.Op{queue.SetField{ID: a.id, Field: "Blocked-Reason",
+			Value: oneLine(fmt.Sprintf("%d rebase conflicts in a row: %s", n, res.Reason))}}
 	case "issue":
 		if r.countAttempts(a, func(p result) bool { return p.Outcome == "issue" }) <= maxIssueReprompts {
 			return queue.StatusPending, nil // ask again, with the question recorded in the attempt
@@ -458,8 +585,11 @@ func (r *runner) statusAfter(a *attempt, res result) (string, []queue.Op) {
 		return queue.StatusBlocked, []queue.Op{queue.SetField{ID: a.id, Field: "Blocked-Reason",
 			Value: oneLine("unclear requirement, needs a person: " + res.Message)}}
 	case "blocked":
-		return queue.StatusBlocked, []queue.Op{queue.SetField{ID: a.id, Field: "Blocked-Reason",
-			Value: oneLine("dependency: " + res.Message)}}
+		why := "dependency: " + res.Message
+		if res.Type == "landing_conflict" {
+			why = res.Reason
+		}
+		return queue.StatusBlocked, []queue.Op{queue.SetField{ID: a.id, Field: "Blocked-Reason", Value: oneLine(why)}}
 	}
 	if res.Claim == "done" && res.Gate != nil && !res.Gate.Pass {
 		n := r.countAttempts(a, func(p result) bool { return p.Claim == "done" && p.Gate != nil && !p.Gate.Pass })
@@ -477,9 +607,22 @@ func (r *runner) statusAfter(a *attempt, res result) (string, []queue.Op) {
 func (r *runner) countAttempts(a *attempt, match func(result) bool) int {
 	n := 0
 	for i := 1; i <= a.n; i++ {
-		if res, ok := readResult(filepath.Join(r.o.Layout.Runs(), a.id, strconv.Itoa(i))); ok && match(res) {
+		if res, ok := readResult(filepath.Join(r.runs, a.id, strconv.Itoa(i))); ok && match(res) {
 			n++
 		}
+	}
+	return n
+}
+
+// trailing counts the task's last attempts (this one included) that match, in a row.
+func (r *runner) trailing(a *attempt, match func(result) bool) int {
+	n := 0
+	for i := a.n; i >= 1; i-- {
+		res, ok := readResult(filepath.Join(r.runs, a.id, strconv.Itoa(i)))
+		if !ok || !match(res) {
+			break
+		}
+		n++
 	}
 	return n
 }
@@ -499,11 +642,14 @@ func (r *runner) refreshBaseline(ctx context.Context, tasks *queue.Doc) {
 	l := r.o.Layout
 	// Until the new baseline is written, a note says it is owed: a run interrupted or
 	// killed meanwhile makes it at its next start (refreshOwedBaseline).
-	owed := filepath.Join(l.Runs(), baselineOwed)
+	owed := filepath.Join(r.runs, baselineOwed)
 	_ = os.WriteFile(owed, nil, 0o644)
-	b, err := testrun.MakeBaseline(ctx, l.Root, cmd, r.o.Config.TestGlobs, r.o.Config.TaskTimeout.Duration)
+	b, err := r.makeBaseline(ctx, cmd)
 	if err == nil {
-		err = b.Write(l.Baseline())
+		err = b.Write(r.baselinePath())
+	}
+	if err == nil {
+		err = b.Write(l.Baseline()) // the readable copy
 	}
 	if err != nil {
 		r.report.event("", "warning", "baseline: "+err.Error())
@@ -512,13 +658,47 @@ func (r *runner) refreshBaseline(ctx context.Context, tasks *queue.Doc) {
 	os.Remove(owed)
 }
 
+// makeBaseline runs the project's whole suite on a pristine checkout of the integration
+// head.
+func (r *runner) makeBaseline(ctx context.Context, cmd string) (*testrun.Baseline, error) {
+	head, err := r.repo.Head(ctx)
+	if err != nil {
+		return nil, err
+	}
+	root, err := r.gateDir(ctx, head)
+	if err != nil {
+		return nil, err
+	}
+	return testrun.MakeBaseline(ctx, root, cmd, r.o.Config.TestGlobs, r.o.Config.TaskTimeout.Duration)
+}
+
+// baselinePath is the baseline the GREEN gate trusts, in the orchestrator's state;
+// .orchestrator/baseline.json is its readable copy. A person's `orchestrator baseline`
+// writes the copy: the loop takes it in when it starts (importBaseline).
+func (r *runner) baselinePath() string { return filepath.Join(r.repo.State(), "baseline.json") }
+
+// importBaseline takes the person's .orchestrator/baseline.json as the baseline when the
+// run starts, before any agent could have written it, if it is newer than the state's.
+func (r *runner) importBaseline() {
+	src, err := os.Stat(r.o.Layout.Baseline())
+	if err != nil {
+		return
+	}
+	if dst, err := os.Stat(r.baselinePath()); err == nil && !src.ModTime().After(dst.ModTime()) {
+		return
+	}
+	if b, err := os.ReadFile(r.o.Layout.Baseline()); err == nil {
+		_ = os.WriteFile(r.baselinePath(), b, 0o644)
+	}
+}
+
 // baselineOwed, in the runs folder, says that a task completed and the baseline was not
 // made again after it.
 const baselineOwed = ".baseline-owed"
 
 // refreshOwedBaseline makes the baseline that an interrupted run owes.
 func (r *runner) refreshOwedBaseline(ctx context.Context) error {
-	if !fileExists(filepath.Join(r.o.Layout.Runs(), baselineOwed)) {
+	if !fileExists(filepath.Join(r.runs, baselineOwed)) {
 		return nil
 	}
 	tasks, err := queue.Load(r.o.Layout.Tasks())

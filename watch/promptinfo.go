@@ -29,12 +29,13 @@ func PromptInfoFor(l queue.Layout, cfg *config.Config, id string) (*PromptInfo, 
 		return nil, fmt.Errorf("%s: %w: %s", tasks.Path, queue.ErrNotFound, id)
 	}
 	t := tasks.Task(rec)
-	n := nextAttempt(l.Runs(), id)
-	text, err := renderPrompt(l, tasks, t, testCommand(cfg, tasks, rec), n)
+	at := placeOf(l)
+	n := nextAttempt(at.runs, id)
+	text, err := renderPrompt(l, at, tasks, t, testCommand(cfg, tasks, rec), n)
 	if err != nil {
 		return nil, err
 	}
-	list := allowlist(l, tasks, t)
+	list := allowlist(at, tasks, t)
 	if list == nil {
 		list = []string{}
 	}

@@ -178,7 +178,7 @@ func (r *reporter) final(tasks *queue.Doc, l queue.Layout) {
 	tw := tabwriter.NewWriter(r.w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TASK\tKIND\tSTATUS\tATTEMPTS")
 	for _, t := range tasks.Tasks() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", t.ID, t.Kind, orNone(t.Status), lastAttempt(l.Runs(), t.ID))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", t.ID, t.Kind, orNone(tasks.ShownStatus(t)), lastAttempt(l.Runs(), t.ID))
 	}
 	tw.Flush()
 	counts := countStatuses(tasks)
@@ -200,7 +200,7 @@ func (r *reporter) final(tasks *queue.Doc, l queue.Layout) {
 func countStatuses(d *queue.Doc) map[string]int {
 	counts := map[string]int{}
 	for _, t := range d.Tasks() {
-		counts[t.Status]++
+		counts[d.ShownStatus(t)]++
 	}
 	return counts
 }

@@ -15,7 +15,10 @@ func failScript(r *repo, name string, n int, vary bool) string {
 	if vary {
 		msg = `echo "calc_test.go:12: Add(2, 3) = $c, want 5"`
 	}
-	script := "c=$(cat " + name + ".count 2>/dev/null || echo 0)\nc=$((c+1))\necho $c > " + name + ".count\n" +
+	// The counter is in the person's tree, by absolute path: the command runs in the gate's
+	// checkout, which is made afresh for every run.
+	count := strconv.Quote(filepath.Join(r.root, name+".count"))
+	script := "c=$(cat " + count + " 2>/dev/null || echo 0)\nc=$((c+1))\necho $c > " + count + "\n" +
 		"if [ $c -le " + strconv.Itoa(n) + " ]; then\n  " + msg + "\n  echo '--- FAIL: TestAdd (0.00s)'\n  exit 1\nfi\necho ok\n"
 	r.write(name+".sh", script)
 	return "sh " + name + ".sh"

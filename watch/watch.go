@@ -19,6 +19,7 @@ import (
 	"github.com/orchestrator/orchestrator/markers"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/retry"
+	"github.com/orchestrator/orchestrator/worktree"
 )
 
 // Outcome is how a run ended; the command turns it into an exit code (SPEC §7.1, §13).
@@ -102,7 +103,45 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	}
 	r := newRunner(o)
 	defer r.report.close()
+	if err := r.openRepo(ctx); err != nil {
+		return Summary{Outcome: SomeFailed}, err
+	}
+	defer r.removeSlots()
 	return r.loop(ctx, w)
+}
+
+// openRepo finds the git repository and the integration branch (SPEC §7.1).
+func (r *runner) openRepo(ctx context.Context) error {
+	repo, err := worktree.Open(ctx, r.o.Layout.Root)
+	if err != nil {
+		return err
+	}
+	root, err := filepath.EvalSymlinks(r.o.Layout.Root)
+	if err != nil {
+		return err
+	}
+	top, err := filepath.EvalSymlinks(repo.Root)
+	if err != nil {
+		return err
+	}
+	if r.sub, err = filepath.Rel(top, root); err != nil {
+		return err
+	}
+	r.repo, r.runs = repo, stateRuns(repo)
+	return os.MkdirAll(r.runs, 0o755)
+}
+
+// removeSlots removes every worktree of the run: none is left behind (SPEC §7.1). Attempts
+// that still run when the run ends (an agent left running on purpose) keep theirs.
+func (r *runner) removeSlots() {
+	var keep []string
+	for name := range r.slots {
+		keep = append(keep, name)
+	}
+	r.gate = nil // made again when a gate needs it
+	if err := r.repo.RemoveSlots(context.Background(), keep...); err != nil {
+		r.report.event("", "warning", "worktrees: "+err.Error())
+	}
 }
 
 // lockRepo takes .orchestrator/watch.lock for the whole run and records our PID beside it.
@@ -140,7 +179,17 @@ func lockRepo(l queue.Layout) (func(), error) {
 
 // runner is the state of one run. Only the loop goroutine touches it.
 type runner struct {
-	o        Options
+	o Options
+	// repo is the person's repository; sub is the project folder (the one that holds
+	// .orchestrator/) relative to its top.
+	repo *worktree.Repo
+	sub  string
+	// runs holds the attempt folders the gate and recovery trust (stateRuns).
+	runs string
+	// slots maps each job slot a running attempt holds to its task; gate is the gate's
+	// own slot.
+	slots map[string]string
+	gate  *worktree.Slot
 	report   *reporter
 	running  map[string]*attempt
 	finished chan *attempt
@@ -157,6 +206,8 @@ type runner struct {
 	// rules caches refusals for the queue bytes whose hash is rulesSum.
 	rules    map[string]string
 	rulesSum [32]byte
+	// byHand are the tasks a person set to completed while their attempt ran.
+	byHand []string
 	// capped is set once the run's global auto-retry cap held a retry back: the run ends
 	// as halted, since the failures left need a person or the next run.
 	capped bool
@@ -171,6 +222,7 @@ func newRunner(o Options) *runner {
 		timeouts: make(chan *attempt, 1024),
 		graceEnd: make(chan *attempt, 1024),
 		started:  map[string]bool{},
+		slots:    map[string]string{},
 	}
 }
 
@@ -180,9 +232,12 @@ func (r *runner) loop(ctx context.Context, w *fsnotify.Watcher) (Summary, error)
 			return Summary{Outcome: SomeFailed}, err
 		}
 	}
+	r.importBaseline()
 	if err := r.recoverAttempts(ctx); err != nil {
 		return Summary{Outcome: SomeFailed}, err
 	}
+	// Worktrees a crashed run left, other than those of adopted agents.
+	r.removeSlots()
 	if err := r.refreshOwedBaseline(ctx); err != nil {
 		return Summary{Outcome: SomeFailed}, err
 	}
@@ -328,6 +383,10 @@ func (r *runner) queueChanged(ctx context.Context) error {
 		}
 		if status != queue.StatusInProgress && a.stopReason == "" {
 			a.stopReason = reasonPerson
+			if status == queue.StatusCompleted {
+				// Completed by hand, not by the gate: the run does not count it verified.
+				r.byHand = append(r.byHand, id)
+			}
 			r.report.event(id, "stopped", fmt.Sprintf("status set to %q by hand; stopping attempt %d", status, a.n))
 			go a.stop(r.o.Config.StopGrace.Duration)
 		}
@@ -557,6 +616,7 @@ func (r *runner) interrupt() (Summary, error) {
 		}
 	}
 	r.running = map[string]*attempt{}
+	r.slots = map[string]string{}
 	return Summary{Outcome: Interrupted, Attempts: r.attempts}, nil
 }
 
@@ -566,6 +626,7 @@ func (r *runner) stopAll(err error) (Summary, error) {
 	for _, a := range r.running {
 		_, _ = r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusPending)
 	}
+	r.slots = map[string]string{}
 	return Summary{Outcome: SomeFailed, Attempts: r.attempts}, err
 }
 
@@ -608,6 +669,10 @@ func (r *runner) summary(ctx context.Context) (Summary, error) {
 	}
 	if r.capped {
 		s.Outcome = max(s.Outcome, Halted)
+	}
+	if len(r.byHand) > 0 {
+		s.Outcome = max(s.Outcome, SomeFailed)
+		r.report.event("", "warning", "completed by hand while their attempt ran, not verified: "+strings.Join(r.byHand, ", "))
 	}
 	r.report.final(tasks, r.o.Layout)
 	return s, nil

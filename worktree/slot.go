@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -55,6 +56,12 @@ func (r *Repo) Slot(ctx context.Context, name string) (*Slot, error) {
 	}
 	s.admin = admin
 	return s, nil
+}
+
+// HasSlot reports whether the slot called name exists, as a worktree git knows.
+func (r *Repo) HasSlot(name string) bool {
+	_, err := r.adminOf(filepath.Join(r.slotsDir(), name))
+	return err == nil
 }
 
 // adminOf returns the admin folder that git keeps for the worktree at dir, from the
@@ -129,9 +136,10 @@ func (r *Repo) removeSlot(ctx context.Context, dir string) error {
 	return err
 }
 
-// RemoveSlots deletes every slot: at the end of a run, and at the start of one, for the
-// slots a crashed run left. Afterwards `git worktree list` shows only the person's trees.
-func (r *Repo) RemoveSlots(ctx context.Context) error {
+// RemoveSlots deletes every slot but those named in keep: at the end of a run, and at the
+// start of one, for the slots a crashed run left. Afterwards `git worktree list` shows only
+// the person's trees (and the kept slots).
+func (r *Repo) RemoveSlots(ctx context.Context, keep ...string) error {
 	entries, err := os.ReadDir(r.slotsDir())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -141,11 +149,14 @@ func (r *Repo) RemoveSlots(ctx context.Context) error {
 	}
 	var errs []error
 	for _, e := range entries {
+		if slices.Contains(keep, e.Name()) {
+			continue
+		}
+		os.Remove(filepath.Join(r.state, "index", e.Name()))
 		if err := r.removeSlot(ctx, filepath.Join(r.slotsDir(), e.Name())); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	os.RemoveAll(filepath.Join(r.state, "index"))
 	if _, err := r.git(ctx, r.Root, nil, "worktree", "prune"); err != nil {
 		errs = append(errs, err)
 	}

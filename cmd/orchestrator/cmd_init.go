@@ -12,6 +12,7 @@ import (
 
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/templates"
+	"github.com/orchestrator/orchestrator/worktree"
 	"github.com/spf13/cobra"
 )
 
@@ -76,6 +77,10 @@ func runInit(_ context.Context, opts *initOptions) error {
 			return err
 		}
 		fmt.Fprintf(opts.Stdout, "created %s\n", rel)
+	}
+	// watch lands verified work as commits: say now if it cannot.
+	if _, err := worktree.Open(context.Background(), root); err != nil {
+		fmt.Fprintf(opts.Stdout, "note: watch needs a git repository on a branch with a commit (%v)\n", err)
 	}
 	return nil
 }

@@ -36,10 +36,12 @@ func newStatusCommand(g *globalOptions) *cobra.Command {
 
 // statusTask is one task of `status --json`.
 type statusTask struct {
-	ID        string            `json:"id"`
-	Title     string            `json:"title,omitempty"`
-	Line      int               `json:"line"`
-	Status    string            `json:"status"`
+	ID     string `json:"id"`
+	Title  string `json:"title,omitempty"`
+	Line   int    `json:"line"`
+	Status string `json:"status"`
+	// Verified is false for a task completed by hand: completed with no Commit.
+	Verified  bool              `json:"verified"`
 	Kind      string            `json:"kind"`
 	Attempts  int               `json:"attempts"`
 	DependsOn []string          `json:"depends_on"`
@@ -89,8 +91,11 @@ func runStatus(_ context.Context, opts *statusOptions) error {
 			deps = "-"
 		}
 		status := t.Status
-		if status == "" {
+		switch {
+		case status == "":
 			status = "-"
+		case status == queue.StatusCompleted && !t.Verified:
+			status = queue.StatusByHand
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", t.ID, status, t.Kind, t.Attempts, deps)
 	}
@@ -98,7 +103,7 @@ func runStatus(_ context.Context, opts *statusOptions) error {
 		return err
 	}
 	var counts []string
-	for _, s := range []string{queue.StatusPending, queue.StatusInProgress, queue.StatusCompleted, queue.StatusFailed, queue.StatusHalted, queue.StatusBlocked, queue.StatusSkipped} {
+	for _, s := range []string{queue.StatusPending, queue.StatusInProgress, queue.StatusCompleted, queue.StatusByHand, queue.StatusFailed, queue.StatusHalted, queue.StatusBlocked, queue.StatusSkipped} {
 		if n := rep.Counts[s]; n > 0 {
 			counts = append(counts, fmt.Sprintf("%d %s", n, s))
 		}
@@ -126,7 +131,8 @@ func buildStatus(q *queues) statusReport {
 	for _, t := range d.Tasks() {
 		st := statusTask{
 			ID: t.ID, Title: d.TitleText(t.Record), Line: t.Line, Status: t.Status,
-			Kind: t.Kind.String(), Attempts: countAttempts(q.layout, t.ID),
+			Verified: t.Status == queue.StatusCompleted && d.ShownStatus(t) == t.Status,
+			Kind:     t.Kind.String(), Attempts: countAttempts(q.layout, t.ID),
 			DependsOn: t.Deps, Fields: map[string]string{},
 		}
 		if st.DependsOn == nil {
@@ -141,7 +147,7 @@ func buildStatus(q *queues) statusReport {
 			}
 		}
 		rep.Tasks = append(rep.Tasks, st)
-		rep.Counts[t.Status]++
+		rep.Counts[d.ShownStatus(t)]++
 		if t.Status == queue.StatusInProgress {
 			rep.Running = append(rep.Running, t.ID)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/orchestrator/orchestrator/config"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/watch"
+	"github.com/orchestrator/orchestrator/worktree"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 )
@@ -106,7 +107,7 @@ func runWatch(ctx context.Context, opts *watchOptions) error {
 	case isTerminal(opts.Stdout):
 		format = watch.Table
 	}
-	plan, err := checkBeforeRun(l, cfg, opts.Only)
+	plan, err := checkBeforeRun(ctx, l, cfg, opts.Only)
 	if err != nil {
 		return err
 	}
@@ -136,9 +137,10 @@ func runWatch(ctx context.Context, opts *watchOptions) error {
 
 // checkBeforeRun refuses a run that could only fail, before anything is written (no lock,
 // no attempt folder, no status change), with exit 2: a queue that cannot be read, a test
-// plan that validate would refuse, or an agent that cannot start (watch.Preflight). A
+// plan that validate would refuse, an agent that cannot start (watch.Preflight), or a
+// folder that is not a git repository on a branch with a commit. A
 // missing default plan is no plan, as for validate. It returns the plan (nil without one).
-func checkBeforeRun(l queue.Layout, cfg *config.Config, only string) (*queue.Plan, error) {
+func checkBeforeRun(ctx context.Context, l queue.Layout, cfg *config.Config, only string) (*queue.Plan, error) {
 	tasks, err := queue.Load(l.Tasks())
 	if err != nil {
 		return nil, err
@@ -154,7 +156,12 @@ func checkBeforeRun(l queue.Layout, cfg *config.Config, only string) (*queue.Pla
 	if only != "" {
 		ids = []string{only}
 	}
-	return plan, watch.Preflight(l, cfg, tasks, ids...)
+	if err := watch.Preflight(l, cfg, tasks, ids...); err != nil {
+		return nil, err
+	}
+	// Verified work lands as commits: a git repository on a branch, with a commit.
+	_, err = worktree.Open(ctx, l.Root)
+	return plan, err
 }
 
 // isTerminal reports whether w is a terminal.

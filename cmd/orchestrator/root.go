@@ -11,6 +11,7 @@ import (
 
 	"github.com/orchestrator/orchestrator/config"
 	"github.com/orchestrator/orchestrator/queue"
+	"github.com/orchestrator/orchestrator/worktree"
 	"github.com/orchestrator/orchestrator/watch"
 	"github.com/spf13/cobra"
 )
@@ -57,7 +58,7 @@ func exitCode(err error) int {
 	case errors.As(err, &ee):
 		return ee.code
 	case errors.As(err, &pe), errors.As(err, &pe1), errors.As(err, &ce), errors.As(err, &pf), errors.Is(err, queue.ErrNoRepo),
-		errors.Is(err, queue.ErrNotFound), errors.Is(err, os.ErrNotExist):
+		errors.Is(err, worktree.ErrNotRepository), errors.Is(err, queue.ErrNotFound), errors.Is(err, os.ErrNotExist):
 		return exitUsage
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted

@@ -1,0 +1,243 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/orchestrator/orchestrator/gate"
+	"github.com/orchestrator/orchestrator/worktree"
+)
+
+// stateRuns is the folder of the attempt records the gate and crash recovery trust: in the
+// repository's git folder, outside every working tree (SPEC §15.2 item 4).
+// .orchestrator/runs holds their readable copies.
+func stateRuns(repo *worktree.Repo) string { return filepath.Join(repo.State(), "runs") }
+
+// projectDir returns the folder of a checkout that corresponds to the person's project
+// root (the folder that holds .orchestrator/, which may be below the repository's top).
+func (r *runner) projectDir(checkout string) string {
+	return filepath.Join(checkout, r.sub)
+}
+
+// takeSlot gives attempt a a worktree: the first job slot no running attempt holds, reset
+// to the integration head, which becomes the attempt's base.
+func (r *runner) takeSlot(ctx context.Context, a *attempt) error {
+	name := ""
+	for i := 1; ; i++ {
+		name = fmt.Sprintf("job-%d", i)
+		if _, held := r.slots[name]; !held {
+			break
+		}
+	}
+	return r.holdSlot(ctx, a, name, true)
+}
+
+// holdSlot gives attempt a the slot called name; with reset, it is made a pristine
+// checkout of the integration head first (an adopted attempt keeps its slot as it is).
+func (r *runner) holdSlot(ctx context.Context, a *attempt, name string, reset bool) error {
+	s, err := r.repo.Slot(ctx, name)
+	if err != nil {
+		return err
+	}
+	r.slots[name] = a.id
+	a.slot = s
+	if !reset {
+		return nil
+	}
+	if a.base, err = r.repo.Head(ctx); err != nil {
+		return err
+	}
+	if err := s.Reset(ctx, a.base); err != nil {
+		return err
+	}
+	return r.linkShared(s.Dir)
+}
+
+// releaseSlot frees the attempt's slot for the next attempt.
+func (r *runner) releaseSlot(a *attempt) {
+	if a.slot != nil && r.slots[a.slot.Name] == a.id {
+		delete(r.slots, a.slot.Name)
+	}
+}
+
+// sharedDirs are folders that git ignores but tests need, taken from the person's tree
+// into every checkout as a symbolic link (a JavaScript project's node_modules).
+var sharedDirs = []string{"node_modules"}
+
+// linkShared links the shared folders the person's project has into a checkout.
+func (r *runner) linkShared(checkout string) error {
+	for _, d := range sharedDirs {
+		src := filepath.Join(r.o.Layout.Root, d)
+		if fi, err := os.Stat(src); err != nil || !fi.IsDir() {
+			continue
+		}
+		dst := filepath.Join(r.projectDir(checkout), d)
+		if _, err := os.Lstat(dst); err == nil {
+			continue // tracked, or linked already
+		}
+		if err := os.Symlink(src, dst); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scopeDir is the orchestrator's folder as a path of the repository: no candidate may
+// change anything under it.
+func (r *runner) scopeDir() string {
+	return filepath.ToSlash(filepath.Join(r.sub, ".orchestrator")) + "/"
+}
+
+// makeCandidate turns what the agent left in its slot into the attempt's candidate commit,
+// under refs/orchestrator/attempts/<ID>/<n>, and lists git's changes; the patch is kept as
+// changes.diff in the attempt folder.
+func (r *runner) makeCandidate(ctx context.Context, a *attempt) error {
+	if a.slot == nil {
+		return errors.New("the attempt has no worktree")
+	}
+	ref := fmt.Sprintf("refs/orchestrator/attempts/%s/%d", a.id, a.n)
+	c, err := a.slot.Commit(ctx, a.base, ref, fmt.Sprintf("%s attempt %d (candidate)\n", a.id, a.n))
+	if err != nil {
+		return err
+	}
+	a.candidate = c
+	if a.changes, err = r.repo.Diff(ctx, a.base, c); err != nil {
+		return err
+	}
+	patch, err := r.repo.Patch(ctx, a.base, c)
+	if err != nil {
+		return err
+	}
+	a.write("changes.diff", []byte(patch))
+	return nil
+}
+
+// changedPaths returns the candidate's changed paths relative to the project root, as the
+// gates read them, and the paths under the orchestrator's folder, which are out of scope.
+func (r *runner) changedPaths(a *attempt) (changed, forbidden []string) {
+	prefix := ""
+	if r.sub != "." && r.sub != "" {
+		prefix = filepath.ToSlash(r.sub) + "/"
+	}
+	for _, p := range worktree.Paths(a.changes) {
+		if strings.HasPrefix(p, r.scopeDir()) {
+			forbidden = append(forbidden, p)
+			continue
+		}
+		if prefix != "" {
+			if !strings.HasPrefix(p, prefix) {
+				changed = append(changed, "../"+p) // outside the project: never a test file
+				continue
+			}
+			p = strings.TrimPrefix(p, prefix)
+		}
+		changed = append(changed, p)
+	}
+	return changed, forbidden
+}
+
+// gateDir makes the gate's pristine checkout of commit (SPEC §7.6): a slot of its own,
+// never the agent's worktree, so that files the agent left untracked or ignored are not
+// there. It returns the project folder in it.
+func (r *runner) gateDir(ctx context.Context, commit string) (string, error) {
+	if r.gate == nil {
+		s, err := r.repo.Slot(ctx, "gate")
+		if err != nil {
+			return "", err
+		}
+		r.gate = s
+	}
+	if err := r.gate.Reset(ctx, commit); err != nil {
+		return "", err
+	}
+	if err := r.linkShared(r.gate.Dir); err != nil {
+		return "", err
+	}
+	return r.projectDir(r.gate.Dir), nil
+}
+
+// landingMessage is the landed commit's message: the task's ID and title, and trailers
+// that say what was verified (SPEC §7.7).
+func landingMessage(a *attempt, title string, v *gate.Verdict, red string) string {
+	var b strings.Builder
+	subject := a.id
+	if title = strings.TrimSpace(title); title != "" {
+		subject += ": " + title
+	}
+	fmt.Fprintf(&b, "%s\n\nOrchestrator-Task: %s\nOrchestrator-Attempt: %d\nOrchestrator-Gate: %s\n", subject, a.id, a.n, oneLine(v.Reason))
+	if red != "" {
+		fmt.Fprintf(&b, "Orchestrator-Red: %s\n", red)
+	}
+	return b.String()
+}
+
+// Landing results beside a plain pass.
+var (
+	// errLandingConflict: the landing would overwrite the person's uncommitted changes.
+	errLandingConflict = errors.New("landing conflict")
+	// errRebaseConflict: the candidate does not apply to the new integration head.
+	errRebaseConflict = errors.New("rebase conflict")
+)
+
+// maxRebaseConflicts is how many times in a row a task goes back to pending for a rebase
+// conflict before it is blocked (SPEC §7.7).
+const maxRebaseConflicts = 3
+
+// land puts a verified candidate on the integration branch (SPEC §7.7) and returns the
+// commit that verifies the task. A candidate that changes nothing lands no commit: the
+// base it was verified at is its commit. One whose base is no longer the integration head
+// is rebased onto it and judged again there by rejudge (two tasks that pass alone and
+// break together never both land): a verdict that fails then is returned as is. A rebase
+// conflict is errRebaseConflict, a landing that would overwrite the person's uncommitted
+// changes errLandingConflict, both naming the paths.
+func (r *runner) land(ctx context.Context, a *attempt, message string, rejudge func(commit string) (*gate.Verdict, error)) (string, *gate.Verdict, error) {
+	if a.candidate == a.base {
+		return a.base, nil, nil
+	}
+	cand := a.candidate
+	for tries := 0; ; tries++ {
+		head, err := r.repo.Head(ctx)
+		if err != nil {
+			return "", nil, err
+		}
+		if parent, err := r.repo.Parent(ctx, cand); err != nil {
+			return "", nil, err
+		} else if parent != head {
+			rebased, err := r.repo.Rebase(ctx, cand, head, fmt.Sprintf("%s attempt %d (candidate, on %.12s)\n", a.id, a.n, head))
+			var ce *worktree.ConflictError
+			if errors.As(err, &ce) {
+				return "", nil, fmt.Errorf("%w: %v", errRebaseConflict, ce)
+			}
+			if err != nil {
+				return "", nil, err
+			}
+			cand = rebased
+			_ = r.repo.SetRef(ctx, fmt.Sprintf("refs/orchestrator/attempts/%s/%d", a.id, a.n), cand)
+			r.report.event(a.id, "rebased", fmt.Sprintf("attempt %d: the integration branch moved; judging it again on %.12s", a.n, head))
+			v, err := rejudge(cand)
+			if err != nil || !v.Pass {
+				return "", v, err
+			}
+		}
+		commit, err := r.repo.Land(ctx, cand, message)
+		var ce *worktree.ConflictError
+		switch {
+		case errors.As(err, &ce):
+			return "", nil, fmt.Errorf("%w: %v", errLandingConflict, ce)
+		case errors.Is(err, worktree.ErrMoved) && tries < 3:
+			continue // the person committed meanwhile: rebase again
+		case err != nil:
+			return "", nil, err
+		}
+		return commit, nil, nil
+	}
+}
+
+// sandboxed wraps an agent's command line in the attempt's sandbox.
+func (r *runner) sandboxed(a *attempt, argv []string) []string {
+	return argv
+}
