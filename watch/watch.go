@@ -188,8 +188,8 @@ type runner struct {
 	runs string
 	// slots maps each job slot a running attempt holds to its task; gate is the gate's
 	// own slot.
-	slots map[string]string
-	gate  *worktree.Slot
+	slots    map[string]string
+	gate     *worktree.Slot
 	report   *reporter
 	running  map[string]*attempt
 	finished chan *attempt

@@ -11,8 +11,8 @@ import (
 
 	"github.com/orchestrator/orchestrator/config"
 	"github.com/orchestrator/orchestrator/queue"
-	"github.com/orchestrator/orchestrator/worktree"
 	"github.com/orchestrator/orchestrator/watch"
+	"github.com/orchestrator/orchestrator/worktree"
 	"github.com/spf13/cobra"
 )
 
