@@ -9,6 +9,7 @@ package agents_test
 // tests read: go test ./agents -run TestRealAdapters -record.
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -94,6 +95,13 @@ type sandbox struct {
 // newSandbox loads the scenario testdata/scenarios/<name> (with {{.Root}} and {{.Outside}})
 // and starts its server.
 func newSandbox(t *testing.T, scenario string) *sandbox {
+	return newSandboxIn(t, scenario, nil)
+}
+
+// newSandboxIn is newSandbox for an agent that works in the folder workDir returns for the
+// project and the test's base folder (nil: the project itself): the scenario's {{.Root}}
+// is that folder.
+func newSandboxIn(t *testing.T, scenario string, workDir func(project, base string) string) *sandbox {
 	t.Helper()
 	base := t.TempDir()
 	sb := &sandbox{base: base, root: filepath.Join(base, "project"), home: filepath.Join(base, "home")}
@@ -109,12 +117,25 @@ func newSandbox(t *testing.T, scenario string) *sandbox {
 	}
 	t.Cleanup(func() { os.RemoveAll(outside) })
 	sb.outside = outside
+	// Nor is the home: Codex puts the helper its own sandbox runs (codex-linux-sandbox,
+	// under bubblewrap where bubblewrap is installed) in CODEX_HOME, and refuses to where
+	// that is under the temporary folder.
+	home, err := os.MkdirTemp(parent, "home-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	sb.home = home
 	for _, d := range []string{sb.root, filepath.Join(sb.home, ".codex")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sc, err := modelserver.Load(filepath.Join("testdata", "scenarios", scenario), map[string]string{"Root": sb.root, "Outside": sb.outside})
+	work := sb.root
+	if workDir != nil {
+		work = workDir(sb.root, sb.base)
+	}
+	sc, err := modelserver.Load(filepath.Join("testdata", "scenarios", scenario), map[string]string{"Root": work, "Outside": sb.outside})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,6 +196,16 @@ func (sb *sandbox) write(t *testing.T, rel, text string) {
 	}
 	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// git runs git in the project.
+func (sb *sandbox) git(t *testing.T, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=Test", "-c", "user.email=test@example.com"}, args...)...)
+	cmd.Dir = sb.root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
 	}
 }
 
@@ -419,7 +450,15 @@ func TestRealWatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sb := newSandbox(t, tt.scenario)
+			// The agents work in the orchestrator's worktree of the project (one job, so
+			// always the first slot), as the scripted model's paths must say: under
+			// $ORCHESTRATOR_WORKTREES, in the project's folder (named and hashed as package
+			// worktree does), job-1.
+			sb := newSandboxIn(t, tt.scenario, func(project, base string) string {
+				sum := sha256.Sum256([]byte(filepath.Join(project, ".git")))
+				return filepath.Join(base, "worktrees", fmt.Sprintf("project-%x", sum[:6]), "job-1")
+			})
+			sb.env = append(sb.env, "ORCHESTRATOR_WORKTREES="+filepath.Join(sb.base, "worktrees"))
 			// A shim of the agent's name, first on PATH, runs the real program and records
 			// when it started and ended, to split each attempt's time between the agent
 			// and the orchestrator.
@@ -456,6 +495,11 @@ func TestRealWatch(t *testing.T) {
 			sb.write(t, ".orchestrator/config.yaml", cfg)
 			// One attempt each: a rejected claim is not retried (SPEC §8.3).
 			sb.write(t, ".orchestrator/no_auto_retry", "")
+			// Verified work lands as commits on the project's branch.
+			sb.git(t, "init", "-q", "-b", "main")
+			sb.write(t, ".git/info/exclude", ".orchestrator/\n")
+			sb.git(t, "add", "-A")
+			sb.git(t, "commit", "-q", "-m", "calc")
 
 			cmd := exec.Command(orch, "--dir", sb.root, "watch", "--once")
 			cmd.Dir, cmd.Env = sb.root, sb.env
@@ -473,6 +517,10 @@ func TestRealWatch(t *testing.T) {
 				t.Fatalf("the implementer edited calc/calc_test.go after RED and the gate did not fail the attempt as test_tampered (SPEC §7.3); TASK-001 gate.log:\n%s", gate)
 			}
 			t.Logf("TASK-001 gate.log:\n%s", gate)
+			if os.Getenv("DEBUG_AGENTLOG") != "" {
+				l, _ := os.ReadFile(filepath.Join(sb.root, ".orchestrator", "runs", "TASK-T01", "1", "agent.log"))
+				t.Logf("TASK-T01 agent.log:\n%s", l)
+			}
 			if code != tt.wantExit {
 				t.Errorf("exit code %d, want %d", code, tt.wantExit)
 			}
@@ -489,15 +537,29 @@ func TestRealWatch(t *testing.T) {
 			if status["TASK-T01"] != queue.StatusCompleted || status["TASK-001"] != tt.want001 {
 				t.Errorf("statuses %v, want TASK-T01 completed and TASK-001 %s", status, tt.want001)
 			}
-			wantTest := wantTest
 			if tt.scenario == "tampered.yaml" {
-				wantTest = strings.Replace(wantTest, "got != 5", "got != 0", 1) // the implementer's edit
+				// The implementer's edit of the test is in its rejected candidate only.
+				diff, _ := os.ReadFile(filepath.Join(sb.root, ".orchestrator", "runs", "TASK-001", "1", "changes.diff"))
+				if !strings.Contains(string(diff), "+\tif got := Add(2, 3); got != 0 {") {
+					t.Errorf("changes.diff lacks the implementer's edit of the test:\n%s", diff)
+				}
 			}
+			// The person's tree holds what landed: the RED test, and the code when it was
+			// verified. A rejected attempt's changes are only in its changes.diff.
 			if got := sb.read(t, "calc/calc_test.go"); got != wantTest {
 				t.Errorf("calc/calc_test.go =\n%s\nwant\n%s", got, wantTest)
 			}
-			if got, err := os.ReadFile(filepath.Join(sb.root, "calc", "calc.go")); string(got) != tt.wantCode && (err == nil || tt.wantCode != "") {
-				t.Errorf("calc/calc.go = %q (%v), want %q", got, err, tt.wantCode)
+			landed := tt.want001 == queue.StatusCompleted
+			if got, err := os.ReadFile(filepath.Join(sb.root, "calc", "calc.go")); landed && string(got) != tt.wantCode || !landed && err == nil {
+				t.Errorf("calc/calc.go = %q (%v), want %q", got, err, map[bool]string{true: tt.wantCode, false: "nothing (rejected)"}[landed])
+			}
+			if !landed && tt.wantCode != "" {
+				diff, _ := os.ReadFile(filepath.Join(sb.root, ".orchestrator", "runs", "TASK-001", "1", "changes.diff"))
+				for _, line := range strings.Split(strings.TrimSpace(tt.wantCode), "\n") {
+					if !strings.Contains(string(diff), "+"+line) {
+						t.Errorf("changes.diff lacks +%s:\n%s", line, diff)
+					}
+				}
 			}
 			a, _ := agents.Lookup(tt.agent, nil)
 			for _, id := range []string{"TASK-T01", "TASK-001"} {

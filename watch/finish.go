@@ -224,6 +224,7 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 		if err := m.Consume(a.dir); err != nil {
 			r.report.event(a.id, "warning", "marker: "+err.Error())
 		}
+		a.copyOut()
 	}
 	switch status {
 	case "":

@@ -3,6 +3,7 @@ package worktree
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -20,8 +21,10 @@ type Repo struct {
 	Common string
 	// Branch is the integration branch, the short name of the branch HEAD was on.
 	Branch string
-	// state is the orchestrator's folder inside Common: slots, their indexes, evidence.
+	// state is the orchestrator's folder inside Common: the slots' indexes, evidence.
 	state string
+	// slots is the folder of the slots' working trees (slotsDir).
+	slots string
 	// identity is the author and committer the orchestrator's commits get when the
 	// repository's config names none.
 	identity []string
@@ -47,6 +50,7 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 	}
 	r := &Repo{Root: lines[0], Common: lines[1]}
 	r.state = filepath.Join(r.Common, "orchestrator")
+	r.slots = slotsFolder(r.Root, r.Common)
 	branch, err := run(ctx, r.Root, nil, nil, "symbolic-ref", "-q", "--short", "HEAD")
 	if err != nil {
 		return nil, fmt.Errorf("%w: HEAD of %s is detached; watch lands verified work on the branch HEAD is on:\n  git -C %s switch -c main",
@@ -64,6 +68,22 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 		}
 	}
 	return r, os.MkdirAll(r.state, 0o755)
+}
+
+// slotsFolder returns the folder for the slots of the repository whose git folder is
+// common: $ORCHESTRATOR_WORKTREES if set, else the user's cache folder (the temporary
+// folder without one), then a folder named after the repository and a hash of its path.
+func slotsFolder(root, common string) string {
+	base := os.Getenv("ORCHESTRATOR_WORKTREES")
+	if base == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			cache = os.TempDir()
+		}
+		base = filepath.Join(cache, "orchestrator", "worktrees")
+	}
+	sum := sha256.Sum256([]byte(common))
+	return filepath.Join(base, fmt.Sprintf("%s-%x", filepath.Base(root), sum[:6]))
 }
 
 // Head returns the commit the integration branch points at.

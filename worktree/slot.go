@@ -32,8 +32,11 @@ type Slot struct {
 	index string
 }
 
-// slotsDir is the folder of the slots' working trees.
-func (r *Repo) slotsDir() string { return filepath.Join(r.state, "slots") }
+// slotsDir is the folder of the slots' working trees: in the user's cache, one folder per
+// repository. Not under the repository's git folder, although that is outside the working
+// tree too: agent programs refuse to edit files under a path with a .git folder in it
+// (Claude Code denies its Write tool there).
+func (r *Repo) slotsDir() string { return r.slots }
 
 // Slot returns the slot called name, making its worktree if it does not exist yet. Reset
 // it before use.

@@ -2,6 +2,7 @@
 # Installs what the testrun tests need beyond Go and cargo, when it is missing, so that they
 # run instead of skipping (on CI, CI=true, they fail instead of skipping):
 #   - pytest, from Debian (python3-pytest), which the tests run as /usr/bin/python3 -m pytest;
+#   - bubblewrap, from Debian, the agents' sandbox;
 #   - vitest, from npm, in testdata/projects/ts/node_modules (npm ci, from package-lock.json).
 # Idempotent, and quick when everything is there. `make test-deps` runs it.
 set -eu
@@ -16,10 +17,14 @@ as_root() {
 	fi
 }
 
-if ! /usr/bin/python3 -c 'import pytest' >/dev/null 2>&1; then
-	echo "install-deps: installing python3-pytest (Debian)"
+missing=""
+/usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || missing="$missing python3-pytest"
+# bubblewrap: the agents' sandbox (SPEC §15.2), and the one Codex runs its commands in.
+command -v bwrap >/dev/null 2>&1 || missing="$missing bubblewrap"
+if [ -n "$missing" ]; then
+	echo "install-deps: installing$missing (Debian)"
 	as_root apt-get update
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y python3-pytest
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y $missing
 fi
 
 if [ ! -x "$here/projects/ts/node_modules/.bin/vitest" ]; then
