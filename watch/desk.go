@@ -200,15 +200,19 @@ func (r *runner) land(ctx context.Context, a *attempt, message string, rejudge f
 	}
 	cand := a.candidate
 	for tries := 0; ; tries++ {
-		head, err := r.repo.Head(ctx)
-		if err != nil {
-			return "", nil, err
-		}
-		if parent, err := r.repo.Parent(ctx, cand); err != nil {
-			return "", nil, err
-		} else if parent != head {
+		commit, err := r.repo.Land(ctx, cand, message)
+		var ce *worktree.ConflictError
+		switch {
+		case errors.As(err, &ce):
+			return "", nil, fmt.Errorf("%w: %v", errLandingConflict, ce)
+		case errors.Is(err, worktree.ErrMoved) && tries < 3:
+			// Another task landed, or the person committed: rebase onto the new head and
+			// judge it again there.
+			head, err := r.repo.Head(ctx)
+			if err != nil {
+				return "", nil, err
+			}
 			rebased, err := r.repo.Rebase(ctx, cand, head, fmt.Sprintf("%s attempt %d (candidate, on %.12s)\n", a.id, a.n, head))
-			var ce *worktree.ConflictError
 			if errors.As(err, &ce) {
 				return "", nil, fmt.Errorf("%w: %v", errRebaseConflict, ce)
 			}
@@ -222,14 +226,7 @@ func (r *runner) land(ctx context.Context, a *attempt, message string, rejudge f
 			if err != nil || !v.Pass {
 				return "", v, err
 			}
-		}
-		commit, err := r.repo.Land(ctx, cand, message)
-		var ce *worktree.ConflictError
-		switch {
-		case errors.As(err, &ce):
-			return "", nil, fmt.Errorf("%w: %v", errLandingConflict, ce)
-		case errors.Is(err, worktree.ErrMoved) && tries < 3:
-			continue // the person committed meanwhile: rebase again
+			continue
 		case err != nil:
 			return "", nil, err
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -54,27 +56,21 @@ func (r *Repo) Parent(ctx context.Context, commit string) (string, error) {
 // where the landing would overwrite them, nothing lands and the error is a *ConflictError
 // naming the paths. When it is on another branch, only the branch moves.
 func (r *Repo) Land(ctx context.Context, candidate, message string) (string, error) {
-	head, err := r.Head(ctx)
-	if err != nil {
-		return "", err
+	// The branch's head, and the candidate's parent and tree, in one git command.
+	out, err := r.git(ctx, r.Root, nil, "rev-parse", "refs/heads/"+r.Branch, candidate+"^1", candidate+"^{tree}")
+	fields := strings.Fields(out)
+	if err != nil || len(fields) != 3 {
+		return "", fmt.Errorf("land %s: %v", candidate, err)
 	}
-	parent, err := r.Parent(ctx, candidate)
-	if err != nil {
-		return "", err
-	}
+	head, parent, tree := fields[0], fields[1], fields[2]
 	if parent != head {
 		return "", ErrMoved
-	}
-	tree, err := r.Tree(ctx, candidate)
-	if err != nil {
-		return "", err
 	}
 	commit, err := r.commitTree(ctx, tree, head, message)
 	if err != nil {
 		return "", err
 	}
-	current, _ := r.git(ctx, r.Root, nil, "symbolic-ref", "-q", "HEAD")
-	if strings.TrimSpace(current) != "refs/heads/"+r.Branch {
+	if !r.personOnBranch() {
 		if _, err := r.git(ctx, r.Root, nil, "update-ref", "refs/heads/"+r.Branch, commit, head); err != nil {
 			return "", fmt.Errorf("%w: %v", ErrMoved, err)
 		}
@@ -93,6 +89,13 @@ func (r *Repo) Land(ctx context.Context, candidate, message string) (string, err
 		return "", err
 	}
 	return commit, nil
+}
+
+// personOnBranch reports whether the person's working tree has the integration branch
+// checked out (its HEAD file names it), so that a landing moves their tree too.
+func (r *Repo) personOnBranch() bool {
+	b, err := os.ReadFile(filepath.Join(r.gitDir, "HEAD"))
+	return err == nil && strings.TrimSpace(string(b)) == "ref: refs/heads/"+r.Branch
 }
 
 // overwritten reads the paths git lists when a checkout would overwrite local changes or

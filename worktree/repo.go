@@ -19,6 +19,9 @@ type Repo struct {
 	Root string
 	// Common is the repository's git folder (shared by all its worktrees), absolute.
 	Common string
+	// gitDir is the git folder of the person's working tree (Common, unless their tree is
+	// itself a linked worktree).
+	gitDir string
 	// Branch is the integration branch, the short name of the branch HEAD was on.
 	Branch string
 	// state is the orchestrator's folder inside Common: the slots' indexes, evidence.
@@ -39,16 +42,16 @@ var ErrNotRepository = errors.New("not a git repository on a branch")
 // commands that fix it, when dir is not in a repository, HEAD is detached, or the branch
 // has no commit yet.
 func Open(ctx context.Context, dir string) (*Repo, error) {
-	out, err := run(ctx, dir, nil, nil, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir")
+	out, err := run(ctx, dir, nil, nil, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir", "--git-dir")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s is not in a git repository; watch lands verified work as commits on a branch:\n  git -C %s init && git -C %s add -A && git -C %s commit -m 'Start'",
 			ErrNotRepository, dir, dir, dir, dir)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 2 {
+	if len(lines) != 3 {
 		return nil, fmt.Errorf("git rev-parse in %s: unexpected output %q", dir, out)
 	}
-	r := &Repo{Root: lines[0], Common: lines[1]}
+	r := &Repo{Root: lines[0], Common: lines[1], gitDir: lines[2]}
 	r.state = filepath.Join(r.Common, "orchestrator")
 	r.slots = slotsFolder(r.Root, r.Common)
 	branch, err := run(ctx, r.Root, nil, nil, "symbolic-ref", "-q", "--short", "HEAD")
