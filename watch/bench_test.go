@@ -29,7 +29,7 @@ func benchRepo(b *testing.B, n, done int, env []string) *repo {
 		if i <= done {
 			status = "completed"
 		}
-		fmt.Fprintf(&q, "### TASK-%05d\n\n| Field | Value |\n|-------|-------|\n| Status | %s |\n| Category | backend |\n| Complexity | normal |\n| Priority | medium |\n| Depends On | - |\n| Test IDs | - |\n| Test Command | true |\n| Retry-Count | 0 |\n| Max-Retries | 10 |\n| Halted | false |\n\n**Objective:** Benchmark task %d.\n\n", i, status, i)
+		fmt.Fprintf(&q, "### TASK-%05d\n\n| Field | Value |\n|-------|-------|\n| Status | %s |\n| Category | backend |\n| TDD | exempt |\n| Complexity | normal |\n| Priority | medium |\n| Depends On | - |\n| Test IDs | - |\n| Test Command | true |\n| Retry-Count | 0 |\n| Max-Retries | 10 |\n| Halted | false |\n\n**Objective:** Benchmark task %d.\n\n", i, status, i)
 	}
 	r.write(".orchestrator/task_queue.md", q.String())
 	argv := append([]string{"env", "TESTAGENT_TAG=" + r.tag}, env...)
@@ -41,6 +41,7 @@ func benchRepo(b *testing.B, n, done int, env []string) *repo {
 // watchOnce runs `watch --once` and returns its JSON event lines and the wall time.
 func watchOnce(b *testing.B, r *repo, jobs int) ([]map[string]string, time.Duration) {
 	b.Helper()
+	r.commitAll()
 	cmd := exec.Command(orchestratorBin, "--dir", r.root, "watch", "--once", "--json", "--jobs", strconv.Itoa(jobs))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -100,6 +101,36 @@ func BenchmarkMarkerLatency(b *testing.B) {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// BenchmarkJobs4 runs four independent tasks whose agents each take 2 s of work, with
+// --jobs 4, and one such task alone, each in its own worktree and landing one at a time.
+// Issue 12's target: the four take at most 1.5 times as long as the one.
+//
+//	go test ./watch -run '^$' -bench BenchmarkJobs4 -benchtime 3x
+func BenchmarkJobs4(b *testing.B) {
+	slow := []string{"TESTAGENT_MODE=honest", "TESTAGENT_DELAY=2s"}
+	var one, four time.Duration
+	for b.Loop() {
+		r1 := benchRepo(b, 1, 0, slow)
+		_, d1 := watchOnce(b, r1, 1)
+		r4 := benchRepo(b, 4, 0, slow)
+		events, d4 := watchOnce(b, r4, 4)
+		completed := 0
+		for _, ev := range events {
+			if ev["event"] == "completed" {
+				completed++
+			}
+		}
+		if completed != 4 {
+			b.Fatalf("%d tasks completed, want 4", completed)
+		}
+		one += d1
+		four += d4
+	}
+	b.ReportMetric(ms(one)/float64(b.N), "one-task-ms")
+	b.ReportMetric(ms(four)/float64(b.N), "four-tasks-ms")
+	b.ReportMetric(float64(four)/float64(one), "ratio")
+}
 
 // BenchmarkThroughput runs 1,000 tasks whose agent writes its marker and exits, at --jobs 1
 // and 8, and a 10,000-task queue whose last 1,000 tasks are pending. It reports tasks per
