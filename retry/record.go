@@ -30,6 +30,9 @@ type Failure struct {
 	Output       string    // the gate's raw output
 	Summary      string    // one line for the issue; made from Task, Type and PrimaryError when empty
 	At           time.Time // when it failed; Now() when zero
+	// Halt, when set, halts the task with this reason whatever the retry budget says: the
+	// caller's own rule, such as the third false success (SPEC §10.3).
+	Halt string
 }
 
 // Limits are the retry limits of SPEC §8.3 (config.Retries holds them). A zero field means
@@ -122,14 +125,34 @@ func NoAutoRetryPath(l queue.Layout) string { return filepath.Join(l.Dir(), "no_
 // queue.ErrConflict, with the Decision as recorded in the issue but Retry false (the run's
 // counter is not raised).
 func Record(ctx context.Context, l queue.Layout, f Failure, lim Limits) (Decision, error) {
+	d, status, err := Prepare(ctx, l, f, lim)
+	if err != nil {
+		return d, err
+	}
+	if testHookBeforeTaskWrite != nil {
+		testHookBeforeTaskWrite()
+	}
+	if err := writeTask(ctx, l, f.Task, status, &d); err != nil {
+		return d, errors.Join(err, d.GiveBack(ctx, l))
+	}
+	return d, nil
+}
+
+// Prepare is Record without the task's write: it decides, records the issue and takes the
+// run's auto-retry, and returns the decision and the task's Status when it read it. The
+// caller writes the task in its own write of the task queue, with the other changes it
+// makes there: the Status (d.Status) and d.Ops, if the task's Status is still what it was.
+// If that write does not happen (a person's edit won), the caller gives the auto-retry back
+// with d.GiveBack.
+func Prepare(ctx context.Context, l queue.Layout, f Failure, lim Limits) (Decision, string, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	lim = lim.orDefaults()
 	if !queue.ValidID(f.Task) {
-		return Decision{}, fmt.Errorf("record failure: %q is not a task ID", f.Task)
+		return Decision{}, "", fmt.Errorf("record failure: %q is not a task ID", f.Task)
 	}
 	if _, err := ParseType(string(f.Type)); err != nil {
-		return Decision{}, fmt.Errorf("record failure of %s: %w", f.Task, err)
+		return Decision{}, "", fmt.Errorf("record failure of %s: %w", f.Task, err)
 	}
 	if f.At.IsZero() {
 		f.At = Now()
@@ -145,34 +168,41 @@ func Record(ctx context.Context, l queue.Layout, f Failure, lim Limits) (Decisio
 
 	tasks, err := queue.LoadOnly(l.Tasks(), f.Task)
 	if err != nil {
-		return Decision{}, err
+		return Decision{}, "", err
 	}
 	tr, ok := tasks.Record(f.Task)
 	if !ok {
-		return Decision{}, fmt.Errorf("%s: %w: %s", l.Tasks(), queue.ErrNotFound, f.Task)
+		return Decision{}, "", fmt.Errorf("%s: %w: %s", l.Tasks(), queue.ErrNotFound, f.Task)
 	}
 	taskStatus := tasks.Get(tr, "Status")
 	if f.Category == "" {
 		f.Category = tasks.Get(tr, "Category")
 	}
 	if err := ensureFile(l.Issues(), "issue_queue.md"); err != nil {
-		return Decision{}, err
+		return Decision{}, "", err
 	}
 	issues, err := queue.Load(l.Issues())
 	if err != nil {
-		return Decision{}, err
+		return Decision{}, "", err
 	}
 	ir := openIssue(issues, f.Task)
 	st, err := readState(tasks, tr, issues, ir)
 	if err != nil {
-		return Decision{}, err
+		return Decision{}, "", err
 	}
 
 	d := decide(st, sig, lim, fileExists(NoAutoRetryPath(l)), ir)
+	if f.Halt != "" && !d.Halt {
+		if d.Retry {
+			d.RetryCount--
+		}
+		d.Retry, d.Halt, d.HaltReason, d.Status = false, true, f.Halt, queue.StatusHalted
+		d.Reason = "halted: " + f.Halt
+	}
 	if d.Retry {
 		total, ok, err := takeAutoRetry(ctx, l, lim.GlobalCap, f, d)
 		if err != nil {
-			return Decision{}, err
+			return Decision{}, "", err
 		}
 		d.TotalAutoRetries = total
 		if !ok {
@@ -184,26 +214,22 @@ func Record(ctx context.Context, l queue.Layout, f Failure, lim Limits) (Decisio
 	} else if total, err := AutoRetries(l); err == nil {
 		d.TotalAutoRetries = total
 	}
-
-	// A retry that does not happen gives its count back, even when ctx is done.
-	giveBack := func() error {
-		if !d.Retry {
-			return nil
-		}
-		d.TotalAutoRetries--
-		d.Retry = false
-		return giveBackAutoRetry(context.WithoutCancel(ctx), l)
-	}
 	if err := writeIssue(ctx, l, f, &d); err != nil {
-		return Decision{}, errors.Join(err, giveBack())
+		return Decision{}, "", errors.Join(err, d.GiveBack(ctx, l))
 	}
-	if testHookBeforeTaskWrite != nil {
-		testHookBeforeTaskWrite()
+	return d, taskStatus, nil
+}
+
+// GiveBack returns the run's auto-retry that d took, for a retry that does not happen (the
+// task's write did not: a person's edit won). It does nothing for a decision that took
+// none, and runs even when ctx is done.
+func (d *Decision) GiveBack(ctx context.Context, l queue.Layout) error {
+	if !d.Retry {
+		return nil
 	}
-	if err := writeTask(ctx, l, f.Task, taskStatus, &d); err != nil {
-		return d, errors.Join(err, giveBack())
-	}
-	return d, nil
+	d.TotalAutoRetries--
+	d.Retry = false
+	return giveBackAutoRetry(context.WithoutCancel(ctx), l)
 }
 
 // state is the retry state of a task before a failure.
@@ -357,42 +383,52 @@ func isOpen(d *queue.Doc, r *queue.Record) bool {
 	return true
 }
 
-// writeTask applies the decision to the task record.
+// writeTask applies the decision to the task record, if its Status is still status.
 func writeTask(ctx context.Context, l queue.Layout, id, status string, d *Decision) error {
 	_, err := queue.UpdateRecords(ctx, l.Tasks(), queue.Tasks, []string{id}, func(doc *queue.Doc) ([]queue.Op, error) {
-		r, ok := doc.Record(id)
-		if !ok {
+		if _, ok := doc.Record(id); !ok {
 			return nil, fmt.Errorf("%s: %w: %s", doc.Path, queue.ErrNotFound, id)
 		}
-		remediation := queue.List(doc.Get(r, "Remediation"))
-		if !slices.Contains(remediation, d.IssueID) {
-			remediation = append(remediation, d.IssueID)
-		}
-		ops := []queue.Op{
+		return append([]queue.Op{
 			queue.Expect{ID: id, Field: "Status", Value: status},
 			queue.SetField{ID: id, Field: "Status", Value: d.Status},
-			queue.SetField{ID: id, Field: "Retry-Count", Value: strconv.Itoa(d.RetryCount)},
-			queue.SetField{ID: id, Field: "Failure-Signature", Value: d.Signature},
-			queue.SetField{ID: id, Field: "Previous-Signatures", Value: listValue(d.Signatures[:len(d.Signatures)-1])},
-			queue.SetField{ID: id, Field: "Signature-Repeat-Count", Value: strconv.Itoa(d.RepeatCount)},
-			queue.SetField{ID: id, Field: "Remediation", Value: strings.Join(remediation, ", ")},
-		}
-		switch {
-		case d.Halt:
-			ops = append(ops,
-				queue.SetField{ID: id, Field: "Halted", Value: "true"},
-				queue.SetField{ID: id, Field: "Halt-Reason", Value: d.HaltReason})
-		case d.Deferred:
-			ops = append(ops, queue.SetField{ID: id, Field: "Retry-Deferred", Value: d.HaltReason})
-		case !queue.IsEmpty(doc.Get(r, "Retry-Deferred")):
-			ops = append(ops, queue.SetField{ID: id, Field: "Retry-Deferred", Value: ""})
-		}
-		return ops, nil
+		}, d.Ops(doc, id)...), nil
 	})
 	if errors.Is(err, queue.ErrConflict) {
 		return fmt.Errorf("%w: a person changed %s while its attempt ran; the failure is recorded in %s, the task is left as they set it", err, id, d.IssueID)
 	}
 	return err
+}
+
+// Ops returns what the decision writes into task id of doc, beside its Status: the retry
+// fields, the issue as Remediation, and Halted and Halt-Reason, or Retry-Deferred.
+func (d *Decision) Ops(doc *queue.Doc, id string) []queue.Op {
+	r, ok := doc.Record(id)
+	if !ok {
+		return nil
+	}
+	remediation := queue.List(doc.Get(r, "Remediation"))
+	if !slices.Contains(remediation, d.IssueID) {
+		remediation = append(remediation, d.IssueID)
+	}
+	ops := []queue.Op{
+		queue.SetField{ID: id, Field: "Retry-Count", Value: strconv.Itoa(d.RetryCount)},
+		queue.SetField{ID: id, Field: "Failure-Signature", Value: d.Signature},
+		queue.SetField{ID: id, Field: "Previous-Signatures", Value: listValue(d.Signatures[:len(d.Signatures)-1])},
+		queue.SetField{ID: id, Field: "Signature-Repeat-Count", Value: strconv.Itoa(d.RepeatCount)},
+		queue.SetField{ID: id, Field: "Remediation", Value: strings.Join(remediation, ", ")},
+	}
+	switch {
+	case d.Halt:
+		ops = append(ops,
+			queue.SetField{ID: id, Field: "Halted", Value: "true"},
+			queue.SetField{ID: id, Field: "Halt-Reason", Value: d.HaltReason})
+	case d.Deferred:
+		ops = append(ops, queue.SetField{ID: id, Field: "Retry-Deferred", Value: d.HaltReason})
+	case !queue.IsEmpty(doc.Get(r, "Retry-Deferred")):
+		ops = append(ops, queue.SetField{ID: id, Field: "Retry-Deferred", Value: ""})
+	}
+	return ops
 }
 
 // listValue writes a list as SPEC §3.2 reads it: [a, b], or [] when empty.

@@ -196,7 +196,7 @@ func isParseError(err error) bool {
 func (r *runner) record(ctx context.Context, d *decided) error {
 	a, res, log := d.a, d.res, d.log
 	l := r.o.Layout
-	status, more := r.statusAfter(a, res)
+	status, more, halt := r.statusAfter(a, res)
 	if res.Outcome == "issue" && status == queue.StatusBlocked {
 		// Asked again as often as it may be: the question goes to a person as an issue.
 		id, err := retry.Ask(ctx, l, a.id, a.task.Category, res.Message, time.Now())
@@ -206,19 +206,43 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 		more = append(more, queue.SetField{ID: a.id, Field: "Remediation", Value: id})
 	}
 	fin := &transition{id: a.id, to: status, ops: more}
-	if status == queue.StatusFailed || status == queue.StatusHalted {
-		// A failure: the retry rules decide (SPEC §8), record the task's issue and move its
-		// Status themselves.
-		var err error
-		if status, err = r.recordFailure(ctx, a, res, log, more); err != nil {
+	var f retry.Failure
+	if status == queue.StatusFailed {
+		// A failure: the retry rules decide (SPEC §8) and record the task's issue; their
+		// decision goes into the same write of the task queue as everything else.
+		f = r.failure(a, res, log, halt)
+		dec, _, err := retry.Prepare(ctx, l, f, retry.Limits(r.o.Config.Retries))
+		if err != nil {
 			return err
 		}
-		fin = nil
+		fin.to, fin.decision = dec.Status, &dec
 	}
 	// Record the outcome and start what it made ready in one write of the queue.
 	doc, picks, err := r.advance(ctx, fin)
 	if err != nil {
+		if fin.decision != nil {
+			err = errors.Join(err, fin.decision.GiveBack(ctx, l))
+		}
 		return err
+	}
+	status = fin.to
+	if !fin.applied {
+		status = "" // a person's edit won
+		if fin.decision != nil {
+			if err := fin.decision.GiveBack(ctx, l); err != nil {
+				return err
+			}
+		}
+	}
+	if d := fin.decision; d != nil && fin.applied {
+		r.capped = r.capped || d.Deferred
+		if d.Halt || d.Deferred {
+			text, err := retry.WriteHaltReport(l, *d, f)
+			if err != nil {
+				return err
+			}
+			r.report.block(a.id, "halted", d.HaltReason, text)
+		}
 	}
 	if m, _ := markers.Find(l.Markers(), a.id); m != nil {
 		if err := m.Consume(a.dir); err != nil {
@@ -563,45 +587,43 @@ const (
 	falseSuccessHalt  = 3
 )
 
-// statusAfter decides the task's status after an attempt, and any other fields to write
-// with it.
-func (r *runner) statusAfter(a *attempt, res result) (string, []queue.Op) {
+// statusAfter decides the task's status after an attempt, any other fields to write with
+// it, and for a failure that must halt whatever the retry budget says, why. A failure is
+// "failed" here: the retry rules then make it pending (a retry), failed or halted.
+func (r *runner) statusAfter(a *attempt, res result) (string, []queue.Op, string) {
 	switch res.Outcome {
 	case "completed":
 		// The status and the commit that verifies it, in one write.
-		return queue.StatusCompleted, []queue.Op{queue.SetField{ID: a.id, Field: "Commit", Value: res.Commit}}
+		return queue.StatusCompleted, []queue.Op{queue.SetField{ID: a.id, Field: "Commit", Value: res.Commit}}, ""
 	case "requeue":
 		// A rebase conflict is not the agent's failure: a fresh attempt on the new head,
 		// no retry used; but not forever.
 		n := r.trailing(a, func(p result) bool { return p.Outcome == "requeue" })
 		if n < maxRebaseConflicts {
-			return queue.StatusPending, nil
+			return queue.StatusPending, nil, ""
 		}
 		return queue.StatusBlocked, []queue.Op{queue.SetField{ID: a.id, Field: "Blocked-Reason",
-			Value: oneLine(fmt.Sprintf("%d rebase conflicts in a row: %s", n, res.Reason))}}
+			Value: oneLine(fmt.Sprintf("%d rebase conflicts in a row: %s", n, res.Reason))}}, ""
 	case "issue":
 		if r.countAttempts(a, func(p result) bool { return p.Outcome == "issue" }) <= maxIssueReprompts {
-			return queue.StatusPending, nil // ask again, with the question recorded in the attempt
+			return queue.StatusPending, nil, "" // ask again, with the question recorded in the attempt
 		}
 		return queue.StatusBlocked, []queue.Op{queue.SetField{ID: a.id, Field: "Blocked-Reason",
-			Value: oneLine("unclear requirement, needs a person: " + res.Message)}}
+			Value: oneLine("unclear requirement, needs a person: " + res.Message)}}, ""
 	case "blocked":
 		why := "dependency: " + res.Message
 		if res.Type == "landing_conflict" {
 			why = res.Reason
 		}
-		return queue.StatusBlocked, []queue.Op{queue.SetField{ID: a.id, Field: "Blocked-Reason", Value: oneLine(why)}}
+		return queue.StatusBlocked, []queue.Op{queue.SetField{ID: a.id, Field: "Blocked-Reason", Value: oneLine(why)}}, ""
 	}
 	if res.Claim == "done" && res.Gate != nil && !res.Gate.Pass {
 		n := r.countAttempts(a, func(p result) bool { return p.Claim == "done" && p.Gate != nil && !p.Gate.Pass })
 		if n >= falseSuccessHalt {
-			return queue.StatusHalted, []queue.Op{
-				queue.SetField{ID: a.id, Field: "Halted", Value: "true"},
-				queue.SetField{ID: a.id, Field: "Halt-Reason", Value: fmt.Sprintf("False success (%dx): the agent claimed done and the gate disagreed", n)},
-			}
+			return queue.StatusFailed, nil, fmt.Sprintf("False success (%dx): the agent claimed done and the gate disagreed", n)
 		}
 	}
-	return queue.StatusFailed, nil
+	return queue.StatusFailed, nil, ""
 }
 
 // countAttempts counts the task's attempts (this one included) whose result.json matches.
@@ -727,12 +749,9 @@ var failureTypes = map[string]retry.Type{
 	gate.TypeNoTestCommand: retry.BuildFails,
 }
 
-// recordFailure hands a failed attempt to the retry rules: they append or update the task's
-// issue, and retry it (Status pending) or stop it (failed, or halted on a repeated failure,
-// too many retries or the run's cap). A false-success halt (SPEC §10.3) is applied on top.
-// It returns the task's new status.
-func (r *runner) recordFailure(ctx context.Context, a *attempt, res result, log string, halt []queue.Op) (string, error) {
-	l := r.o.Layout
+// failure describes a failed attempt for the retry rules. halt, when set, halts the task
+// whatever the retry budget says (a false success, SPEC §10.3).
+func (r *runner) failure(a *attempt, res result, log, halt string) retry.Failure {
 	typ := retry.Type(res.Type)
 	if t, ok := failureTypes[res.Type]; ok {
 		typ = t
@@ -744,42 +763,9 @@ func (r *runner) recordFailure(ctx context.Context, a *attempt, res result, log 
 	if out == "" {
 		out = log
 	}
-	f := retry.Failure{
+	return retry.Failure{
 		Task: a.id, Category: a.task.Category, Type: typ, FailingTest: res.FailingTest, File: res.File,
 		Output: out, PrimaryError: res.Primary, Summary: fmt.Sprintf("%s: %s", a.id, res.Reason), At: time.Now(),
+		Halt: halt,
 	}
-	d, err := retry.Record(ctx, l, f, retry.Limits(r.o.Config.Retries))
-	if errors.Is(err, queue.ErrConflict) {
-		r.report.event(a.id, "warning", "a person changed the task's status meanwhile, and that wins")
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	status := d.Status
-	if d.Deferred {
-		r.capped = true
-	}
-	if len(halt) > 0 && !d.Halt {
-		// The gate rejected a claim of done for the third time: halt, whatever the retry
-		// budget says.
-		ops := append([]queue.Op{queue.SetField{ID: a.id, Field: "Status", Value: queue.StatusHalted}}, halt...)
-		if _, err := queue.UpdateRecords(ctx, l.Tasks(), queue.Tasks, []string{a.id}, func(*queue.Doc) ([]queue.Op, error) { return ops, nil }); err != nil {
-			return "", err
-		}
-		status, d.Halt = queue.StatusHalted, true
-		for _, op := range halt {
-			if sf, ok := op.(queue.SetField); ok && sf.Field == "Halt-Reason" {
-				d.HaltReason = sf.Value
-			}
-		}
-	}
-	if d.Halt || d.Deferred {
-		text, err := retry.WriteHaltReport(l, d, f)
-		if err != nil {
-			return "", err
-		}
-		r.report.block(a.id, "halted", d.HaltReason, text)
-	}
-	return status, nil
 }

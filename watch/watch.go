@@ -450,10 +450,15 @@ func canRun(s string) bool {
 // ErrCannotRun means `orchestrator run` was given a task in a status it cannot start from.
 var ErrCannotRun = errors.New("cannot run")
 
-// A transition is a finished attempt's status move, from in_progress.
+// A transition is what a finished attempt does to its task, from in_progress: the status,
+// the other fields to set with it, and for a failure, the retry rules' decision (its
+// fields). advance writes it, and sets applied, unless a person changed the status
+// meanwhile.
 type transition struct {
-	id, to string
-	ops    []queue.Op // other fields to set with the status
+	id, to   string
+	ops      []queue.Op
+	decision *retry.Decision
+	applied  bool
 }
 
 // advance makes one write of the task queue: it moves a finished task's Status (when fin is
@@ -479,12 +484,14 @@ func (r *runner) advance(ctx context.Context, fin *transition) (*queue.Doc, []qu
 		changed := map[string]string{}
 		if fin != nil {
 			rec, ok := d.Record(fin.id)
-			if ok && d.Task(rec).Status == queue.StatusInProgress {
+			fin.applied = ok && d.Task(rec).Status == queue.StatusInProgress
+			if fin.applied {
 				ops = append(ops, queue.CompareAndSet{ID: fin.id, Field: "Status", Expect: queue.StatusInProgress, Value: fin.to})
 				ops = append(ops, fin.ops...)
+				if fin.decision != nil {
+					ops = append(ops, fin.decision.Ops(d, fin.id)...)
+				}
 				changed[fin.id] = fin.to
-			} else {
-				r.report.event(fin.id, "warning", fmt.Sprintf("not set to %s: a person changed its status meanwhile, and that wins", fin.to))
 			}
 		}
 		if !pick {
@@ -522,6 +529,9 @@ func (r *runner) advance(ctx context.Context, fin *transition) (*queue.Doc, []qu
 	})
 	if err != nil {
 		return nil, nil, err
+	}
+	if fin != nil && !fin.applied {
+		r.report.event(fin.id, "warning", fmt.Sprintf("not set to %s: a person changed its status meanwhile, and that wins", fin.to))
 	}
 	for _, b := range blocked {
 		r.report.event(b[0], "blocked", "refused, no attempt used: "+b[1])
