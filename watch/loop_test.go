@@ -4,8 +4,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/orchestrator/orchestrator/queue"
 )
 
 // TestRequiredServices: a task whose Required Services cannot be reached is blocked before
@@ -164,4 +167,80 @@ func TestEventsInOrder(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(r.root, ".orchestrator", "runs", "TASK-001", "2")); err == nil {
 		t.Errorf("run made a second attempt")
 	}
+}
+
+// TestJobs4Land: four honest agents on independent tasks of one repository, in parallel,
+// each in its own worktree. All land, one at a time: the history is linear, one commit per
+// task on top of the start, and each commit holds only its own task's file. No worktree is
+// left behind.
+func TestJobs4Land(t *testing.T) {
+	t.Parallel()
+	agents := map[string][]string{}
+	var tasks []task
+	for i := 1; i <= 4; i++ {
+		name := "agent" + strconv.Itoa(i)
+		agents[name] = []string{"TESTAGENT_MODE=honest", "TESTAGENT_DELAY=500ms", "TESTAGENT_WRITE=f" + strconv.Itoa(i) + ".txt=task " + strconv.Itoa(i)}
+		tasks = append(tasks, task{id: "TASK-00" + strconv.Itoa(i), category: "backend", agent: name, testCommand: "true"})
+	}
+	r := newRepo(t, tasks, agents, "")
+	r.write("base.txt", "base\n")
+	if code, out := r.run("watch", "--once", "--jobs", "4"); code != 0 {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	for id, st := range r.statuses() {
+		if st != "completed" {
+			t.Errorf("%s is %s", id, st)
+		}
+	}
+	log := r.git("log", "--format=%H %P|%s", "main")
+	lines := strings.Split(log, "\n")
+	if len(lines) != 5 {
+		t.Fatalf("log has %d commits, want 4 landings on the start:\n%s", len(lines), log)
+	}
+	seen := map[string]bool{}
+	for _, line := range lines[:4] {
+		hashes, subject, _ := strings.Cut(line, "|")
+		if n := len(strings.Fields(hashes)); n != 2 {
+			t.Errorf("commit %q has %d parents, want 1 (a linear history)", line, n-1)
+		}
+		commit := strings.Fields(hashes)[0]
+		files := r.git("diff-tree", "--no-commit-id", "--name-only", "-r", commit)
+		id := strings.Fields(subject)[0]
+		want := "f" + strings.TrimPrefix(id, "TASK-00") + ".txt"
+		if files != want {
+			t.Errorf("%s's commit holds %q, want only %s", id, files, want)
+		}
+		if body := r.git("log", "-1", "--format=%b", commit); !strings.Contains(body, "Orchestrator-Task: "+id) || !strings.Contains(body, "Orchestrator-Gate: ") {
+			t.Errorf("%s's commit lacks its trailers:\n%s", id, body)
+		}
+		if got := fieldOf(r, id, "Commit"); got != commit {
+			t.Errorf("%s: Commit field %q, want %s", id, got, commit)
+		}
+		seen[id] = true
+	}
+	if len(seen) != 4 {
+		t.Errorf("landed %v, want the 4 tasks", seen)
+	}
+	for i := 1; i <= 4; i++ {
+		if got := r.read("f" + strconv.Itoa(i) + ".txt"); got != "task "+strconv.Itoa(i) {
+			t.Errorf("f%d.txt in the person's tree: %q", i, got)
+		}
+	}
+	if list := r.git("worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
+		t.Errorf("worktrees left:\n%s", list)
+	}
+}
+
+// fieldOf returns a task's field from the queue.
+func fieldOf(r *repo, id, field string) string {
+	r.t.Helper()
+	d, err := queue.Load(filepath.Join(r.root, ".orchestrator", "task_queue.md"))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	rec, ok := d.Record(id)
+	if !ok {
+		r.t.Fatalf("no %s", id)
+	}
+	return d.Get(rec, field)
 }
