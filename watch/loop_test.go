@@ -3,10 +3,13 @@ package watch_test
 import (
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/orchestrator/orchestrator/queue"
 )
@@ -243,4 +246,65 @@ func fieldOf(r *repo, id, field string) string {
 		r.t.Fatalf("no %s", id)
 	}
 	return d.Get(rec, field)
+}
+
+// TestKill9AtGitSteps kills watch with SIGKILL while the candidate is being committed and
+// while the landing brings the person's tree along (a git on PATH that pauses at that
+// command), then runs `watch --once` again. The restart finishes: the task is completed
+// with exactly one landing commit, no worktree is left, and the person's uncommitted edit
+// of another file is intact.
+func TestKill9AtGitSteps(t *testing.T) {
+	t.Parallel()
+	realGit, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []string{"add -A", "merge --ff-only"} {
+		t.Run(strings.Fields(step)[0], func(t *testing.T) {
+			t.Parallel()
+			r := newRepo(t, []task{{id: "TASK-001", category: "backend", testCommand: "true"}},
+				map[string][]string{"honest": {"TESTAGENT_MODE=honest", "TESTAGENT_WRITE=impl.txt=done"}}, "")
+			r.write("notes.txt", "committed\n")
+			r.commitAll()
+			r.uncommitted = true
+			r.write("notes.txt", "the person's edit, not committed\n")
+			shims := t.TempDir()
+			flag := filepath.Join(shims, "reached")
+			shim := "#!/bin/sh\ncase \" $* \" in *\" " + step + " \"*) touch " + flag + "; sleep 5;; esac\nexec " + realGit + " \"$@\"\n"
+			if err := os.WriteFile(filepath.Join(shims, "git"), []byte(shim), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			w := r.cmd("watch", "--once")
+			w.Env = append(os.Environ(), "PATH="+shims+string(os.PathListSeparator)+os.Getenv("PATH"))
+			if err := w.Start(); err != nil {
+				t.Fatal(err)
+			}
+			r.waitFor("watch never reached git "+step, func() bool { _, err := os.Stat(flag); return err == nil })
+			w.Process.Signal(syscall.SIGKILL)
+			w.Wait()
+			code, out := r.run("watch", "--once")
+			if code != 0 {
+				t.Fatalf("restart: exit %d\n%s", code, out)
+			}
+			if st := r.statuses()["TASK-001"]; st != "completed" {
+				t.Fatalf("TASK-001 is %s\n%s", st, out)
+			}
+			if n := strings.Count(r.git("log", "--format=%s", "main"), "TASK-001"); n != 1 {
+				t.Errorf("TASK-001 landed %d times, want once:\n%s", n, r.git("log", "--format=%h %s", "main"))
+			}
+			if got := fieldOf(r, "TASK-001", "Commit"); got == "" || r.git("rev-parse", got) == "" {
+				t.Errorf("Commit field %q is not a commit", got)
+			}
+			if got := r.read("notes.txt"); got != "the person's edit, not committed\n" {
+				t.Errorf("the person's edit: %q", got)
+			}
+			if got := r.read("impl.txt"); got != "done" {
+				t.Errorf("impl.txt in the person's tree: %q", got)
+			}
+			time.Sleep(5 * time.Second) // the shim's pause, so that its git is done
+			if list := r.git("worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
+				t.Errorf("worktrees left:\n%s", list)
+			}
+		})
+	}
 }
