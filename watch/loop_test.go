@@ -308,3 +308,42 @@ func TestKill9AtGitSteps(t *testing.T) {
 		})
 	}
 }
+
+// TestRebaseConflictRequeues: two tasks in parallel write the same file. One lands; the
+// other's candidate no longer applies to the new head, so the task goes back to pending
+// with no retry used, and its fresh attempt on the new head lands.
+func TestRebaseConflictRequeues(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, []task{
+		{id: "TASK-001", category: "backend", agent: "a1", testCommand: "true"},
+		{id: "TASK-002", category: "backend", agent: "a2", testCommand: "true"},
+	}, map[string][]string{
+		"a1": {"TESTAGENT_MODE=honest", "TESTAGENT_WRITE=shared.txt=one"},
+		"a2": {"TESTAGENT_MODE=honest", "TESTAGENT_DELAY=300ms", "TESTAGENT_WRITE=shared.txt=two"},
+	}, "")
+	r.write("shared.txt", "zero")
+	code, out := r.run("watch", "--once", "--jobs", "2")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	if !strings.Contains(out, "TASK-002 retry") && !strings.Contains(out, "rebase") {
+		t.Errorf("no rebase conflict reported:\n%s", out)
+	}
+	if n := attempts(r, "TASK-002"); n != 2 {
+		t.Errorf("TASK-002: %d attempts, want 2 (a conflict, then a fresh one)\n%s", n, out)
+	}
+	for _, id := range []string{"TASK-001", "TASK-002"} {
+		if rc := fieldOf(r, id, "Retry-Count"); rc != "" && rc != "0" {
+			t.Errorf("%s: Retry-Count %s, want no retry used", id, rc)
+		}
+	}
+	if got := r.read("shared.txt"); got != "two" {
+		t.Log(r.attemptLogs("TASK-002"))
+		d, _ := os.ReadFile(filepath.Join(r.root, ".orchestrator", "runs", "TASK-002", "2", "changes.diff"))
+		t.Logf("changes.diff of attempt 2:\n%s", d)
+		t.Errorf("shared.txt %q, want the later landing's", got)
+	}
+	if n := len(strings.Split(r.git("log", "--format=%s", "main"), "\n")); n != 3 {
+		t.Errorf("%d commits, want 2 landings on the start", n)
+	}
+}

@@ -166,13 +166,25 @@ func (r *Repo) RemoveSlots(ctx context.Context, keep ...string) error {
 	return errors.Join(errs...)
 }
 
+// copyFile copies an index file, keeping its modification time. Git compares file times to
+// the second (unless it was built to compare nanoseconds), so it takes an entry whose time
+// is not older than the index file's own as "racily clean" and compares its content: a file
+// changed in the same second as the checkout wrote it, to the same size, is still seen. A
+// copy with a later time would make git trust such an entry.
 func copyFile(src, dst string) error {
 	b, err := os.ReadFile(src)
 	if err != nil {
 		return err
 	}
+	fi, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
 	tmp := dst + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	if err := os.Chtimes(tmp, fi.ModTime(), fi.ModTime()); err != nil {
 		return err
 	}
 	return os.Rename(tmp, dst)
