@@ -28,6 +28,11 @@
 //	            TESTAGENT_AFTER (a duration) and only then prints its final message with
 //	            the result block (honest mode's, or TESTAGENT_STATE's) and exits 0
 //	plan        behaves per attempt, as TESTAGENT_PLAN says (below)
+//	script      a cheat, or any agent a test spells out in shell: writes the files of
+//	            TESTAGENT_WRITE and TESTAGENT_FROM, runs TESTAGENT_SH with /bin/sh in
+//	            ORCHESTRATOR_ROOT (the ORCHESTRATOR_* variables in its environment, its
+//	            output in the agent's), and if that exits 0 prints honest mode's result
+//	            block and writes its marker; else it exits with the snippet's code
 //
 // TESTAGENT_PLAN lists one entry per attempt number, separated by ";": "N=mode" followed by
 // optional KEY=VALUE settings (no spaces in them) that hold for that attempt only, e.g.
@@ -43,7 +48,8 @@
 // TESTAGENT_WRITE holds one path=content pair a line; paths are relative to
 // ORCHESTRATOR_ROOT (or the working folder). TESTAGENT_FROM names a folder whose files,
 // with their paths relative to it, are written the same way (for files of many lines).
-// TESTAGENT_MARKER, if set to "failed", makes the marker <ID>.failed instead.
+// TESTAGENT_MARKER, if set to "failed", makes the marker <ID>.failed instead; "none" writes
+// no marker at all.
 // TESTAGENT_DELAY (a duration) waits before the marker, and TESTAGENT_STAMP (any value)
 // writes the wall-clock time of the marker, in nanoseconds, to marker-time in the attempt
 // folder. TESTAGENT_DELETE lists files (space-separated) that
@@ -120,6 +126,8 @@ func run(mode string) error {
 		return nil
 	case "slow":
 		return slow(len(prompt))
+	case "script":
+		return script(len(prompt))
 	case "exit1":
 		fmt.Fprintln(os.Stderr, "testagent: failing on purpose")
 		os.Exit(1)
@@ -257,8 +265,11 @@ func writeFiles() ([]string, error) {
 
 func marker() error {
 	k, body := markers.Done, "done\n"
-	if os.Getenv("TESTAGENT_MARKER") == "failed" {
+	switch os.Getenv("TESTAGENT_MARKER") {
+	case "failed":
 		k, body = markers.Failed, "failed\n"
+	case "none":
+		return nil
 	}
 	if d, err := time.ParseDuration(os.Getenv("TESTAGENT_DELAY")); err == nil {
 		time.Sleep(d)
@@ -406,4 +417,26 @@ func slow(promptLen int) error {
 	time.Sleep(after)
 	fmt.Print("Here is what I did.\n\n" + result(files, promptLen).Render())
 	return nil
+}
+
+// script writes the files honest mode writes, then runs the shell snippet TESTAGENT_SH in
+// ORCHESTRATOR_ROOT. A snippet that succeeds is followed by honest mode's result block and
+// marker; one that fails makes the agent exit with its code, with no marker.
+func script(promptLen int) error {
+	files, err := writeFiles()
+	if err != nil {
+		return err
+	}
+	sh := exec.Command("/bin/sh", "-c", os.Getenv("TESTAGENT_SH"))
+	sh.Dir = os.Getenv("ORCHESTRATOR_ROOT")
+	sh.Stdout, sh.Stderr = os.Stdout, os.Stderr
+	if err := sh.Run(); err != nil {
+		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() > 0 {
+			fmt.Fprintf(os.Stderr, "testagent: the script exited %d\n", ee.ExitCode())
+			os.Exit(ee.ExitCode())
+		}
+		return err
+	}
+	fmt.Print("I did the work.\n\n" + result(files, promptLen).Render())
+	return marker()
 }
