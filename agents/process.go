@@ -316,6 +316,7 @@ func WaitGone(pid int, startTime uint64, poll time.Duration) <-chan struct{} {
 
 type procStat struct {
 	state byte
+	ppid  int
 	pgrp  int
 	start uint64
 }
@@ -339,6 +340,9 @@ func readStat(pid int) (procStat, error) {
 	}
 	var st procStat
 	st.state = f[0][0]
+	if st.ppid, err = strconv.Atoi(f[1]); err != nil {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
 	if st.pgrp, err = strconv.Atoi(f[2]); err != nil {
 		return procStat{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}
@@ -432,4 +436,83 @@ func StopAdopted(pid int, startTime uint64, name, value string, grace time.Durat
 		return
 	}
 	terminate(signal, gone, grace)
+}
+
+// BecomeSubreaper makes the calling process a child subreaper (Linux
+// PR_SET_CHILD_SUBREAPER): a process that an agent started and that outlives its parent,
+// or leaves its group (setsid, a double fork), becomes our child instead of init's, so that
+// ReapOrphans can find it (SPEC §15.2 item 3).
+func BecomeSubreaper() error {
+	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+}
+
+// ReapOrphans ends and reaps every child of ours that is not in known: with
+// BecomeSubreaper, such a child is a descendant of an agent whose parent died, since every
+// process the orchestrator starts itself is either an agent (in known) or waited for
+// before the orchestrator goes on. One that carries name=value in its environment for one
+// of keep (a running attempt's folder) is that attempt's, and is left to it. It returns
+// the PIDs it ended. Call it only when no other process of ours is being started.
+func ReapOrphans(known map[int]bool, name string, keep []string) []int {
+	self := os.Getpid()
+	var ended []int
+	for _, pid := range children(self) {
+		if known[pid] || hasEnv(pid, name, keep) {
+			continue
+		}
+		st, err := readStat(pid)
+		if err != nil || st.ppid != self {
+			continue
+		}
+		if st.state != 'Z' {
+			unix.Kill(pid, unix.SIGKILL)
+			ended = append(ended, pid)
+		}
+		// Ours to reap: it is our child. Wait for this PID only, never for any child, so
+		// that no exec.Cmd loses its own child's status.
+		var ws unix.WaitStatus
+		for {
+			wpid, err := unix.Wait4(pid, &ws, 0, nil)
+			if wpid == pid || err != unix.EINTR {
+				break
+			}
+		}
+	}
+	return ended
+}
+
+// hasEnv reports whether process pid has name=v in its environment for a v in values.
+func hasEnv(pid int, name string, values []string) bool {
+	if len(values) == 0 {
+		return false
+	}
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	for _, v := range values {
+		want := []byte(name + "=" + v + "\x00")
+		if bytes.HasPrefix(env, want) || bytes.Contains(env, append([]byte{0}, want...)) {
+			return true
+		}
+	}
+	return false
+}
+
+// children lists the processes whose parent is ppid.
+func children(ppid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, err := readStat(pid); err == nil && st.ppid == ppid {
+			out = append(out, pid)
+		}
+	}
+	return out
 }

@@ -42,10 +42,15 @@ type Task struct {
 // it, the gate never checked it (SPEC §7.1 item 7).
 const StatusByHand = "completed by hand"
 
-// ShownStatus is the status to show for t: StatusByHand for a completed task whose Commit
-// field is empty, else its Status.
-func (d *Doc) ShownStatus(t Task) string {
-	if t.Status == StatusCompleted && IsEmpty(d.Get(t.Record, "Commit")) {
+// ShownStatus is the status to show for t: StatusByHand for a completed task that verified
+// (the orchestrator's own record, never the queue's word alone) does not confirm was
+// verified at its Commit, else its Status. A nil verified confirms nothing.
+func (d *Doc) ShownStatus(t Task, verified func(id, commit string) bool) string {
+	if t.Status != StatusCompleted {
+		return t.Status
+	}
+	commit := strings.TrimSpace(d.Get(t.Record, "Commit"))
+	if IsEmpty(commit) || verified == nil || !verified(t.ID, commit) {
 		return StatusByHand
 	}
 	return t.Status

@@ -39,10 +39,7 @@ type attempt struct {
 	argv    []string
 	testCmd string // the task's test command when the attempt started
 	// depTests are the TEST tasks a BUILD task depends on: their RED manifests feed its gate.
-	// Those that were completed when it started (all of them, unless `run` started it
-	// early) must have RED evidence.
 	depTests []string
-	depDone  map[string]bool
 	// mirror is the readable copy of the attempt folder, under .orchestrator/runs; dir,
 	// in the orchestrator's state, is the one the gate and recovery trust.
 	mirror string
@@ -53,6 +50,7 @@ type attempt struct {
 	// nothing), changes what git says it changed.
 	candidate  string
 	changes    []worktree.Change
+	strays     []string      // files the agent left under .orchestrator/ that git ignores
 	title      string        // the task's title, for the landed commit's subject
 	verdict    *gate.Verdict // the gate's verdict on the candidate
 	gateOutput string        // raw output of the command that failed the gate
@@ -228,7 +226,7 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 	r.attempts++
 	rec := t.Record
 	a.testCmd = testCommand(r.o.Config, tasks, rec)
-	a.setDeps(tasks, t)
+	a.depTests = depTests(tasks, t)
 	a.title = tasks.TitleText(rec)
 	fail := func(reason, detail string) error {
 		r.releaseSlot(a)
@@ -447,14 +445,4 @@ func depTests(tasks *queue.Doc, t queue.Task) []string {
 		}
 	}
 	return out
-}
-
-// setDeps records the TEST tasks t depends on, and which of them are completed.
-func (a *attempt) setDeps(tasks *queue.Doc, t queue.Task) {
-	a.depTests = depTests(tasks, t)
-	a.depDone = map[string]bool{}
-	for _, dep := range a.depTests {
-		rec, _ := tasks.Record(dep)
-		a.depDone[dep] = tasks.Task(rec).Status == queue.StatusCompleted
-	}
 }

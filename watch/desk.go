@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/orchestrator/orchestrator/gate"
@@ -108,6 +109,10 @@ func (r *runner) makeCandidate(ctx context.Context, a *attempt) error {
 	if a.changes, err = r.repo.Diff(ctx, a.base, c); err != nil {
 		return err
 	}
+	// Files under .orchestrator/ that .gitignore keeps out of the candidate still count.
+	if a.strays, err = a.slot.Untracked(ctx, r.scopeDir()); err != nil {
+		return err
+	}
 	patch, err := r.repo.Patch(ctx, a.base, c)
 	if err != nil {
 		return err
@@ -123,9 +128,12 @@ func (r *runner) changedPaths(a *attempt) (changed, forbidden []string) {
 	if r.sub != "." && r.sub != "" {
 		prefix = filepath.ToSlash(r.sub) + "/"
 	}
+	forbidden = append(forbidden, a.strays...)
 	for _, p := range worktree.Paths(a.changes) {
 		if strings.HasPrefix(p, r.scopeDir()) {
-			forbidden = append(forbidden, p)
+			if !slices.Contains(forbidden, p) {
+				forbidden = append(forbidden, p)
+			}
 			continue
 		}
 		if prefix != "" {

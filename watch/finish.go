@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/retry"
 	"github.com/orchestrator/orchestrator/testrun"
+	"github.com/orchestrator/orchestrator/worktree"
 )
 
 // gateResult is what result.json keeps of the gate: its verdict and the commands it ran
@@ -45,8 +47,10 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 		defer os.Remove(kill)
 	}
 	// The agent has exited, but what it started in its process group may still run: end
-	// it before judging, so that nothing the agent left changes files under the gate.
+	// it before judging, so that nothing the agent left changes files under the gate. So
+	// is what left its group and lost its parent (ours now, as the child subreaper).
 	a.stop(r.o.Config.StopGrace.Duration)
+	r.reapOrphans()
 	switch a.stopReason {
 	case reasonSignal:
 		return nil // interrupt puts the task back to pending
@@ -64,7 +68,17 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 	candErr := r.makeCandidate(ctx, a)
 	res, log := r.decide(ctx, a, candErr)
 	if res.Outcome == "completed" {
-		log += r.landVerified(ctx, a, &res)
+		// Nothing lands for a task whose status someone else moved while it ran (the
+		// agent itself, with `orchestrator set` or sed, or a person).
+		if st, ok := r.statusNow(a.id); ok && st != queue.StatusInProgress {
+			res.Outcome, res.Reason = "stopped", fmt.Sprintf("its status was set to %s while its attempt ran; nothing landed", orNone(st))
+			if st == queue.StatusCompleted {
+				r.byHand = append(r.byHand, a.id)
+			}
+			r.report.event(a.id, "stopped", res.Reason)
+		} else {
+			log += r.landVerified(ctx, a, &res)
+		}
 	}
 	if ctx.Err() != nil {
 		// Interrupted while the gate ran or the candidate landed: its verdict is not a
@@ -81,6 +95,13 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 	a.record(res)
 	r.releaseSlot(a)
 	a.copyOut()
+	if res.Outcome == "stopped" {
+		// Not the loop's to record: whoever moved the status decided.
+		if m, _ := markers.Find(l.Markers(), a.id); m != nil {
+			_ = m.Consume(a.dir)
+		}
+		return r.schedule(ctx)
+	}
 	return r.apply(ctx, &decided{a: a, res: res, log: log})
 }
 
@@ -217,6 +238,13 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 		}
 		fin.to, fin.decision = dec.Status, &dec
 	}
+	if fin.to == queue.StatusCompleted {
+		// The loop's own record that the task was verified at its commit, first: the
+		// queue's Commit field alone proves nothing.
+		if err := r.repo.MarkVerified(a.id, res.Commit); err != nil {
+			return err
+		}
+	}
 	// Record the outcome and start what it made ready in one write of the queue.
 	doc, picks, err := r.advance(ctx, fin)
 	if err != nil {
@@ -228,6 +256,9 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 	status = fin.to
 	if !fin.applied {
 		status = "" // a person's edit won
+		if st, ok := r.statusNow(a.id); ok && st == queue.StatusCompleted && !slices.Contains(r.byHand, a.id) {
+			r.byHand = append(r.byHand, a.id)
+		}
 		if fin.decision != nil {
 			if err := fin.decision.GiveBack(ctx, l); err != nil {
 				return err
@@ -442,16 +473,28 @@ func (r *runner) judge(ctx context.Context, a *attempt, commit string) (*gate.Ve
 		return gate.Red(ctx, in)
 	case queue.KindBuild:
 		for _, dep := range a.depTests {
+			// Git says whether the TEST task's tests landed, and which files they are:
+			// the implementer may change none of them.
+			red := r.repo.LastLanding(ctx, dep)
 			m, err := gate.FindRed(r.runs, dep)
 			if err != nil {
 				return nil, err
 			}
-			if m == nil && !a.depDone[dep] {
+			if m == nil && red == "" && !r.completedNow(dep) {
 				continue // not run yet: `run` started this task early, on the person's word
 			}
 			if m == nil {
 				// Fail closed: without the RED evidence, the tests cannot be checked.
 				return gate.Refuse(gate.TypeTampered, "test_tampered: TEST dependency %s has no RED evidence; its tests cannot be checked", dep), nil
+			}
+			if red != "" {
+				if f, what, err := r.touchedRed(ctx, a, red); err != nil {
+					return nil, err
+				} else if f != "" {
+					v := gate.Refuse(gate.TypeTampered, "test_tampered: %s was %s after RED (%s, landed as %.12s)", f, what, dep, red)
+					v.File = f
+					return v, nil
+				}
 			}
 			in.Deps = append(in.Deps, m)
 		}
@@ -490,6 +533,9 @@ func (r *runner) recoverAttempts(ctx context.Context) error {
 			_ = os.MkdirAll(a.mirror, 0o755)
 			if commit := r.repo.Landed(ctx, t.ID, n); commit != "" {
 				r.report.event(t.ID, "recovered", fmt.Sprintf("attempt %d landed as %.12s before the stop; recording it", n, commit))
+				if err := r.repo.MarkVerified(t.ID, commit); err != nil {
+					return err
+				}
 				if _, err := r.setStatus(ctx, t.ID, queue.StatusInProgress, queue.StatusCompleted, queue.SetField{ID: t.ID, Field: "Commit", Value: commit}); err != nil {
 					return err
 				}
@@ -519,7 +565,7 @@ func (r *runner) recoverAttempts(ctx context.Context) error {
 			a.adapter = ad
 		}
 		a.testCmd = testCommand(r.o.Config, tasks, t.Record)
-		a.setDeps(tasks, t)
+		a.depTests = depTests(tasks, t)
 		r.started[t.ID] = true
 		if prev.Slot != "" && a.base != "" && r.repo.HasSlot(prev.Slot) {
 			// The agent's worktree, as it left it.
@@ -564,6 +610,56 @@ func (r *runner) everStarted(a *attempt, prev result) bool {
 		return m != nil
 	}
 	return m != nil && prev.Outcome != "not_started"
+}
+
+// completedNow reports whether task id is completed in the queue as it is now.
+func (r *runner) completedNow(id string) bool {
+	st, _ := r.statusNow(id)
+	return st == queue.StatusCompleted
+}
+
+// touchedRed returns a file that the attempt's candidate changed among those the RED
+// commit red landed (the tests), or "", and what was done to it: changed, deleted or
+// renamed.
+func (r *runner) touchedRed(ctx context.Context, a *attempt, red string) (string, string, error) {
+	parent, err := r.repo.Parent(ctx, red)
+	if err != nil {
+		return "", "", err
+	}
+	tests, err := r.repo.Diff(ctx, parent, red)
+	if err != nil {
+		return "", "", err
+	}
+	landed := worktree.Paths(tests)
+	for _, c := range a.changes {
+		for _, p := range []string{c.From, c.Path} {
+			if p == "" || !slices.Contains(landed, p) {
+				continue
+			}
+			switch c.Status {
+			case "D":
+				return p, "deleted", nil
+			case "R":
+				return p, "renamed", nil
+			}
+			return p, "changed", nil
+		}
+	}
+	return "", "", nil
+}
+
+// statusNow reads a task's Status from the queue as it is now; ok is false when the queue
+// cannot be read just now.
+func (r *runner) statusNow(id string) (string, bool) {
+	d, err := queue.LoadOnly(r.o.Layout.Tasks(), id)
+	if err != nil {
+		return "", false
+	}
+	rec, ok := d.Record(id)
+	if !ok {
+		return "", true
+	}
+	return d.Task(rec).Status, true
 }
 
 func fileExists(path string) bool {

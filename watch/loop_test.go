@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/orchestrator/orchestrator/queue"
 )
 
 // TestRequiredServices: a task whose Required Services cannot be reached is blocked before
@@ -232,20 +230,6 @@ func TestJobs4Land(t *testing.T) {
 	if list := r.git("worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
 		t.Errorf("worktrees left:\n%s", list)
 	}
-}
-
-// fieldOf returns a task's field from the queue.
-func fieldOf(r *repo, id, field string) string {
-	r.t.Helper()
-	d, err := queue.Load(filepath.Join(r.root, ".orchestrator", "task_queue.md"))
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	rec, ok := d.Record(id)
-	if !ok {
-		r.t.Fatalf("no %s", id)
-	}
-	return d.Get(rec, field)
 }
 
 // TestKill9AtGitSteps kills watch with SIGKILL while the candidate is being committed and

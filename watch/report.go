@@ -161,11 +161,11 @@ func (r *reporter) draw() {
 }
 
 // final prints the final table of every task and the counts by status.
-func (r *reporter) final(tasks *queue.Doc, l queue.Layout) {
+func (r *reporter) final(tasks *queue.Doc, l queue.Layout, verified func(id, commit string) bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.format == JSON {
-		counts := countStatuses(tasks)
+		counts := countStatuses(tasks, verified)
 		b, _ := json.Marshal(struct {
 			Event  string         `json:"event"`
 			Counts map[string]int `json:"counts"`
@@ -178,10 +178,10 @@ func (r *reporter) final(tasks *queue.Doc, l queue.Layout) {
 	tw := tabwriter.NewWriter(r.w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TASK\tKIND\tSTATUS\tATTEMPTS")
 	for _, t := range tasks.Tasks() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", t.ID, t.Kind, orNone(tasks.ShownStatus(t)), lastAttempt(l.Runs(), t.ID))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", t.ID, t.Kind, orNone(tasks.ShownStatus(t, verified)), lastAttempt(l.Runs(), t.ID))
 	}
 	tw.Flush()
-	counts := countStatuses(tasks)
+	counts := countStatuses(tasks, verified)
 	keys := make([]string, 0, len(counts))
 	for k := range counts {
 		keys = append(keys, k)
@@ -197,10 +197,10 @@ func (r *reporter) final(tasks *queue.Doc, l queue.Layout) {
 	}
 }
 
-func countStatuses(d *queue.Doc) map[string]int {
+func countStatuses(d *queue.Doc, verified func(id, commit string) bool) map[string]int {
 	counts := map[string]int{}
 	for _, t := range d.Tasks() {
-		counts[d.ShownStatus(t)]++
+		counts[d.ShownStatus(t, verified)]++
 	}
 	return counts
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/gofrs/flock"
+	"github.com/orchestrator/orchestrator/agents"
 	"github.com/orchestrator/orchestrator/config"
 	"github.com/orchestrator/orchestrator/markers"
 	"github.com/orchestrator/orchestrator/queue"
@@ -100,6 +101,11 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		if err := w.Add(d); err != nil {
 			return Summary{}, fmt.Errorf("watch %s: %w", d, err)
 		}
+	}
+	// What an agent starts and leaves behind becomes ours when its parent dies, so that
+	// it can be ended (SPEC §15.2 item 3).
+	if err := agents.BecomeSubreaper(); err != nil {
+		return Summary{}, fmt.Errorf("watch: child subreaper: %w", err)
 	}
 	r := newRunner(o)
 	defer r.report.close()
@@ -640,6 +646,21 @@ func (r *runner) stopAll(err error) (Summary, error) {
 	return Summary{Outcome: SomeFailed, Attempts: r.attempts}, err
 }
 
+// reapOrphans ends what agents left behind that escaped their process group and outlived
+// its parent (it is ours, as the child subreaper), but not what belongs to an attempt that
+// still runs.
+func (r *runner) reapOrphans() {
+	known := map[int]bool{}
+	var dirs []string
+	for _, a := range r.running {
+		known[a.pid] = true
+		dirs = append(dirs, a.dir)
+	}
+	if ended := agents.ReapOrphans(known, "ORCHESTRATOR_ATTEMPT_DIR", dirs); len(ended) > 0 {
+		r.report.event("", "stopped", fmt.Sprintf("ended %d process(es) an agent left behind: %v", len(ended), ended))
+	}
+}
+
 // stopRunning stops every running agent, because the orchestrator itself stops, and waits
 // until each process group is gone.
 func (r *runner) stopRunning() {
@@ -656,6 +677,8 @@ func (r *runner) stopRunning() {
 	for range r.running {
 		<-done
 	}
+	// Every agent is gone and reaped: any child left is one an agent left behind.
+	agents.ReapOrphans(nil, "", nil)
 }
 
 // summary ends a run with Once: it reports the final state and decides the outcome.
@@ -684,7 +707,7 @@ func (r *runner) summary(ctx context.Context) (Summary, error) {
 		s.Outcome = max(s.Outcome, SomeFailed)
 		r.report.event("", "warning", "completed by hand while their attempt ran, not verified: "+strings.Join(r.byHand, ", "))
 	}
-	r.report.final(tasks, r.o.Layout)
+	r.report.final(tasks, r.o.Layout, r.repo.IsVerified)
 	return s, nil
 }
 

@@ -154,3 +154,21 @@ func (r *Repo) Ref(ctx context.Context, ref string) string {
 	}
 	return strings.TrimSpace(out)
 }
+
+// Untracked lists the files under dir (a path of the repository) in the slot's working
+// tree that are not in the orchestrator's index: new files, ignored ones included. Reset
+// leaves none, so any there was made by the attempt, even where .gitignore hides it from
+// the candidate.
+func (s *Slot) Untracked(ctx context.Context, dir string) ([]string, error) {
+	out, err := s.repo.git(ctx, s.Dir, s.env(s.index), "ls-files", "-z", "--others", "--", dir)
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, p := range strings.Split(out, "\x00") {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	return paths, nil
+}

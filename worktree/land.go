@@ -119,8 +119,22 @@ func overwritten(stderr string) []string {
 // Landed returns the commit of the integration branch that landed attempt n of task, or
 // "" if none did: after a crash, a landing is never made twice.
 func (r *Repo) Landed(ctx context.Context, task string, n int) string {
-	out, err := r.git(ctx, r.Root, nil, "log", "-1", "--format=%H", "-F", "--all-match",
-		"--grep=Orchestrator-Task: "+task, fmt.Sprintf("--grep=Orchestrator-Attempt: %d", n), "refs/heads/"+r.Branch)
+	return r.lastWith(ctx, "^Orchestrator-Task: "+task+"$", fmt.Sprintf("^Orchestrator-Attempt: %d$", n))
+}
+
+// LastLanding returns the last commit of the integration branch that landed task, or "".
+func (r *Repo) LastLanding(ctx context.Context, task string) string {
+	return r.lastWith(ctx, "^Orchestrator-Task: "+task+"$")
+}
+
+// lastWith returns the last commit of the integration branch whose message has a line
+// matching each pattern (a basic regular expression; task IDs hold no special character).
+func (r *Repo) lastWith(ctx context.Context, patterns ...string) string {
+	args := []string{"log", "-1", "--format=%H", "--all-match"}
+	for _, p := range patterns {
+		args = append(args, "--grep="+p)
+	}
+	out, err := r.git(ctx, r.Root, nil, append(args, "refs/heads/"+r.Branch)...)
 	if err != nil {
 		return ""
 	}

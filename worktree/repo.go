@@ -42,6 +42,9 @@ var ErrNotRepository = errors.New("not a git repository on a branch")
 // commands that fix it, when dir is not in a repository, HEAD is detached, or the branch
 // has no commit yet.
 func Open(ctx context.Context, dir string) (*Repo, error) {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
 	out, err := run(ctx, dir, nil, nil, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir", "--git-dir")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s is not in a git repository; watch lands verified work as commits on a branch:\n  git -C %s init && git -C %s add -A && git -C %s commit -m 'Start'",
@@ -173,4 +176,21 @@ func exitCode(err error) int {
 		return ee.ExitCode()
 	}
 	return -1
+}
+
+// MarkVerified records, in the orchestrator's state (outside every working tree, out of an
+// agent's reach in the sandbox), that task was verified at commit: the queue's Commit
+// field alone, which anyone can write, does not make a task verified.
+func (r *Repo) MarkVerified(task, commit string) error {
+	dir := filepath.Join(r.state, "verified")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, task), []byte(commit+"\n"), 0o644)
+}
+
+// IsVerified reports whether task was verified at commit (MarkVerified).
+func (r *Repo) IsVerified(task, commit string) bool {
+	b, err := os.ReadFile(filepath.Join(r.state, "verified", task))
+	return err == nil && commit != "" && strings.TrimSpace(string(b)) == strings.TrimSpace(commit)
 }

@@ -80,7 +80,7 @@ func runInit(_ context.Context, opts *initOptions) error {
 	}
 	// watch lands verified work as commits: say now if it cannot.
 	if _, err := worktree.Open(context.Background(), root); err != nil {
-		fmt.Fprintf(opts.Stdout, "note: watch needs a git repository on a branch with a commit (%v)\n", err)
+		fmt.Fprintf(opts.Stdout, "note: %v\n", err)
 	}
 	return nil
 }

@@ -131,7 +131,7 @@ func buildStatus(q *queues) statusReport {
 	for _, t := range d.Tasks() {
 		st := statusTask{
 			ID: t.ID, Title: d.TitleText(t.Record), Line: t.Line, Status: t.Status,
-			Verified: t.Status == queue.StatusCompleted && d.ShownStatus(t) == t.Status,
+			Verified: t.Status == queue.StatusCompleted && d.ShownStatus(t, q.verified) == t.Status,
 			Kind:     t.Kind.String(), Attempts: countAttempts(q.layout, t.ID),
 			DependsOn: t.Deps, Fields: map[string]string{},
 		}
@@ -147,7 +147,7 @@ func buildStatus(q *queues) statusReport {
 			}
 		}
 		rep.Tasks = append(rep.Tasks, st)
-		rep.Counts[d.ShownStatus(t)]++
+		rep.Counts[d.ShownStatus(t, q.verified)]++
 		if t.Status == queue.StatusInProgress {
 			rep.Running = append(rep.Running, t.ID)
 		}

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 
 	"github.com/orchestrator/orchestrator/queue"
+	"github.com/orchestrator/orchestrator/worktree"
 )
 
 // queues holds the parsed queue files of a repository.
@@ -12,6 +14,9 @@ type queues struct {
 	layout queue.Layout
 	tasks  *queue.Doc
 	issues *queue.Doc // nil when the repository has no issue queue
+	// verified confirms that a completed task was verified by the loop at its Commit
+	// (nil outside a git repository: nothing is).
+	verified func(id, commit string) bool
 }
 
 // loadQueues reads both queue files. A parse error of either is returned as is (exit 2).
@@ -23,6 +28,9 @@ func loadQueues(l queue.Layout) (*queues, error) {
 	}
 	if q.issues, err = loadOptional(l.Issues()); err != nil {
 		return q, err
+	}
+	if repo, err := worktree.Open(context.Background(), l.Root); err == nil {
+		q.verified = repo.IsVerified
 	}
 	return q, nil
 }
