@@ -67,6 +67,17 @@ func CheckStructure(d *Doc) []Finding {
 	return checkStructure(d, tasks)
 }
 
+// CheckValues reports SPEC §6.1 item 2 alone: the field values of d that are not
+// well-formed.
+func CheckValues(d *Doc) []Finding { return d.checkValues(0, len(d.Records)) }
+
+// CheckRefs reports the dependencies of the task queue d that do not exist, and its
+// dependency cycles (SPEC §6.1 item 1, but for unique IDs, which Parse checks).
+func CheckRefs(d *Doc) []Finding {
+	tasks := d.Tasks()
+	return sortFindings(checkRefs(d, tasks, newGraph(tasks, d.index)))
+}
+
 // checkStructure is CheckStructure with the tasks of a task queue already read (Check shares
 // them with the other rules).
 func checkStructure(d *Doc, tasks []Task) []Finding {

@@ -209,7 +209,7 @@ type runner struct {
 	recovering bool
 	// deferred are decided attempts waiting for the queue files to parse again.
 	deferred []*decided
-	// rules caches refusals for the queue bytes whose hash is rulesSum.
+	// rules caches the graph's refusals for the queue structure whose hash is rulesSum.
 	rules    map[string]string
 	rulesSum [32]byte
 	// byHand are the tasks a person set to completed while their attempt ran.
@@ -550,29 +550,56 @@ func (r *runner) advance(ctx context.Context, fin *transition) (*queue.Doc, []qu
 // task after a BUILD task), each with its first finding: the loop does not start them. The
 // result is kept until the queue's bytes change.
 func (r *runner) refusals(d *queue.Doc) map[string]string {
-	sum := sha256.Sum256(d.Src)
-	if r.rules != nil && sum == r.rulesSum {
-		return r.rules
-	}
 	out := map[string]string{}
-	for _, f := range append(queue.CheckStructure(d), queue.CheckTDD(d)...) {
-		if f.Severity != queue.Error || f.ID == "" {
-			continue
-		}
-		if _, seen := out[f.ID]; !seen {
-			out[f.ID] = fmt.Sprintf("%s:%d: %s", filepath.Base(f.Path), f.Line, f.Message)
-		}
-	}
-	// A cycle is reported at its first task; every task on it is refused.
-	for _, cyc := range queue.Cycles(d.Tasks()) {
-		for _, id := range cyc {
-			if _, seen := out[id]; !seen {
-				out[id] = "dependency cycle: " + strings.Join(append(cyc, cyc[0]), " -> ")
+	add := func(fs []queue.Finding) {
+		for _, f := range fs {
+			if f.Severity != queue.Error || f.ID == "" {
+				continue
+			}
+			if _, seen := out[f.ID]; !seen {
+				out[f.ID] = fmt.Sprintf("%s:%d: %s", filepath.Base(f.Path), f.Line, f.Message)
 			}
 		}
 	}
-	r.rules, r.rulesSum = out, sum
+	add(queue.CheckValues(d))
+	// The graph's rules depend on the queue's structure only, which the loop's own writes
+	// leave as it was: a large queue's graph is not checked again after every attempt.
+	tasks := d.Tasks()
+	if sum := structureSum(d, tasks); r.rules == nil || sum != r.rulesSum {
+		r.rules = map[string]string{}
+		for _, f := range append(queue.CheckRefs(d), queue.CheckTDD(d)...) {
+			if _, seen := r.rules[f.ID]; !seen && f.Severity == queue.Error && f.ID != "" {
+				r.rules[f.ID] = fmt.Sprintf("%s:%d: %s", filepath.Base(f.Path), f.Line, f.Message)
+			}
+		}
+		// A cycle is reported at its first task; every task on it is refused.
+		for _, cyc := range queue.Cycles(tasks) {
+			for _, id := range cyc {
+				if _, seen := r.rules[id]; !seen {
+					r.rules[id] = "dependency cycle: " + strings.Join(append(cyc, cyc[0]), " -> ")
+				}
+			}
+		}
+		r.rulesSum = sum
+	}
+	for id, why := range r.rules {
+		if _, seen := out[id]; !seen {
+			out[id] = why
+		}
+	}
 	return out
+}
+
+// structureSum hashes what the graph's rules depend on: each task's ID, kind, category,
+// dependencies and TDD exemption.
+func structureSum(d *queue.Doc, tasks []queue.Task) [32]byte {
+	h := sha256.New()
+	for _, t := range tasks {
+		fmt.Fprintf(h, "%s\x00%d\x00%s\x00%s\x00%s\n", t.ID, t.Kind, t.Category, strings.Join(t.Deps, ","), d.Get(t.Record, "TDD"))
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
 }
 
 // candidates returns the tasks that may start now, best first.
