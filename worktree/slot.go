@@ -42,8 +42,10 @@ func (r *Repo) slotsDir() string { return r.slots }
 // it before use.
 func (r *Repo) Slot(ctx context.Context, name string) (*Slot, error) {
 	s := &Slot{repo: r, Name: name, Dir: filepath.Join(r.slotsDir(), name), index: filepath.Join(r.state, "index", name)}
-	if err := os.MkdirAll(filepath.Dir(s.index), 0o755); err != nil {
-		return nil, err
+	for _, d := range []string{filepath.Dir(s.index), r.slotsDir()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
 	}
 	admin, err := r.adminOf(s.Dir)
 	if err != nil {
