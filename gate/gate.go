@@ -52,6 +52,15 @@ type Input struct {
 	Deps []*Manifest
 	// RegressionCommand re-runs the baseline's passing tests ("" when there is none).
 	RegressionCommand string
+	// FullCommand is the project's whole suite ("" when the project has no test command).
+	// With it, one run of it decides GREEN (SPEC §7.3): the RED tests and the baseline's
+	// passing tests are each looked for, by name, in that one run.
+	FullCommand string
+	// Baseline holds the IDs of the tests the baseline has as passing.
+	Baseline []string
+	// Owed reports whether a baseline test is owed to another TEST task whose BUILD has
+	// not landed yet (SPEC §7.5): its failure is not this task's regression.
+	Owed func(id string) bool
 	Timeout           time.Duration
 }
 
@@ -73,6 +82,9 @@ type Verdict struct {
 	File        string
 	Runs        []Run
 	Log         strings.Builder // gate.log: every command, its exit code, and the decision
+	// Full is the run of the project's whole suite that decided a GREEN gate (nil when
+	// none did): when the candidate lands, the baseline grows from it, with no run more.
+	Full *testrun.Result
 }
 
 func (v *Verdict) fail(typ, format string, args ...any) *Verdict {
@@ -332,26 +344,41 @@ func Green(ctx context.Context, in Input) (*Verdict, error) {
 	}
 	commands := []string{}
 	seen := map[string]bool{}
-	for _, m := range in.Deps {
-		if m.Command != "" && !seen[m.Command] {
-			seen[m.Command] = true
-			commands = append(commands, m.Command)
+	if in.FullCommand != "" {
+		// One run of the whole suite decides: it holds the RED tests and the baseline's.
+		commands = append(commands, in.FullCommand)
+		seen[in.FullCommand] = true
+	} else {
+		for _, m := range in.Deps {
+			if m.Command != "" && !seen[m.Command] {
+				seen[m.Command] = true
+				commands = append(commands, m.Command)
+			}
 		}
-	}
-	if in.TestCommand != "" && !seen[in.TestCommand] {
-		commands = append(commands, in.TestCommand)
+		if in.TestCommand != "" && !seen[in.TestCommand] {
+			commands = append(commands, in.TestCommand)
+		}
 	}
 	if len(commands) == 0 {
 		return v.fail(TypeNoTestCommand, "the task has no test command, so the claim cannot be verified"), nil
 	}
 	passed := map[string]bool{}
 	named := false // some runner reported test names (not an exit-code-only command)
+	var full *testrun.Result
 	for _, c := range commands {
 		res, err := v.run(ctx, in, c)
 		if err != nil {
 			return v.fail(TypeBuildFails, "the tests could not run: %v", err), nil
 		}
-		if res.Class != testrun.ClassPass {
+		if err := testrun.NotRun(res); err != nil || res.Class == testrun.ClassNoTests {
+			v.keepOutput(res.Output)
+			return v.fail(TypeBuildFails, "%s did not run the tests (%s, exit %d)", c, res.Class, res.ExitCode), nil
+		}
+		if c == in.FullCommand && res.Runner != testrun.Exit {
+			// Judged by name below: a test that failed in the baseline too, or one owed
+			// to another TEST task, does not fail this task.
+			full = res
+		} else if res.Class != testrun.ClassPass {
 			v.keepOutput(res.Output)
 			typ := TypeTestFails
 			if res.Class == testrun.ClassMissingImplementation || res.Class == testrun.ClassBrokenTest || len(res.BuildErrors) > 0 {
@@ -367,6 +394,11 @@ func Green(ctx context.Context, in Input) (*Verdict, error) {
 		}
 		named = named || res.Runner != testrun.Exit
 	}
+	if full != nil {
+		if f := checkFull(v, in, full, passed); f != nil {
+			return f, nil
+		}
+	}
 	// No fewer tests pass than failed at RED: a skipped or deleted test is not a pass. (A
 	// command judged by its exit code alone names no tests; then its exit code decides.)
 	for _, m := range in.Deps {
@@ -377,6 +409,9 @@ func Green(ctx context.Context, in Input) (*Verdict, error) {
 		for _, id := range m.FailingTests {
 			if !passed[id] {
 				v.FailingTest = id
+				if full != nil {
+					return redNotPassed(v, full, id, m.Task), nil
+				}
 				return v.fail(TypeTestFails, "%s failed at RED (%s) and did not pass now: skipped, renamed or deleted", id, m.Task), nil
 			}
 		}
@@ -387,7 +422,7 @@ func Green(ctx context.Context, in Input) (*Verdict, error) {
 			}
 		}
 	}
-	if in.RegressionCommand != "" {
+	if full == nil && in.RegressionCommand != "" {
 		res, err := v.run(ctx, in, in.RegressionCommand)
 		if err != nil || res.ExitCode != 0 {
 			if res != nil {
@@ -415,7 +450,50 @@ func Green(ctx context.Context, in Input) (*Verdict, error) {
 	if err := m.write(filepath.Join(in.AttemptDir, "handoff-green.json")); err != nil {
 		return nil, err
 	}
+	v.Full = full
+	if full != nil {
+		return v.pass("GREEN: %s, one run: %d passed, %d failed (none this task's)", in.FullCommand, len(full.Passed()), len(full.Failed())), nil
+	}
 	return v.pass("GREEN: %s pass, %d tests", strings.Join(commands, ", "), len(passed)), nil
+}
+
+// redNotPassed fails a GREEN gate whose whole-suite run did not pass RED test id: it
+// failed, the build failed, or the test is not there.
+func redNotPassed(v *Verdict, full *testrun.Result, id, task string) *Verdict {
+	v.keepOutput(full.Output)
+	for _, t := range full.Tests {
+		if t.ID == id && t.Status == testrun.Failed {
+			return v.fail(TypeTestFails, "%s exited %d: %s fails (%s)", full.Command, full.ExitCode, id, describe(full))
+		}
+	}
+	if len(full.BuildErrors) > 0 {
+		return v.fail(TypeBuildFails, "%s exited %d: the build failed, so %s (RED of %s) did not run: %s", full.Command, full.ExitCode, id, task, full.BuildErrors[0])
+	}
+	return v.fail(TypeTestFails, "%s failed at RED (%s) and did not pass now: skipped, renamed or deleted", id, task)
+}
+
+// checkFull judges the whole suite's run of a GREEN gate by name: every baseline test that
+// is not owed to another TEST task must have passed (one that is missing from the run
+// failed). It returns the failed verdict, or nil. The RED tests are checked by the caller.
+func checkFull(v *Verdict, in Input, full *testrun.Result, passed map[string]bool) *Verdict {
+	var missing []string
+	for _, id := range in.Baseline {
+		if passed[id] || (in.Owed != nil && in.Owed(id)) {
+			continue
+		}
+		missing = append(missing, id)
+	}
+	if len(missing) == 0 {
+		fmt.Fprintf(&v.Log, "regression: the %d passing tests of the baseline pass (or are owed)\n", len(in.Baseline))
+		return nil
+	}
+	v.keepOutput(full.Output)
+	v.FailingTest = missing[0]
+	more := ""
+	if len(missing) > 1 {
+		more = fmt.Sprintf(" and %d more", len(missing)-1)
+	}
+	return v.fail(TypeRegression, "regression: %s%s passed in the baseline and did not pass now (failed, skipped or missing)", missing[0], more)
 }
 
 // Verify is the gate of a VERIFY task (SPEC §7.4): the tests pass; each failing test is

@@ -42,6 +42,15 @@ type Baseline struct {
 	Command  string `json:"command"`
 	ExitCode int    `json:"exit_code"`
 	Class    Class  `json:"class"`
+	// Dropped are the tests a person took out of the passing set (`orchestrator baseline
+	// --drop`), with the date: the only way a test leaves it.
+	Dropped []Dropped `json:"dropped,omitempty"`
+}
+
+// A Dropped test is one a person took out of the baseline.
+type Dropped struct {
+	Test string    `json:"test"`
+	Date time.Time `json:"date"`
 }
 
 // MakeBaseline runs the whole test suite (Run) and makes its baseline (NewBaseline). Failing

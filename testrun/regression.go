@@ -176,6 +176,9 @@ func goPackageArg(module, pkg string) string {
 	return pkg
 }
 
+// ModulePath reads the module path from root's go.mod; "" if there is none.
+func ModulePath(root string) string { return modulePath(root) }
+
 // modulePath reads the module path from root's go.mod; "" if there is none.
 func modulePath(root string) string {
 	f, err := os.Open(filepath.Join(root, "go.mod"))

@@ -234,6 +234,7 @@ func (r *runner) land(ctx context.Context, a *attempt, message string, rejudge f
 			if err != nil || !v.Pass {
 				return "", v, err
 			}
+			a.verdict = v // the run on the new head is the one the baseline grows from
 			continue
 		case err != nil:
 			return "", nil, err

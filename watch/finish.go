@@ -20,7 +20,6 @@ import (
 	"github.com/orchestrator/orchestrator/prompts"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/retry"
-	"github.com/orchestrator/orchestrator/testrun"
 	"github.com/orchestrator/orchestrator/worktree"
 )
 
@@ -302,7 +301,7 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 				r.report.event(a.id, "warning", "issue: "+err.Error())
 			}
 		}
-		r.refreshBaseline(ctx, doc)
+		r.growBaseline(a)
 	}
 	return r.launchAll(ctx, doc, picks)
 }
@@ -498,8 +497,14 @@ func (r *runner) judge(ctx context.Context, a *attempt, commit string) (*gate.Ve
 			}
 			in.Deps = append(in.Deps, m)
 		}
-		if b, err := testrun.ReadBaseline(r.baselinePath()); err == nil {
-			in.RegressionCommand = b.RegressionCommand
+		if b := r.readBaseline(); b != nil {
+			in.RegressionCommand, in.Baseline = b.RegressionCommand, b.PassingTests
+		}
+		// One run of the project's whole suite decides, when the project has a test
+		// command; its outcome is what the baseline grows from once the candidate lands.
+		if tasks, err := queue.Load(r.o.Layout.Tasks()); err == nil {
+			in.FullCommand = projectTestCommand(r.o.Config, tasks)
+			in.Owed = r.owedTests(ctx, tasks, a, root)
 		}
 		return gate.Green(ctx, in)
 	}
@@ -748,85 +753,6 @@ func (r *runner) trailing(a *attempt, match func(result) bool) int {
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
-}
-
-// refreshBaseline runs the project's whole test suite after a completed task and writes
-// baseline.json (SPEC §7.5), so that the next GREEN gate checks that what passes now still
-// passes. Without a project test command there is no baseline.
-func (r *runner) refreshBaseline(ctx context.Context, tasks *queue.Doc) {
-	cmd := projectTestCommand(r.o.Config, tasks)
-	if cmd == "" {
-		return
-	}
-	l := r.o.Layout
-	// Until the new baseline is written, a note says it is owed: a run interrupted or
-	// killed meanwhile makes it at its next start (refreshOwedBaseline).
-	owed := filepath.Join(r.runs, baselineOwed)
-	_ = os.WriteFile(owed, nil, 0o644)
-	b, err := r.makeBaseline(ctx, cmd)
-	if err == nil {
-		err = b.Write(r.baselinePath())
-	}
-	if err == nil {
-		err = b.Write(l.Baseline()) // the readable copy
-	}
-	if err != nil {
-		r.report.event("", "warning", "baseline: "+err.Error())
-		return
-	}
-	os.Remove(owed)
-}
-
-// makeBaseline runs the project's whole suite on a pristine checkout of the integration
-// head.
-func (r *runner) makeBaseline(ctx context.Context, cmd string) (*testrun.Baseline, error) {
-	head, err := r.repo.Head(ctx)
-	if err != nil {
-		return nil, err
-	}
-	root, err := r.gateDir(ctx, head)
-	if err != nil {
-		return nil, err
-	}
-	return testrun.MakeBaseline(ctx, root, cmd, r.o.Config.TestGlobs, r.o.Config.TaskTimeout.Duration)
-}
-
-// baselinePath is the baseline the GREEN gate trusts, in the orchestrator's state;
-// .orchestrator/baseline.json is its readable copy. A person's `orchestrator baseline`
-// writes the copy: the loop takes it in when it starts (importBaseline).
-func (r *runner) baselinePath() string { return filepath.Join(r.repo.State(), "baseline.json") }
-
-// importBaseline takes the person's .orchestrator/baseline.json as the baseline when the
-// run starts, before any agent could have written it, if it is newer than the state's.
-func (r *runner) importBaseline() {
-	src, err := os.Stat(r.o.Layout.Baseline())
-	if err != nil {
-		return
-	}
-	if dst, err := os.Stat(r.baselinePath()); err == nil && !src.ModTime().After(dst.ModTime()) {
-		return
-	}
-	if b, err := os.ReadFile(r.o.Layout.Baseline()); err == nil {
-		_ = os.WriteFile(r.baselinePath(), b, 0o644)
-	}
-}
-
-// baselineOwed, in the runs folder, says that a task completed and the baseline was not
-// made again after it.
-const baselineOwed = ".baseline-owed"
-
-// refreshOwedBaseline makes the baseline that an interrupted run owes.
-func (r *runner) refreshOwedBaseline(ctx context.Context) error {
-	if !fileExists(filepath.Join(r.runs, baselineOwed)) {
-		return nil
-	}
-	tasks, err := queue.Load(r.o.Layout.Tasks())
-	if err != nil {
-		return err
-	}
-	r.report.event("", "baseline", "the last run stopped before the baseline was made again; making it now")
-	r.refreshBaseline(ctx, tasks)
-	return nil
 }
 
 // projectTestCommand returns the project's test command: config commands.test, else the

@@ -790,11 +790,15 @@ func atPoint(t *testing.T, p string, args ...string) (*realRepo, *watchRun, []st
 		}, map[string][]string{"builder": builder}, "")
 		ids = []string{"TASK-001"}
 	case "gate":
-		r = newRealRepo(t, "gomod", goTest, []realTask{
-			{id: "TASK-001", category: "backend", agent: "builder", testCommand: "touch " + flag + " && sleep 3 && go test ./cart", exempt: true},
+		// GREEN is one run of the project's whole suite (SPEC §7.3): that is the command
+		// to catch.
+		r = newRealRepo(t, "gomod", "touch "+flag+" && sleep 3 && "+goTest, []realTask{
+			{id: "TASK-001", category: "backend", agent: "builder", testCommand: "go test ./cart", exempt: true},
 		}, map[string][]string{"builder": builder}, "")
 		ids = []string{"TASK-001"}
 	case "baseline":
+		// The baseline is made once, at the start of a run that has none (afterwards it
+		// grows from the GREEN runs of landed candidates).
 		r = newRealRepo(t, "gomod", "touch "+flag+" && sleep 3 && "+goTest, []realTask{
 			{id: "TASK-001", category: "backend", agent: "builder", testCommand: "go test ./cart", exempt: true},
 			{id: "TASK-002", category: "backend", agent: "second", testCommand: "go test ./money", deps: "TASK-001", exempt: true},
@@ -808,9 +812,9 @@ func atPoint(t *testing.T, p string, args ...string) (*realRepo, *watchRun, []st
 	case "agent":
 		r.waitLog("TASK-001", 1, "working: step 2")
 	case "gate", "baseline":
-		r.waitLog("TASK-001", 1, "```tdd-result")
-		if p == "baseline" {
-			// Only a run after TASK-001's attempt counts, not one at start.
+		if p == "gate" {
+			r.waitLog("TASK-001", 1, "```tdd-result")
+			// Only a run after TASK-001's attempt counts, not the baseline's at start.
 			os.Remove(flag)
 		}
 		r.waitFor("the "+p+" command never started\n"+w.out.String(), func() bool {
@@ -843,7 +847,8 @@ func TestRealKill9(t *testing.T) {
 		{name: "agent lost", point: "agent", killAgent: true, attempts: 2},
 		// The agent had finished: its claim is judged after the restart, no retry.
 		{name: "gate", point: "gate", killAgent: true, attempts: 1},
-		{name: "baseline", point: "baseline", killAgent: true, attempts: 1},
+		// Killed while the baseline is made at the start: nothing had started.
+		{name: "baseline", point: "baseline", attempts: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

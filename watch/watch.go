@@ -244,9 +244,7 @@ func (r *runner) loop(ctx context.Context, w *fsnotify.Watcher) (Summary, error)
 	}
 	// Worktrees a crashed run left, other than those of adopted agents.
 	r.removeSlots()
-	if err := r.refreshOwedBaseline(ctx); err != nil {
-		return Summary{Outcome: SomeFailed}, err
-	}
+	r.firstBaseline(ctx)
 	if r.o.Only == "" {
 		// The global auto-retry cap is per run (SPEC §8.3).
 		if err := retry.ResetRun(ctx, r.o.Layout); err != nil {
