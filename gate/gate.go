@@ -60,8 +60,8 @@ type Input struct {
 	Baseline []string
 	// Owed reports whether a baseline test is owed to another TEST task whose BUILD has
 	// not landed yet (SPEC §7.5): its failure is not this task's regression.
-	Owed func(id string) bool
-	Timeout           time.Duration
+	Owed    func(id string) bool
+	Timeout time.Duration
 }
 
 // A Run is one command a gate ran.
