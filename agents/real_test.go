@@ -96,7 +96,7 @@ type sandbox struct {
 func newSandbox(t *testing.T, scenario string) *sandbox {
 	t.Helper()
 	base := t.TempDir()
-	sb := &sandbox{base: base, root: filepath.Join(base, "project"), home: filepath.Join(base, "home")}
+	sb := &sandbox{base: base, root: filepath.Join(base, "project")}
 	// Not under the temporary folder: Codex's workspace-write sandbox lets commands write
 	// there (compilers need it), so only a folder elsewhere shows its confinement.
 	parent := filepath.Dir(agentCache())
@@ -109,6 +109,16 @@ func newSandbox(t *testing.T, scenario string) *sandbox {
 	}
 	t.Cleanup(func() { os.RemoveAll(outside) })
 	sb.outside = outside
+	// HOME is not under the temporary folder either: Codex refuses to create its helper
+	// programs (codex-linux-sandbox, which its sandbox runs through bubblewrap where
+	// /usr/bin/bwrap is installed) under a CODEX_HOME there, and its sandboxed commands
+	// then fail with "bwrap: execvp codex-linux-sandbox: No such file or directory".
+	home, err := os.MkdirTemp(parent, "home-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	sb.home = home
 	for _, d := range []string{sb.root, filepath.Join(sb.home, ".codex")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
