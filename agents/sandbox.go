@@ -30,8 +30,10 @@ type Sandbox struct {
 	// Home is the home folder whose agent state (HomeState) stays writable; "" for none.
 	Home string
 	// Env holds NAME=value settings for inside, on top of the environment that Start
-	// passes: for example GOCACHE=/tmp/go-build, since the default build cache in the
-	// home folder is read-only there. TMPDIR is /tmp inside unless Env sets it.
+	// passes; TMPDIR is /tmp inside unless Env sets it. A tool whose cache in the home
+	// folder must be writable can be pointed at /tmp here (a cold cache each time). Go
+	// needs nothing: it builds with a read-only GOCACHE, using what is there and saving
+	// nothing (measured with Go 1.26), so the agent cannot poison the cache either.
 	Env []string
 }
 
