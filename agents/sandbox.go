@@ -116,9 +116,10 @@ func (s Sandbox) Wrap(argv []string) []string {
 const initScript = `"$@"
 exit $?`
 
-// bwrapCheck is the sandbox BwrapAvailable tries: the options that Wrap uses, with nothing
-// to bind.
-var bwrapCheck = []string{"bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--unshare-pid", "--", "true"}
+// bwrapCheck is the sandbox BwrapAvailable tries: the options and the init that Wrap
+// uses, with nothing to bind.
+var bwrapCheck = []string{"bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+	"--unshare-pid", "--as-pid-1", "--", "/bin/sh", "-c", initScript, "sh", "true"}
 
 // BwrapAvailable reports whether bubblewrap runs here, by running `true` in a sandbox like
 // Wrap's once; the answer is kept for the life of the program. The error says why not:
@@ -126,7 +127,10 @@ var bwrapCheck = []string{"bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--pr
 // permission to mount).
 func BwrapAvailable() error { return bwrapAvailable() }
 
-var bwrapAvailable = sync.OnceValue(func() error {
+var bwrapAvailable = sync.OnceValue(checkBwrap)
+
+// checkBwrap is BwrapAvailable without the memory.
+func checkBwrap() error {
 	if runtime.GOOS != "linux" {
 		return fmt.Errorf("bubblewrap runs on Linux only, not on %s", runtime.GOOS)
 	}
@@ -147,7 +151,7 @@ var bwrapAvailable = sync.OnceValue(func() error {
 		return fmt.Errorf("bubblewrap does not work here: %s", msg)
 	}
 	return nil
-})
+}
 
 // makeHomeState creates the folders of HomeState that are missing in the home folder, as
 // the agent programs would on their first run: bwrap can only bind what exists, and Claude

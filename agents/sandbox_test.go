@@ -57,6 +57,23 @@ func TestSandboxWrap(t *testing.T) {
 	}
 }
 
+func TestCheckBwrap(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("PATH", dir)
+	if err := checkBwrap(); err == nil || !strings.Contains(err.Error(), "bubblewrap is not installed") {
+		t.Errorf("checkBwrap with no bwrap = %v", err)
+	}
+	// A bwrap that cannot create namespaces, as in a container without the privilege.
+	fake := "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(dir, "bwrap"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := checkBwrap()
+	if want := "bubblewrap does not work here: bwrap: No permissions to create new namespace"; err == nil || err.Error() != want {
+		t.Errorf("checkBwrap = %v, want %q", err, want)
+	}
+}
+
 // TestSandboxFiles: inside, only the worktree, the marker folder and the agents' state in
 // the home folder can be written; the repository (its .git included), the person's tree,
 // the rest of the home folder and /usr cannot; /tmp is private.
@@ -359,31 +376,58 @@ func assertNoneLeft(t *testing.T, e env) {
 
 // TestSandboxAdoption: crash recovery finds a sandboxed agent by its environment, as the
 // process Start started (bwrap), even when a process inside leads a group of its own, and
-// StopAdopted ends all of it.
+// StopAdopted ends all of it: while bwrap is our child, and after its parent (the
+// orchestrator that started it) is gone.
 func TestSandboxAdoption(t *testing.T) {
 	requireBwrap(t)
-	e := newEnv(t)
-	ready := filepath.Join(e.root, "ready")
-	p := startSandboxed(t, e, Sandbox{}, []string{"sh", "-c", "setsid sleep 60 & touch " + ready + "; exec sleep 60"})
-	waitFile(t, ready)
-	procs := withEnv("ORCHESTRATOR_ATTEMPT_DIR", e.attemptDir)
-	leaders := 0
-	for _, q := range procs {
-		if q.stat.pgrp == q.pid {
-			leaders++
-		}
+	for _, orphan := range []bool{false, true} {
+		t.Run(map[bool]string{false: "child", true: "orphan"}[orphan], func(t *testing.T) {
+			e := newEnv(t)
+			ready := filepath.Join(e.root, "ready")
+			agent := []string{"sh", "-c", "setsid sleep 60 & touch " + ready + "; exec sleep 60"}
+			var p *Process
+			if orphan {
+				// The starter runs bwrap in a session of its own, as Start does, and exits
+				// at once, as a crashed orchestrator would.
+				argv := append([]string{"sh", "-c", `setsid "$@" </dev/null >/dev/null 2>&1 &`, "sh"}, Sandbox{Dir: e.root, Writable: []string{e.markerDir}}.Wrap(agent)...)
+				starter := exec.Command(argv[0], argv[1:]...)
+				starter.Env = e.vars()
+				if out, err := starter.CombinedOutput(); err != nil {
+					t.Fatalf("starter: %v\n%s", err, out)
+				}
+			} else {
+				p = startSandboxed(t, e, Sandbox{}, agent)
+			}
+			waitFile(t, ready)
+			procs := withEnv("ORCHESTRATOR_ATTEMPT_DIR", e.attemptDir)
+			leaders := 0
+			for _, q := range procs {
+				if q.stat.pgrp == q.pid {
+					leaders++
+				}
+			}
+			if leaders < 2 {
+				t.Fatalf("want bwrap and the setsid process leading groups; processes: %+v", procs)
+			}
+			pid, start, ok := FindByEnv("ORCHESTRATOR_ATTEMPT_DIR", e.attemptDir)
+			if !ok {
+				t.Fatal("FindByEnv found nothing")
+			}
+			t.Cleanup(func() { StopAdopted(pid, start, "ORCHESTRATOR_ATTEMPT_DIR", e.attemptDir, 10*time.Millisecond) })
+			if p != nil && (pid != p.PID() || start != p.StartTime()) {
+				t.Fatalf("FindByEnv = %d, %d; want bwrap, %d, %d", pid, start, p.PID(), p.StartTime())
+			}
+			if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); !slices.Contains(strings.Split(string(b), "\x00"), "--unshare-pid") {
+				t.Errorf("FindByEnv found %q, not bwrap", b)
+			}
+			if !Alive(pid, start) {
+				t.Fatal("the agent is not alive")
+			}
+			StopAdopted(pid, start, "ORCHESTRATOR_ATTEMPT_DIR", e.attemptDir, time.Second)
+			assertNoneLeft(t, e)
+			if p != nil {
+				waitDone(t, p)
+			}
+		})
 	}
-	if leaders < 2 {
-		t.Fatalf("want bwrap and the setsid process leading groups; processes: %+v", procs)
-	}
-	pid, start, ok := FindByEnv("ORCHESTRATOR_ATTEMPT_DIR", e.attemptDir)
-	if !ok || pid != p.PID() || start != p.StartTime() {
-		t.Fatalf("FindByEnv = %d, %d, %v; want bwrap, %d, %d", pid, start, ok, p.PID(), p.StartTime())
-	}
-	if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); !slices.Contains(strings.Split(string(b), "\x00"), "--unshare-pid") {
-		t.Errorf("FindByEnv found %q, not bwrap", b)
-	}
-	StopAdopted(pid, start, "ORCHESTRATOR_ATTEMPT_DIR", e.attemptDir, time.Second)
-	assertNoneLeft(t, e)
-	waitDone(t, p)
 }
