@@ -40,6 +40,9 @@ type StartOptions struct {
 	// are appended to; it is created if needed. "" means a temporary file, removed once the
 	// agent has exited and its output has been read.
 	LogPath string
+	// Sandbox, if not nil, runs the agent inside it (see Sandbox.Wrap), in a session of
+	// its own. Its Dir defaults to Dir.
+	Sandbox *Sandbox
 }
 
 // A Process is a running agent, started by Start, in a process group of its own.
@@ -50,6 +53,7 @@ type Process struct {
 	logPath string
 	logFrom int64 // the log's size when the agent started: its output follows
 	temp    bool  // the log is a temporary file
+	jailed  bool  // the agent runs in a Sandbox: the process started is bwrap
 	out     string
 	done    chan struct{}
 	code    int
@@ -60,6 +64,21 @@ type Process struct {
 func Start(o StartOptions) (*Process, error) {
 	if len(o.Command) == 0 || o.Command[0] == "" {
 		return nil, errors.New("start agent: empty command")
+	}
+	argv := o.Command
+	// The agent's process group is its own: Stop signals it.
+	attr := &syscall.SysProcAttr{Setpgid: true}
+	if o.Sandbox != nil {
+		sb := *o.Sandbox
+		if sb.Dir == "" {
+			sb.Dir = o.Dir
+		}
+		if err := sb.makeHomeState(); err != nil {
+			return nil, fmt.Errorf("start agent: %w", err)
+		}
+		argv = sb.Wrap(argv)
+		// A session is a process group too, and off the terminal (see Sandbox.Wrap).
+		attr = &syscall.SysProcAttr{Setsid: true}
 	}
 	var log *os.File
 	var err error
@@ -75,7 +94,7 @@ func Start(o StartOptions) (*Process, error) {
 	defer log.Close() // the child has its own copy of the descriptor
 	from, _ := log.Seek(0, io.SeekEnd)
 	p := &Process{logPath: log.Name(), logFrom: from, temp: temp, done: make(chan struct{}), code: -1}
-	cmd := exec.Command(o.Command[0], o.Command[1:]...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = o.Dir
 	cmd.Env = o.Env
 	cmd.Stdin = strings.NewReader(o.Prompt)
@@ -84,7 +103,7 @@ func Start(o StartOptions) (*Process, error) {
 	// orchestrator can adopt it. Its final message is read back from the log.
 	cmd.Stdout = log
 	cmd.Stderr = log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = attr
 	// The prompt is copied to the agent's standard input by a goroutine; do not wait on it
 	// for long if the agent never reads it.
 	cmd.WaitDelay = promptDrain
@@ -95,6 +114,7 @@ func Start(o StartOptions) (*Process, error) {
 		return nil, fmt.Errorf("start agent %s: %w", o.Command[0], err)
 	}
 	p.cmd = cmd
+	p.jailed = o.Sandbox != nil
 	p.pid = cmd.Process.Pid
 	// The agent is our unreaped child, so /proc/<pid> exists even if it has already exited.
 	p.start, _ = procStartTime(p.pid)
@@ -105,6 +125,12 @@ func Start(o StartOptions) (*Process, error) {
 func (p *Process) wait() {
 	p.cmd.Wait() // the exit status is in ProcessState; I/O errors are not the agent's doing
 	p.code = p.cmd.ProcessState.ExitCode()
+	if p.jailed {
+		// bwrap exits with the agent, except on a signal sent to the group (Stop), which
+		// ends bwrap at once and the agent maybe later: the agent has exited when the
+		// group is gone (see Sandbox.Wrap).
+		pollUntil(func() bool { return !groupAlive(p.pid) }, time.Time{}, nil)
+	}
 	p.out = readTail(p.logPath, p.logFrom, MaxStdout)
 	if p.temp {
 		os.Remove(p.logPath)
@@ -321,8 +347,8 @@ type procStat struct {
 	start uint64
 }
 
-// readStat reads the fields we need of /proc/<pid>/stat: state (field 3), process group
-// (field 5) and start time (field 22, clock ticks since boot).
+// readStat reads the fields we need of /proc/<pid>/stat: state (field 3), parent (field 4),
+// process group (field 5) and start time (field 22, clock ticks since boot).
 func readStat(pid int) (procStat, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
@@ -361,13 +387,31 @@ func procStartTime(pid int) (uint64, error) {
 // orchestrator gives every attempt its own ORCHESTRATOR_ATTEMPT_DIR) and leads its own
 // process group. It closes the gap between starting an agent and recording its PID: a
 // restarted orchestrator finds such an agent here instead of starting a second one.
+//
+// Its descendants carry the variable too, and one may lead a group of its own (setsid, or
+// a process in the agent's sandbox): the agent is the one that started first, and within
+// one clock tick the one whose parent does not carry the variable. For an agent in a
+// Sandbox, that is bwrap, the process that Start started.
 func FindByEnv(name, value string) (pid int, startTime uint64, ok bool) {
-	for _, p := range withEnv(name, value) {
-		if p.stat.pgrp == p.pid {
-			return p.pid, p.stat.start, true
+	procs := withEnv(name, value)
+	carries := make(map[int]bool, len(procs))
+	for _, p := range procs {
+		carries[p.pid] = true
+	}
+	var best *envProc
+	for i, p := range procs {
+		if p.stat.pgrp != p.pid {
+			continue
+		}
+		if best == nil || p.stat.start < best.stat.start ||
+			p.stat.start == best.stat.start && carries[best.stat.ppid] && !carries[p.stat.ppid] {
+			best = &procs[i]
 		}
 	}
-	return 0, 0, false
+	if best == nil {
+		return 0, 0, false
+	}
+	return best.pid, best.stat.start, true
 }
 
 type envProc struct {

@@ -67,6 +67,17 @@ func realAgent(t *testing.T, name string) string {
 	return ""
 }
 
+// requireBwrap skips the test where bubblewrap does not run, or fails it with CI=true.
+func requireBwrap(t *testing.T) {
+	t.Helper()
+	if err := agents.BwrapAvailable(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+}
+
 // goEnv holds the Go settings of the tests' own environment, which the agents and the gates
 // keep although each run gets its own HOME: a shared build cache keeps `go test` fast.
 var goEnv = sync.OnceValue(func() []string {
@@ -104,7 +115,7 @@ func newSandbox(t *testing.T, scenario string) *sandbox {
 func newSandboxIn(t *testing.T, scenario string, workDir func(project, base string) string) *sandbox {
 	t.Helper()
 	base := t.TempDir()
-	sb := &sandbox{base: base, root: filepath.Join(base, "project"), home: filepath.Join(base, "home")}
+	sb := &sandbox{base: base, root: filepath.Join(base, "project")}
 	// Not under the temporary folder: Codex's workspace-write sandbox lets commands write
 	// there (compilers need it), so only a folder elsewhere shows its confinement.
 	parent := filepath.Dir(agentCache())
@@ -117,9 +128,10 @@ func newSandboxIn(t *testing.T, scenario string, workDir func(project, base stri
 	}
 	t.Cleanup(func() { os.RemoveAll(outside) })
 	sb.outside = outside
-	// Nor is the home: Codex puts the helper its own sandbox runs (codex-linux-sandbox,
-	// under bubblewrap where bubblewrap is installed) in CODEX_HOME, and refuses to where
-	// that is under the temporary folder.
+	// HOME is not under the temporary folder either: Codex refuses to create its helper
+	// programs (codex-linux-sandbox, which its sandbox runs through bubblewrap where
+	// /usr/bin/bwrap is installed) under a CODEX_HOME there, and its sandboxed commands
+	// then fail with "bwrap: execvp codex-linux-sandbox: No such file or directory".
 	home, err := os.MkdirTemp(parent, "home-")
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +147,7 @@ func newSandboxIn(t *testing.T, scenario string, workDir func(project, base stri
 	if workDir != nil {
 		work = workDir(sb.root, sb.base)
 	}
-	sc, err := modelserver.Load(filepath.Join("testdata", "scenarios", scenario), map[string]string{"Root": work, "Outside": sb.outside})
+	sc, err := modelserver.Load(filepath.Join("testdata", "scenarios", scenario), map[string]string{"Root": work, "Outside": sb.outside, "Name": filepath.Base(sb.outside)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,22 +241,13 @@ func (sb *sandbox) setPath(dirs ...string) {
 	sb.env = append(sb.env, "PATH="+strings.Join(dirs, string(os.PathListSeparator)))
 }
 
-// TestRealAdapters runs each real agent once, as its adapter's command line says, on a
+// TestRealAdapters runs each real agent, as its adapter's command line says, on a
 // scenario, and checks what the adapter reads from its output: the final text, or the
-// failure (mode E for a run out of turns).
+// failure (mode E for a run out of turns). Each runs twice: as it is, and in a Sandbox
+// with the agent's state folders in HOME writable (SPEC §15.2), where it must work the
+// same.
 func TestRealAdapters(t *testing.T) {
-	const prompt = "Write notes.txt with two lines, then change the second.\n"
-	tests := []struct {
-		name     string
-		agent    string
-		scenario string
-		opts     agents.ModelOptions
-		record   string // file in testdata/recorded
-		wantExit int
-		wantText string // in the final text
-		wantErr  string // in the AgentError
-		wantMode string
-	}{
+	tests := []realAdapterCase{
 		{name: "claude success", agent: agents.Claude, scenario: "adapter.yaml", opts: agents.ModelOptions{Model: "sonnet", MaxTurns: 10},
 			record: "claude-success.json", wantText: "```tdd-result\nrole: implementer"},
 		{name: "claude out of turns", agent: agents.Claude, scenario: "max-turns.yaml", opts: agents.ModelOptions{Model: "sonnet", MaxTurns: 2},
@@ -257,86 +260,123 @@ func TestRealAdapters(t *testing.T) {
 			record: "codex-api-error.jsonl", wantExit: 1, wantErr: "agent codex: turn failed: scripted bad request (invalid_request_error)"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			bin := realAgent(t, tt.agent)
-			sb := newSandbox(t, tt.scenario)
-			a, err := agents.Lookup(tt.agent, nil)
-			if err != nil {
-				t.Fatal(err)
+		for _, jailed := range []bool{false, true} {
+			name := tt.name
+			if jailed {
+				name += " in sandbox"
 			}
-			argv := a.Command(tt.opts)
-			argv[0] = bin
-			log := filepath.Join(sb.base, "agent.log")
-			p, err := agents.Start(agents.StartOptions{Command: argv, Dir: sb.root, Prompt: prompt, Env: sb.env, LogPath: log})
-			if err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-p.Done():
-			case <-time.After(2 * time.Minute):
-				p.Stop(time.Second)
-				t.Fatalf("%s did not finish in 2 minutes:\n%s", tt.agent, p.Stdout())
-			}
-			p.Stop(time.Second)
-			out := p.Stdout()
-			if *record {
-				if err := os.WriteFile(filepath.Join("testdata", "recorded", tt.record), []byte(out), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if code := p.ExitCode(); code != tt.wantExit {
-				t.Errorf("exit code %d, want %d; output:\n%s", code, tt.wantExit, out)
-			}
-			text, err := a.FinalText([]byte(out))
-			if tt.wantErr == "" {
-				if err != nil || !strings.Contains(text, tt.wantText) {
-					t.Fatalf("FinalText = %q, %v; want text containing %q\noutput:\n%s", text, err, tt.wantText, out)
-				}
-			} else {
-				var ae *agents.AgentError
-				if !errors.As(err, &ae) || ae.Mode != tt.wantMode || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("FinalText error = %v (mode %q), want an AgentError of mode %q containing %q\noutput:\n%s", err, modeOf(err), tt.wantMode, tt.wantErr, out)
-				}
-			}
-			reqs := sb.srv.Requests()
-			if len(reqs) == 0 {
-				t.Fatal("the server got no request")
-			}
-			wantAPI, wantModel, wantTools := modelserver.APIAnthropic, "sonnet", []string{"Write", "Edit", "Read", "Bash"}
-			if tt.agent == agents.Codex {
-				wantAPI, wantModel, wantTools = modelserver.APIResponses, codexModel, []string{"exec_command"}
-			}
-			first := reqs[0]
-			if first.API != wantAPI || !strings.Contains(first.Model, wantModel) || !strings.Contains(first.UserText, strings.TrimSpace(prompt)) {
-				t.Errorf("first request: API %s, model %q, user text %q; want %s, a %s model, and the prompt", first.API, first.Model, clip(first.UserText), wantAPI, wantModel)
-			}
-			for _, tool := range wantTools {
-				if !slices.Contains(first.Tools, tool) {
-					t.Errorf("the agent did not offer the tool %s; it offered %v", tool, first.Tools)
-				}
-			}
-			if tt.scenario != "adapter.yaml" {
-				return
-			}
-			if got := sb.read(t, "notes.txt"); got != "first line\nedited line\n" {
-				t.Errorf("notes.txt = %q", got)
-			}
-			if _, err := os.Stat(filepath.Join(sb.outside, "escaped.txt")); err == nil {
-				t.Errorf("the agent wrote outside its folder, to %s", filepath.Join(sb.outside, "escaped.txt"))
-			}
-			// The denied write comes back to the model as a failed tool call.
-			last := reqs[len(reqs)-1]
-			if len(last.ToolResults) != 2 {
-				t.Fatalf("last request has %d tool results, want 2: %+v", len(last.ToolResults), last.ToolResults)
-			}
-			denied := last.ToolResults[1]
-			if tt.agent == agents.Claude && (!denied.IsError || !strings.Contains(denied.Output, "permission")) {
-				t.Errorf("claude's write outside its folder came back as %+v, want a permission error", denied)
-			}
-			if tt.agent == agents.Claude && !strings.Contains(out, `"permission_denials":[{"tool_name":"Write"`) {
-				t.Errorf("claude's result does not list the denied Write:\n%s", out)
-			}
-		})
+			t.Run(name, func(t *testing.T) { runRealAdapter(t, tt, jailed) })
+		}
+	}
+}
+
+// A realAdapterCase is one run of TestRealAdapters.
+type realAdapterCase struct {
+	name     string
+	agent    string
+	scenario string
+	opts     agents.ModelOptions
+	record   string // file in testdata/recorded
+	wantExit int
+	wantText string // in the final text
+	wantErr  string // in the AgentError
+	wantMode string
+}
+
+func runRealAdapter(t *testing.T, tt realAdapterCase, jailed bool) {
+	const prompt = "Write notes.txt with two lines, then change the second.\n"
+	bin := realAgent(t, tt.agent)
+	if jailed {
+		requireBwrap(t)
+	}
+	sb := newSandbox(t, tt.scenario)
+	a, err := agents.Lookup(tt.agent, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := a.Command(tt.opts)
+	argv[0] = bin
+	log := filepath.Join(sb.base, "agent.log")
+	so := agents.StartOptions{Command: argv, Dir: sb.root, Prompt: prompt, Env: sb.env, LogPath: log}
+	if jailed {
+		so.Sandbox = &agents.Sandbox{Home: sb.home}
+	}
+	p, err := agents.Start(so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(2 * time.Minute):
+		p.Stop(time.Second)
+		t.Fatalf("%s did not finish in 2 minutes:\n%s", tt.agent, p.Stdout())
+	}
+	p.Stop(time.Second)
+	out := p.Stdout()
+	if *record && !jailed {
+		if err := os.WriteFile(filepath.Join("testdata", "recorded", tt.record), []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code := p.ExitCode(); code != tt.wantExit {
+		t.Errorf("exit code %d, want %d; output:\n%s", code, tt.wantExit, out)
+	}
+	text, err := a.FinalText([]byte(out))
+	if tt.wantErr == "" {
+		if err != nil || !strings.Contains(text, tt.wantText) {
+			t.Fatalf("FinalText = %q, %v; want text containing %q\noutput:\n%s", text, err, tt.wantText, out)
+		}
+	} else {
+		var ae *agents.AgentError
+		if !errors.As(err, &ae) || ae.Mode != tt.wantMode || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Fatalf("FinalText error = %v (mode %q), want an AgentError of mode %q containing %q\noutput:\n%s", err, modeOf(err), tt.wantMode, tt.wantErr, out)
+		}
+	}
+	reqs := sb.srv.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("the server got no request")
+	}
+	wantAPI, wantModel, wantTools := modelserver.APIAnthropic, "sonnet", []string{"Write", "Edit", "Read", "Bash"}
+	if tt.agent == agents.Codex {
+		wantAPI, wantModel, wantTools = modelserver.APIResponses, codexModel, []string{"exec_command"}
+	}
+	first := reqs[0]
+	if first.API != wantAPI || !strings.Contains(first.Model, wantModel) || !strings.Contains(first.UserText, strings.TrimSpace(prompt)) {
+		t.Errorf("first request: API %s, model %q, user text %q; want %s, a %s model, and the prompt", first.API, first.Model, clip(first.UserText), wantAPI, wantModel)
+	}
+	for _, tool := range wantTools {
+		if !slices.Contains(first.Tools, tool) {
+			t.Errorf("the agent did not offer the tool %s; it offered %v", tool, first.Tools)
+		}
+	}
+	if tt.scenario != "adapter.yaml" {
+		return
+	}
+	if jailed {
+		// The agent kept its state, in its folder of the home folder (agents.HomeState):
+		// more than the config.toml that newSandbox wrote.
+		state := filepath.Join(sb.home, "."+tt.agent)
+		if entries, err := os.ReadDir(state); err != nil || len(entries) < 2 {
+			t.Errorf("the agent wrote nothing in %s (%v)", state, err)
+		}
+	}
+	if got := sb.read(t, "notes.txt"); got != "first line\nedited line\n" {
+		t.Errorf("notes.txt = %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(sb.outside, "escaped.txt")); err == nil {
+		t.Errorf("the agent wrote outside its folder, to %s", filepath.Join(sb.outside, "escaped.txt"))
+	}
+	// The denied write comes back to the model as a failed tool call.
+	last := reqs[len(reqs)-1]
+	if len(last.ToolResults) != 2 {
+		t.Fatalf("last request has %d tool results, want 2: %+v", len(last.ToolResults), last.ToolResults)
+	}
+	denied := last.ToolResults[1]
+	if tt.agent == agents.Claude && (!denied.IsError || !strings.Contains(denied.Output, "permission")) {
+		t.Errorf("claude's write outside its folder came back as %+v, want a permission error", denied)
+	}
+	if tt.agent == agents.Claude && !strings.Contains(out, `"permission_denials":[{"tool_name":"Write"`) {
+		t.Errorf("claude's result does not list the denied Write:\n%s", out)
 	}
 }
 
@@ -699,3 +739,73 @@ func logTimings(t *testing.T) {
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// TestRealSandbox runs each real agent in a Sandbox, on a scenario where, after its work,
+// it tries to get out with a shell command: to write outside its folder, to leave a file
+// in /tmp, and to start a process that leaves its group and session and acts after the
+// agent's end. Codex runs with its own sandbox (workspace-write, bubblewrap inside
+// bubblewrap) and with it relaxed (danger-full-access), where nesting fails.
+func TestRealSandbox(t *testing.T) {
+	tests := []struct {
+		name, agent string
+		opts        agents.ModelOptions
+		relax       bool // codex: --sandbox danger-full-access
+	}{
+		{name: "claude", agent: agents.Claude, opts: agents.ModelOptions{Model: "sonnet", MaxTurns: 10}},
+		{name: "codex", agent: agents.Codex, opts: agents.ModelOptions{Model: codexModel}},
+		{name: "codex relaxed", agent: agents.Codex, opts: agents.ModelOptions{Model: codexModel}, relax: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bin := realAgent(t, tt.agent)
+			requireBwrap(t)
+			sb := newSandbox(t, "sandbox.yaml")
+			a, err := agents.Lookup(tt.agent, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			argv := a.Command(tt.opts)
+			argv[0] = bin
+			if tt.relax {
+				i := slices.Index(argv, "workspace-write")
+				if i < 0 {
+					t.Fatalf("no workspace-write in %q", argv)
+				}
+				argv[i] = "danger-full-access"
+			}
+			p, err := agents.Start(agents.StartOptions{Command: argv, Dir: sb.root, Prompt: "Write notes.txt.\n", Env: sb.env,
+				LogPath: filepath.Join(sb.base, "agent.log"), Sandbox: &agents.Sandbox{Home: sb.home}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-p.Done():
+			case <-time.After(2 * time.Minute):
+				p.Stop(time.Second)
+				t.Fatalf("%s did not finish in 2 minutes:\n%s", tt.agent, p.Stdout())
+			}
+			if err := os.WriteFile(filepath.Join(sb.root, "agent-ended"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := p.Stdout()
+			if text, err := a.FinalText([]byte(out)); p.ExitCode() != 0 || err != nil || !strings.Contains(text, "```tdd-result") {
+				t.Fatalf("exit code %d, FinalText = %q, %v; want 0 and the result block\noutput:\n%s", p.ExitCode(), clip(text), err, out)
+			}
+			if got := sb.read(t, "notes.txt"); got != "first line\n" {
+				t.Errorf("notes.txt = %q", got)
+			}
+			if _, err := os.Stat(filepath.Join(sb.outside, "escaped.txt")); err == nil {
+				t.Error("the agent's shell wrote outside its folder")
+			}
+			if _, err := os.Stat(filepath.Join("/tmp", "private-"+filepath.Base(sb.outside))); err == nil {
+				t.Error("the agent's file in /tmp is visible outside its sandbox")
+			}
+			// The escapee would write late.txt within 0.1 s of agent-ended; a second is
+			// plenty, and it was ended with the agent anyway.
+			time.Sleep(time.Second)
+			if _, err := os.Stat(filepath.Join(sb.root, "late.txt")); err == nil {
+				t.Error("a process the agent started outlived it and wrote late.txt")
+			}
+		})
+	}
+}
