@@ -528,7 +528,9 @@ func TestRealWatch(t *testing.T) {
 			sb.write(t, ".orchestrator/task_queue.md", taskQueue)
 			// The agent writes its marker a model turn before its final message: give it time to
 			// finish on a loaded machine before the orchestrator ends it.
-			cfg := "agent: " + tt.agent + "\ngrace: 10s\ntask_timeout: 3m\n"
+			// The agent runs through a shim in the test's temporary folder, which is private
+			// in the sandbox: the sandboxed programs have TestRealSandbox.
+			cfg := "agent: " + tt.agent + "\ngrace: 10s\ntask_timeout: 3m\nsandbox: off\n"
 			if tt.agent == agents.Codex {
 				cfg += "models: {easy: " + codexModel + ", normal: " + codexModel + ", complex: " + codexModel + "}\n"
 			}

@@ -82,8 +82,12 @@ var HomeState = []string{".claude", ".codex"}
 // bwrap, the init and the agent in one process group.
 func (s Sandbox) Wrap(argv []string) []string {
 	w := []string{"bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"}
-	if len(argv) > 0 && filepath.IsAbs(argv[0]) {
-		w = append(w, "--ro-bind-try", argv[0], argv[0])
+	// The program, and any other absolute path on its command line (`env X=1 /tmp/agent`),
+	// stays visible, read-only, even where it lives in /tmp, which is private inside.
+	for _, arg := range argv {
+		if filepath.IsAbs(arg) && strings.HasPrefix(filepath.Clean(arg), "/tmp/") {
+			w = append(w, "--ro-bind-try", arg, arg)
+		}
 	}
 	if s.Home != "" {
 		for _, rel := range HomeState {

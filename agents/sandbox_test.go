@@ -39,14 +39,16 @@ func startSandboxed(t *testing.T, e env, sb Sandbox, command []string, extra ...
 
 func TestSandboxWrap(t *testing.T) {
 	sb := Sandbox{Dir: "/tmp/wt", Writable: []string{"/repo/.orchestrator/complete"}, Home: "/home/me", Env: []string{"GOCACHE=/tmp/go-build", "A=b=c"}}
-	got := strings.Join(sb.Wrap([]string{"/usr/bin/claude", "-p"}), " ")
+	// A program or argument under /tmp (private inside) is bound read-only; /usr is
+	// visible anyway.
+	got := strings.Join(sb.Wrap([]string{"env", "X=1", "/tmp/bin/agent", "/usr/bin/claude", "-p"}), " ")
 	want := "bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp" +
-		" --ro-bind-try /usr/bin/claude /usr/bin/claude" +
+		" --ro-bind-try /tmp/bin/agent /tmp/bin/agent" +
 		" --bind-try /home/me/.claude /home/me/.claude --bind-try /home/me/.codex /home/me/.codex" +
 		" --bind /tmp/wt /tmp/wt --bind /repo/.orchestrator/complete /repo/.orchestrator/complete" +
 		" --unshare-pid --as-pid-1 --chdir /tmp/wt" +
 		" --setenv TMPDIR /tmp --setenv GOCACHE /tmp/go-build --setenv A b=c" +
-		" -- /bin/sh -c " + initScript + " sh /usr/bin/claude -p"
+		" -- /bin/sh -c " + initScript + " sh env X=1 /tmp/bin/agent /usr/bin/claude -p"
 	if got != want {
 		t.Errorf("Wrap =\n%s\nwant\n%s", got, want)
 	}

@@ -64,6 +64,12 @@ type Config struct {
 	// connection before a task that needs it starts (SPEC §3.3); built-in defaults cover
 	// the common ones.
 	Services map[string]string `yaml:"services"`
+	// Sandbox is how agents are confined (SPEC §15.2): auto (bubblewrap where it runs,
+	// else none, said once at start), bwrap (refuse to start without it) or off.
+	Sandbox string `yaml:"sandbox"`
+	// SandboxWritable are more folders an agent may write in its sandbox (an agent
+	// program's state folder that is not ~/.claude or ~/.codex).
+	SandboxWritable []string `yaml:"sandbox_writable"`
 	// ReplayDir is where the replay agent finds its recordings (relative to the root).
 	ReplayDir string `yaml:"replay_dir"`
 
@@ -101,6 +107,7 @@ func Default() *Config {
 		RetryFeedback: "raw",
 		Grace:         Duration{2 * time.Minute},
 		StopGrace:     Duration{5 * time.Second},
+		Sandbox:       "auto",
 		ReplayDir:     agents.DefaultReplayDir,
 	}
 }
@@ -258,6 +265,11 @@ func (c *Config) check() Errors {
 	}
 	if c.Grace.Duration < 0 {
 		bad(fmt.Sprintf("grace: %s: must not be negative", c.Grace.Duration), "grace")
+	}
+	switch c.Sandbox {
+	case "auto", "bwrap", "off":
+	default:
+		bad(fmt.Sprintf("sandbox: %q: must be auto, bwrap or off", c.Sandbox), "sandbox")
 	}
 	if c.StopGrace.Duration < 0 {
 		bad(fmt.Sprintf("stop_grace: %s: must not be negative", c.StopGrace.Duration), "stop_grace")

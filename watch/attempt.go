@@ -271,7 +271,8 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 	p, err := agents.Start(agents.StartOptions{
 		// The log is for people to follow, in the readable copy; what the gate trusts is
 		// not in it (a result block is a claim, which the gate checks).
-		Command: r.sandboxed(a, argv), Dir: root, Prompt: prompt, Env: env, LogPath: filepath.Join(a.mirror, "agent.log"),
+		Command: argv, Dir: root, Prompt: prompt, Env: env, LogPath: filepath.Join(a.mirror, "agent.log"),
+		Sandbox: r.sandbox(a),
 	})
 	if err != nil {
 		return fail("agent", fmt.Sprintf("start %s: %v", strings.Join(argv, " "), err))

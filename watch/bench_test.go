@@ -34,7 +34,7 @@ func benchRepo(b *testing.B, n, done int, env []string) *repo {
 	r.write(".orchestrator/task_queue.md", q.String())
 	argv := append([]string{"env", "TESTAGENT_TAG=" + r.tag}, env...)
 	argv = append(argv, agentBin)
-	r.write(".orchestrator/config.yaml", "agent: noop\ngrace: 1s\nagents:\n  noop: {command: ["+quoteAll(argv)+"]}\n")
+	r.write(".orchestrator/config.yaml", "agent: noop\ngrace: 1s\nsandbox: off\nagents:\n  noop: {command: ["+quoteAll(argv)+"]}\n")
 	return r
 }
 

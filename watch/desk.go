@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/orchestrator/orchestrator/agents"
 	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/worktree"
 )
@@ -243,7 +244,48 @@ func (r *runner) land(ctx context.Context, a *attempt, message string, rejudge f
 	}
 }
 
-// sandboxed wraps an agent's command line in the attempt's sandbox.
-func (r *runner) sandboxed(a *attempt, argv []string) []string {
-	return argv
+// openSandbox decides at the start of a run whether agents run in bubblewrap (SPEC §15.2):
+// config sandbox auto uses it where it runs and says once when it does not; bwrap refuses
+// to start without it; off never uses it.
+func (r *runner) openSandbox() error {
+	switch r.o.Config.Sandbox {
+	case "off":
+		return nil
+	case "bwrap":
+		if err := agents.BwrapAvailable(); err != nil {
+			return fmt.Errorf("sandbox: bwrap: %w", err)
+		}
+	default:
+		if err := agents.BwrapAvailable(); err != nil {
+			r.report.event("", "warning", "agents run without a sandbox: "+err.Error())
+			return nil
+		}
+	}
+	r.jail = true
+	return nil
+}
+
+// sandbox returns the jail of an attempt's agent, or nil when agents run without one: it
+// may write its worktree, the marker folder, its program's state folders under the home
+// and the folders config sandbox_writable names; nothing else.
+func (r *runner) sandbox(a *attempt) *agents.Sandbox {
+	if !r.jail {
+		return nil
+	}
+	sb := &agents.Sandbox{Dir: a.slot.Dir, Writable: []string{r.o.Layout.Markers()}}
+	for _, d := range r.o.Config.SandboxWritable {
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(r.o.Layout.Root, d)
+		}
+		sb.Writable = append(sb.Writable, d)
+	}
+	for _, v := range []string{"CODEX_HOME", "CLAUDE_CONFIG_DIR"} {
+		if d := os.Getenv(v); d != "" {
+			sb.Writable = append(sb.Writable, d)
+		}
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		sb.Home = home
+	}
+	return sb
 }

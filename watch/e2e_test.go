@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orchestrator/orchestrator/agents"
 	"github.com/orchestrator/orchestrator/queue"
 )
 
@@ -79,7 +80,7 @@ func newRepo(t *testing.T, tasks []task, agents map[string][]string, extraConfig
 	}
 	r.write(".orchestrator/task_queue.md", q.String())
 	var c strings.Builder
-	c.WriteString("agent: honest\ngrace: 300ms\n" + extraConfig + "agents:\n")
+	c.WriteString("agent: honest\ngrace: 300ms\n" + sandboxOff(extraConfig) + extraConfig + "agents:\n")
 	for name, env := range agents {
 		argv := append([]string{"env", "TESTAGENT_TAG=" + r.tag}, env...)
 		argv = append(argv, agentBin)
@@ -89,6 +90,34 @@ func newRepo(t *testing.T, tasks []task, agents map[string][]string, extraConfig
 	// One attempt per task unless a test turns auto-retry on: most tests look at one attempt.
 	r.write(".orchestrator/no_auto_retry", "")
 	return r
+}
+
+// sandboxOff turns the sandbox off in a test repository's config unless the test's own
+// config says otherwise: most tests' agents keep files in /tmp, which is private in the
+// sandbox. Tests of the sandbox turn it on with repo.sandboxed.
+func sandboxOff(config string) string {
+	if strings.Contains(config, "sandbox:") {
+		return ""
+	}
+	return "sandbox: off\n"
+}
+
+// sandboxed runs the repository's agents in the bubblewrap sandbox (sandbox: bwrap), with
+// the folders dirs writable (the test's own side channels), or fails the test under
+// CI=true, or skips it, where bubblewrap does not run.
+func (r *repo) sandboxed(dirs ...string) {
+	r.t.Helper()
+	if err := agents.BwrapAvailable(); err != nil {
+		if os.Getenv("CI") == "true" {
+			r.t.Fatalf("bubblewrap does not run here (CI=true): %v", err)
+		}
+		r.t.Skipf("bubblewrap does not run here: %v", err)
+	}
+	cfg := r.read(".orchestrator/config.yaml")
+	if !strings.Contains(cfg, "sandbox: off\n") {
+		r.t.Fatal("the config does not turn the sandbox off")
+	}
+	r.write(".orchestrator/config.yaml", strings.Replace(cfg, "sandbox: off\n", "sandbox: bwrap\nsandbox_writable: ["+quoteAll(dirs)+"]\n", 1))
 }
 
 func orDash(s string) string {

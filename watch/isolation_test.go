@@ -8,8 +8,8 @@ package watch_test
 // completes.
 //
 // Some cheats can only be stopped by the sandbox (SPEC §15.2 item 2): the agent writes where
-// the orchestrator keeps what it trusts. Their subtests call needSandbox, which skips them
-// until the sandbox is wired in; set sandboxReady then.
+// the orchestrator keeps what it trusts. Their subtests run the agents in the sandbox
+// (repo.sandboxed).
 
 import (
 	"bufio"
@@ -26,16 +26,8 @@ import (
 	"github.com/orchestrator/orchestrator/queue"
 )
 
-// sandboxReady turns on the subtests of cheats that only the sandbox stops.
-const sandboxReady = false
-
-// needSandbox skips a subtest whose cheat only the sandbox can stop.
-func needSandbox(t *testing.T, why string) {
-	t.Helper()
-	if !sandboxReady {
-		t.Skip("needs the sandbox (SPEC §15.2 item 2): " + why)
-	}
-}
+// sandboxReady: the sandbox is wired in; the subtests of cheats only it stops run in it.
+const sandboxReady = true
 
 // agentPath is a PATH on which the agent finds the orchestrator binary, as it would on a
 // person's machine.
@@ -107,10 +99,11 @@ func onlyPersonsTree(r *repo) {
 
 // attemptEnvAlive returns the live processes that carry an attempt folder of task id in
 // their ORCHESTRATOR_ATTEMPT_DIR, as "pid: dir".
-func attemptEnvAlive(id string) []string {
+func attemptEnvAlive(r *repo, id string) []string {
 	var out []string
 	entries, _ := os.ReadDir("/proc")
-	want := []byte("/orchestrator/runs/" + id + "/")
+	// This repository's attempts only: other tests run beside this one.
+	want := []byte(r.root + "/.git/orchestrator/runs/" + id + "/")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == os.Getpid() {
@@ -184,52 +177,64 @@ func TestIsolationAgentCompletesItself(t *testing.T) {
 		{name: "sed on the queue, then exit at once", env: scriptAgent(sed, "TESTAGENT_MARKER=none")},
 		{name: "sed on the queue, then linger", env: scriptAgent(sed+"; sleep 1", "TESTAGENT_MARKER=none")},
 		{name: "orchestrator set with a forged Commit", env: scriptAgent(set+` Commit="$(git rev-parse HEAD)"; sleep 1`, "TESTAGENT_MARKER=none"), forged: true},
-		{name: "work done, orchestrator set, marker", env: scriptAgent(set, "TESTAGENT_WRITE=calc.go=package calc"), worked: true},
+		// "; true": where the sandbox refuses the set, the agent goes on and claims done.
+		{name: "work done, orchestrator set, marker", env: scriptAgent(set+"; true", "TESTAGENT_WRITE=calc.go=package calc"), worked: true},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			r := newRepo(t, []task{{id: "TASK-001", category: "backend", testCommand: "test -f calc.go"}},
-				map[string][]string{"honest": tt.env}, "")
-			r.commitAll()
-			base := head(r)
-			code, out := r.run("watch", "--once")
-			line := statusLine(r, "TASK-001")
-			commit := fieldOf(r, "TASK-001", "Commit")
-			if tt.honest {
-				if code != 0 || r.statuses()["TASK-001"] != "completed" || queue.IsEmpty(commit) || strings.Contains(line, "by hand") {
-					t.Errorf("honest agent: exit %d, status line %q, Commit %q; want exit 0, completed with its commit\n%s\n%s", code, line, commit, out, evidence(r, "TASK-001", 1))
+		for _, sandboxed := range []bool{false, true} {
+			name := tt.name
+			if sandboxed {
+				name += " (sandbox)"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				r := newRepo(t, []task{{id: "TASK-001", category: "backend", testCommand: "test -f calc.go"}},
+					map[string][]string{"honest": tt.env}, "")
+				if sandboxed {
+					r.sandboxed()
 				}
-				if commit != head(r) {
-					t.Errorf("Commit %q, want the landed head %s", commit, head(r))
+				r.commitAll()
+				base := head(r)
+				code, out := r.run("watch", "--once")
+				line := statusLine(r, "TASK-001")
+				commit := fieldOf(r, "TASK-001", "Commit")
+				verified := code == 0 && r.statuses()["TASK-001"] == "completed" && !queue.IsEmpty(commit) && !strings.Contains(line, "by hand")
+				switch {
+				case tt.honest, sandboxed && tt.worked:
+					// Honest, or a cheat the sandbox refused beside honest work: verified.
+					if !verified {
+						t.Errorf("exit %d, status line %q, Commit %q; want exit 0, completed with its commit\n%s\n%s", code, line, commit, out, evidence(r, "TASK-001", 1))
+					}
+					if commit != head(r) {
+						t.Errorf("Commit %q, want the landed head %s", commit, head(r))
+					}
+					onlyPersonsTree(r)
+					r.noneLeft()
+					return
+				case sandboxed:
+					// The queue is out of the sandboxed agent's reach: its write fails, and
+					// so does its attempt.
+					if st := r.statuses()["TASK-001"]; st == "completed" || code != 1 {
+						t.Errorf("TASK-001 is %s (%q), exit %d: the sandboxed agent wrote the queue", st, line, code)
+					}
+				default:
+					if code != 1 {
+						t.Errorf("watch --once exited %d, want 1: a task was completed by hand while its attempt ran\n%s", code, out)
+					}
+					if !strings.Contains(line, "completed by hand") {
+						t.Errorf("status shows %q, want \"completed by hand\" (Commit %q)", line, commit)
+					}
+				}
+				if !tt.forged && !queue.IsEmpty(commit) {
+					t.Errorf("Commit is %q, want empty: no verified commit", commit)
+				}
+				if got := head(r); got != base {
+					t.Errorf("the integration branch moved from %s to %s: nothing was verified", base, got)
 				}
 				onlyPersonsTree(r)
 				r.noneLeft()
-				return
-			}
-			if code != 1 {
-				t.Errorf("watch --once exited %d, want 1: a task was completed by hand while its attempt ran\n%s", code, out)
-			}
-			if sandboxReady {
-				// The queue is out of the sandboxed agent's reach: its write fails, and so
-				// does its attempt.
-				if st := r.statuses()["TASK-001"]; st == "completed" {
-					t.Errorf("TASK-001 is completed (%q): the sandboxed agent wrote the queue", line)
-				}
-			} else if !strings.Contains(line, "completed by hand") {
-				t.Errorf("status shows %q, want \"completed by hand\" (Commit %q)", line, commit)
-			}
-			if !tt.forged && !queue.IsEmpty(commit) {
-				t.Errorf("Commit is %q, want empty: no verified commit", commit)
-			}
-			if got := head(r); got != base && !tt.worked {
-				t.Errorf("the integration branch moved from %s to %s: nothing was verified", base, got)
-			} else if got != base {
-				t.Logf("note: the candidate landed as %s although the task was set completed by hand", got)
-			}
-			onlyPersonsTree(r)
-			r.noneLeft()
-		})
+			})
+		}
 	}
 }
 
@@ -302,9 +307,6 @@ new=$(sha256sum < tests/test_discount.py | cut -c1-64)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if tt.sandbox != "" {
-				needSandbox(t, tt.sandbox)
-			}
 			fixture, command, redFiles, greenFiles, impl := "gomod", goTest, goRedFiles, goGreenFiles, "cart/discount.go"
 			if tt.py {
 				needPytest(t)
@@ -314,11 +316,17 @@ new=$(sha256sum < tests/test_discount.py | cut -c1-64)
 			if !tt.honest {
 				builder = scriptAgent(tt.sh)
 			}
+			redDir := files(t, redFiles)
 			r := newRealRepo(t, fixture, command, []realTask{
 				{id: "TASK-T01", category: "testing", mode: "write", agent: "writer", testIDs: "UNIT-001"},
 				{id: "TASK-001", category: "backend", agent: "builder", deps: "TASK-T01"},
-			}, map[string][]string{"writer": slowAgent("test-writer", 0, 0, files(t, redFiles)), "builder": builder}, "")
+			}, map[string][]string{"writer": slowAgent("test-writer", 0, 0, redDir), "builder": builder}, "")
 			r.write(".orchestrator/no_auto_retry", "")
+			if tt.sandbox != "" {
+				// Only the sandbox stops this one: run the agents in it (with the test's
+				// side channels in /tmp reachable).
+				r.sandboxed(filepath.Dir(r.starts), redDir)
+			}
 			if tt.earlier {
 				if code, out := r.run("run", "TASK-T01"); code != 0 {
 					t.Fatalf("run TASK-T01: exit %d\n%s", code, out)
@@ -601,7 +609,7 @@ func TestIsolationSetsidChild(t *testing.T) {
 			if got, err := os.ReadFile(filepath.Join(r.root, "calc.go")); err != nil || string(got) != "honest\n" {
 				t.Errorf("the person's calc.go is %q (%v), want the judged \"honest\"", got, err)
 			}
-			if left := attemptEnvAlive("TASK-001"); len(left) > 0 {
+			if left := attemptEnvAlive(r, "TASK-001"); len(left) > 0 {
 				t.Errorf("processes of the attempt still alive after the run: %v", left)
 			}
 			if alive := r.agentsAlive(); len(alive) > 0 {
@@ -709,11 +717,11 @@ func TestIsolationAgentGit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if tt.sandbox != "" {
-				needSandbox(t, tt.sandbox)
-			}
 			r := newRepo(t, []task{{id: "TASK-001", category: "backend", testCommand: "grep -q honest calc.go"}},
 				map[string][]string{"honest": scriptAgent(tt.sh)}, "")
+			if tt.sandbox != "" {
+				r.sandboxed()
+			}
 			r.write("base.txt", "base\n")
 			r.commitAll()
 			r.write("extra.txt", "extra\n")

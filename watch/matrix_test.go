@@ -247,7 +247,7 @@ func matrixRepo(t *testing.T, l lang, sc scenario) *repo {
 | Test Command | %s |
 `, l.projectCmd, l.testCmd, l.testCmd)
 	r.write(".orchestrator/task_queue.md", queue)
-	r.write(".orchestrator/config.yaml", "agent: replay\ngrace: 300ms\ntask_timeout: 2m\n")
+	r.write(".orchestrator/config.yaml", "agent: replay\ngrace: 300ms\ntask_timeout: 2m\nsandbox: off\n")
 	r.write(".orchestrator/no_auto_retry", "")
 	record(r, "TASK-T01", "test-writer", sc.writer(l))
 	record(r, "TASK-001", "implementer", sc.builder(l))

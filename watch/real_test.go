@@ -134,7 +134,7 @@ func newRealRepo(t *testing.T, fixture, projectTest string, tasks []realTask, ag
 	r.write(".orchestrator/task_queue.md", q.String())
 
 	var c strings.Builder
-	c.WriteString("agent: " + tasks[0].agent + "\n" + config + "agents:\n")
+	c.WriteString("agent: " + tasks[0].agent + "\n" + sandboxOff(config) + config + "agents:\n")
 	names := make([]string, 0, len(agents))
 	for name := range agents {
 		names = append(names, name)

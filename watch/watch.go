@@ -112,6 +112,9 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	if err := r.openRepo(ctx); err != nil {
 		return Summary{Outcome: SomeFailed}, err
 	}
+	if err := r.openSandbox(); err != nil {
+		return Summary{Outcome: SomeFailed}, err
+	}
 	defer r.removeSlots()
 	return r.loop(ctx, w)
 }
@@ -214,6 +217,8 @@ type runner struct {
 	rulesSum [32]byte
 	// byHand are the tasks a person set to completed while their attempt ran.
 	byHand []string
+	// jail is set when agents run in the bubblewrap sandbox.
+	jail bool
 	// capped is set once the run's global auto-retry cap held a retry back: the run ends
 	// as halted, since the failures left need a person or the next run.
 	capped bool
