@@ -466,6 +466,7 @@ func (r *runner) judge(ctx context.Context, a *attempt, commit string) (*gate.Ve
 		Root: root, AttemptDir: a.dir, Task: a.id, Attempt: a.n,
 		TestIDs: a.task.TestIDs, TestCommand: a.testCmd, Globs: r.o.Config.TestGlobs,
 		Timeout: r.o.Config.TaskTimeout.Duration, Changed: changed,
+		Env: r.env, Harness: r.harness(a), Contents: r.contents(ctx, a, commit),
 	}
 	switch a.task.Kind {
 	case queue.KindTest:
@@ -788,7 +789,7 @@ func (r *runner) makeBaseline(ctx context.Context, cmd string) (*testrun.Baselin
 	if err != nil {
 		return nil, err
 	}
-	return testrun.MakeBaseline(ctx, root, cmd, r.o.Config.TestGlobs, r.o.Config.TaskTimeout.Duration)
+	return testrun.MakeBaseline(ctx, root, cmd, r.o.Config.TestGlobs, r.o.Config.TaskTimeout.Duration, testrun.WithEnv(gate.EnvFor(r.env, root)))
 }
 
 // baselinePath is the baseline the GREEN gate trusts, in the orchestrator's state;
