@@ -455,6 +455,10 @@ func Green(ctx context.Context, in Input) (*Verdict, error) {
 func Verify(ctx context.Context, in Input) (*Verdict, error) {
 	v := &Verdict{}
 	fmt.Fprintf(&v.Log, "VERIFY gate: task %s attempt %d\n", in.Task, in.Attempt)
+	// Only a TEST task may change the tests and the harness (SPEC §7.6).
+	if verdict, err := v.checkHarness(in, TypeTampered); verdict != nil || err != nil {
+		return verdict, err
+	}
 	if in.TestCommand == "" {
 		return v.fail(TypeNoTestCommand, "the task has no test command, so the claim cannot be verified"), nil
 	}

@@ -313,7 +313,7 @@ func (in Input) harness() Harness {
 }
 
 // checkHarness refuses a change to the harness, in the gate of a task that may not change
-// it (GREEN: test_tampered), and returns nil when there is none or when the gate cannot read
+// it (GREEN, VERIFY: test_tampered), and returns nil when there is none or when the gate cannot read
 // the changes (no Contents).
 func (v *Verdict) checkHarness(in Input, typ string) (*Verdict, error) {
 	if in.Contents == nil {
@@ -337,7 +337,7 @@ func (v *Verdict) checkHarness(in Input, typ string) (*Verdict, error) {
 	for _, c := range changes {
 		all = append(all, c.String())
 	}
-	return v.fail(typ, "%s: %s, %s, was %s by the implementer; only a TEST task may change tests and the harness (changed: %s)",
+	return v.fail(typ, "%s: %s, %s, was %s; only a TEST task may change tests and the harness (changed: %s)",
 		typ, c.Path, what, c.What, strings.Join(all, ", ")), nil
 }
 

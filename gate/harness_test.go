@@ -176,3 +176,23 @@ func TestGreenHarness(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyHarness: a VERIFY task may not change the tests or the harness either.
+func TestVerifyHarness(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "conftest.py"), []byte("x = 1\n"), 0o644)
+	in := Input{Root: root, AttemptDir: t.TempDir(), Task: "TASK-V01", Attempt: 1, TestCommand: "true",
+		Changed: []string{"conftest.py"}, Timeout: time.Minute,
+		Contents: func(string) ([]byte, []byte, error) { return nil, []byte("x = 1\n"), nil }}
+	v, err := Verify(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Pass || v.Type != TypeTampered || v.File != "conftest.py" || len(v.Runs) != 0 {
+		t.Errorf("VERIFY: pass %v, %s, %q: %s; want test_tampered naming conftest.py before any run", v.Pass, v.Type, v.File, v.Reason)
+	}
+	in.Changed, in.Contents = nil, func(string) ([]byte, []byte, error) { return nil, nil, nil }
+	if v, _ := Verify(context.Background(), in); !v.Pass {
+		t.Errorf("VERIFY with no change: %s", v.Reason)
+	}
+}
