@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,17 +44,20 @@ type Commands struct {
 
 // Config holds every setting, defaults filled in.
 type Config struct {
-	Jobs          int               `yaml:"jobs"`
-	TaskTimeout   Duration          `yaml:"task_timeout"`
-	Agent         string            `yaml:"agent"`
-	Ladder        []string          `yaml:"ladder"`
-	Models        map[string]string `yaml:"models"`
-	MaxTurns      int               `yaml:"max_turns"`
-	Agents        map[string]Agent  `yaml:"agents"`
-	Commands      Commands          `yaml:"commands"`
-	TestGlobs     []string          `yaml:"test_globs"`
-	Retries       Retries           `yaml:"retries"`
-	RetryFeedback string            `yaml:"retry_feedback"`
+	Jobs        int               `yaml:"jobs"`
+	TaskTimeout Duration          `yaml:"task_timeout"`
+	Agent       string            `yaml:"agent"`
+	Ladder      []string          `yaml:"ladder"`
+	Models      map[string]string `yaml:"models"`
+	MaxTurns    int               `yaml:"max_turns"`
+	Agents      map[string]Agent  `yaml:"agents"`
+	Commands    Commands          `yaml:"commands"`
+	TestGlobs   []string          `yaml:"test_globs"`
+	// HarnessGlobs name more files of the test harness (SPEC §7.6), beside those the gate
+	// knows: only a TEST task may change them.
+	HarnessGlobs  []string `yaml:"harness_globs"`
+	Retries       Retries  `yaml:"retries"`
+	RetryFeedback string   `yaml:"retry_feedback"`
 	// Grace is how long an agent may go on after writing its marker: the prompt asks it to
 	// write the marker and then end its final message with the result block, and a model's
 	// last turn takes time. An agent that exits on its own does not wait for it.
@@ -293,6 +297,11 @@ func (c *Config) check() Errors {
 	if c.RetryFeedback != "raw" && c.RetryFeedback != "review" {
 		bad(fmt.Sprintf("retry_feedback: %q: must be raw or review", c.RetryFeedback), "retry_feedback")
 	}
+	for i, g := range c.HarnessGlobs {
+		if err := checkGlob(g); err != nil {
+			bad(fmt.Sprintf("harness_globs: %q: %v", g, err), "harness_globs", strconv.Itoa(i))
+		}
+	}
 	for name, a := range c.Agents {
 		if len(a.Command) == 0 || a.Command[0] == "" {
 			keys := []string{"agents", name, "command"}
@@ -309,6 +318,22 @@ func (c *Config) check() Errors {
 		return strings.Compare(a.Msg, b.Msg)
 	})
 	return errs
+}
+
+// checkGlob says what is wrong with a glob of test_globs or harness_globs, or nil.
+func checkGlob(g string) error {
+	if strings.TrimSpace(g) == "" {
+		return errors.New("an empty glob matches nothing")
+	}
+	if strings.Count(g, "{") != strings.Count(g, "}") {
+		return errors.New("unbalanced braces")
+	}
+	for _, elem := range strings.Split(g, "/") {
+		if _, err := path.Match(elem, ""); err != nil {
+			return errors.New("malformed pattern")
+		}
+	}
+	return nil
 }
 
 // AgentFor returns the agent name for an attempt number (1-based): the ladder's entry when

@@ -44,6 +44,19 @@ func TestLoadOverridesDefaults(t *testing.T) {
 	}
 }
 
+func TestHarnessGlobs(t *testing.T) {
+	c, err := Load(write(t, "harness_globs: [scripts/test.sh, 'ci/**']\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(c.HarnessGlobs, " ") != "scripts/test.sh ci/**" {
+		t.Errorf("harness_globs = %q", c.HarnessGlobs)
+	}
+	if d := Default(); len(d.HarnessGlobs) != 0 {
+		t.Errorf("default harness_globs = %q, want none", d.HarnessGlobs)
+	}
+}
+
 func TestUnknownKeyNamesLine(t *testing.T) {
 	p := write(t, "jobs: 2\n\nfoo: bar\n")
 	_, err := Load(p)
@@ -77,6 +90,8 @@ func TestValueErrorsNameTheirLine(t *testing.T) {
 		{"retry_feedback", "jobs: 1\nretry_feedback: loud\n", []string{`2: retry_feedback: "loud": must be raw or review`}},
 		{"empty command", "agent: mine\nagents:\n  mine:\n    command: []\n", []string{"4: agents.mine.command is empty"}},
 		{"no command", "agents:\n  ok: {command: [x]}\n  mine: {}\n", []string{"3: agents.mine.command is empty"}},
+		{"empty harness glob", "jobs: 1\nharness_globs:\n  - scripts/test.sh\n  - ''\n", []string{`4: harness_globs: "": an empty glob matches nothing`}},
+		{"malformed harness glob", "harness_globs: ['ci/**', 'x[.sh', 'a{b']\n", []string{`1: harness_globs: "a{b": unbalanced braces`, `1: harness_globs: "x[.sh": malformed pattern`}},
 		{"several", "grace: -1s\njobs: 0\n", []string{"1: grace: -1s: must not be negative", "2: jobs: 0: must be at least 1"}},
 	}
 	for _, tt := range tests {

@@ -4,6 +4,12 @@
 // through package testrun, never trusts the agent's word, and writes the evidence (the
 // hand-off manifests handoff-red.json and handoff-green.json) into the attempt folder.
 //
+// It guards what decides how tests run (SPEC §7.6): the harness (Harness: test files,
+// conftest.py, runner configurations, TestMain, go.work, config harness_globs), which only a
+// test writer may change, and only where it is the harness; and the environment the tests
+// run with (PinnedEnv, made once when the orchestrator starts), which no file an agent
+// writes later changes.
+//
 // It also snapshots the repository's files before an attempt, so that what the agent changed
 // is known without git.
 //

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,6 +31,9 @@ const (
 	TypeRegression    = "regression"
 	TypeVerifyFails   = "verify_fails"
 	TypeNoTestCommand = "no_test_command"
+	// TypeBrokenTest is the false RED of a broken test file: one that does not build for a
+	// reason of its own, or whose test fails by what its own code raised (SPEC §7.2).
+	TypeBrokenTest = "broken_test"
 )
 
 // An Input is what a gate needs to judge one attempt.
@@ -62,6 +66,14 @@ type Input struct {
 	// not landed yet (SPEC §7.5): its failure is not this task's regression.
 	Owed    func(id string) bool
 	Timeout time.Duration
+	// Env is the environment the test commands run with: PinnedEnv, made at the
+	// orchestrator's start (nil: the orchestrator's own).
+	Env []string
+	// Harness says which files decide how tests run (SPEC §7.6); Contents reads a changed
+	// file as it was at the candidate's base and as the candidate has it. Without Contents,
+	// the harness and the existing tests are not checked.
+	Harness  Harness
+	Contents Contents
 }
 
 // A Run is one command a gate ran.
@@ -109,7 +121,7 @@ func (v *Verdict) pass(format string, args ...any) *Verdict {
 // run runs a test command and logs it.
 func (v *Verdict) run(ctx context.Context, in Input, command string) (*testrun.Result, error) {
 	fmt.Fprintf(&v.Log, "$ %s\n", command)
-	res, err := testrun.Run(ctx, in.Root, command, in.Timeout)
+	res, err := testrun.Run(ctx, in.Root, command, in.Timeout, testrun.WithEnv(EnvFor(in.Env, in.Root)))
 	if err != nil {
 		fmt.Fprintf(&v.Log, "could not run: %v\n", err)
 		return nil, err
@@ -172,7 +184,19 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 		}
 	}
 	if len(outside) > 0 {
-		return v.fail(TypeScope, "the test writer changed files that are not tests: %s", strings.Join(outside, ", ")), nil
+		// Test support beside the tests: the harness (conftest.py, the runner's
+		// configuration), changed only in its harness part.
+		allowed, out, err := redHarness(in, outside)
+		if err != nil {
+			return nil, err
+		}
+		if len(out) > 0 {
+			return v.fail(TypeScope, "the test writer changed files that are not tests: %s", strings.Join(out, ", ")), nil
+		}
+		fmt.Fprintf(&v.Log, "test support the test writer changed (harness): %s\n", strings.Join(allowed, ", "))
+	}
+	if verdict, err := v.checkExisting(in, testFiles); verdict != nil || err != nil {
+		return verdict, err
 	}
 	if in.TestCommand == "" {
 		return v.fail(TypeNoTestCommand, "the task has no test command, so the claim cannot be verified"), nil
@@ -201,7 +225,7 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 	case testrun.ClassNoTests:
 		return v.fail(TypeFalseRed, "false RED: no test ran"), nil
 	case testrun.ClassBrokenTest:
-		return v.fail(TypeFalseRed, "false RED: a test file is broken: %s", first(res.BuildErrors, "syntax error")), nil
+		return v.fail(TypeBrokenTest, "false RED: a test file is broken: %s", cmp.Or(res.Reason, first(res.BuildErrors, "syntax error"))), nil
 	case testrun.ClassAssertionFailure, testrun.ClassMissingImplementation:
 	default:
 		return v.fail(TypeFalseRed, "the tests did not run as tests (%s, exit %d): %s", res.Class, res.ExitCode, first(res.BuildErrors, "")), nil
@@ -234,6 +258,9 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 		if t.Status == testrun.Failed {
 			failing = append(failing, t.ID)
 		}
+	}
+	if verdict := v.raisedInTest(in, res, mine); verdict != nil {
+		return verdict, nil
 	}
 	named := res.Runner != testrun.Exit // the runner reports test names
 	if named && res.Class == testrun.ClassAssertionFailure && len(failing) == 0 {
@@ -324,8 +351,13 @@ func Green(ctx context.Context, in Input) (*Verdict, error) {
 	v := &Verdict{}
 	fmt.Fprintf(&v.Log, "GREEN gate: task %s attempt %d\n", in.Task, in.Attempt)
 	fmt.Fprintf(&v.Log, "changed files: %s\n", list(in.Changed))
-	// Integrity first: a changed test cannot be trusted to judge anything. The hashes checked
-	// here are the ones handoff-green.json records: the test files are not hashed again.
+	// Integrity first: a changed test cannot be trusted to judge anything. No test file and
+	// no file of the harness may change (SPEC §7.3, §7.6); the tests of the RED dependencies
+	// are as at RED. The hashes checked here are the ones handoff-green.json records: the
+	// test files are not hashed again.
+	if verdict, err := v.checkHarness(in, TypeTampered); verdict != nil || err != nil {
+		return verdict, err
+	}
 	hashes := map[string]string{}
 	for _, m := range in.Deps {
 		for _, f := range slices.Sorted(maps.Keys(m.TestHashes)) {
@@ -501,6 +533,10 @@ func checkFull(v *Verdict, in Input, full *testrun.Result, passed map[string]boo
 func Verify(ctx context.Context, in Input) (*Verdict, error) {
 	v := &Verdict{}
 	fmt.Fprintf(&v.Log, "VERIFY gate: task %s attempt %d\n", in.Task, in.Attempt)
+	// Only a TEST task may change the tests and the harness (SPEC §7.6).
+	if verdict, err := v.checkHarness(in, TypeTampered); verdict != nil || err != nil {
+		return verdict, err
+	}
 	if in.TestCommand == "" {
 		return v.fail(TypeNoTestCommand, "the task has no test command, so the claim cannot be verified"), nil
 	}

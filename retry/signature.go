@@ -14,11 +14,13 @@ import (
 // signature and is written as an issue's Root Cause.
 type Type string
 
-// The failure types of SPEC §8.1.
+// The failure types of SPEC §8.1, and broken_test: the false RED of a broken test file
+// (§7.2), told apart from the others so that its retry prompt and issue say so.
 const (
 	BuildFails      Type = "build_fails"      // the build (or the test build) does not compile
 	TestFails       Type = "test_fails"       // tests ran and some failed
 	FalseRed        Type = "false_red"        // a RED gate failed for the wrong reason (§7.2)
+	BrokenTest      Type = "broken_test"      // a false RED: a test file does not build, or fails by what its own code raised (§7.2)
 	NoMarker        Type = "no_marker"        // the agent exited with no marker and no result block
 	Timeout         Type = "timeout"          // the attempt ran out of time
 	AgentLost       Type = "agent_lost"       // the agent was gone after a crash of the orchestrator
@@ -32,7 +34,7 @@ const (
 
 // Types lists every Type, in the order of SPEC §8.1.
 var Types = []Type{
-	BuildFails, TestFails, FalseRed, NoMarker, Timeout, AgentLost, TestTampered, Regression,
+	BuildFails, TestFails, FalseRed, BrokenTest, NoMarker, Timeout, AgentLost, TestTampered, Regression,
 	FormatViolation, ScopeViolation, QAFailure, VerifyFails,
 }
 

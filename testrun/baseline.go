@@ -56,8 +56,8 @@ type Dropped struct {
 // MakeBaseline runs the whole test suite (Run) and makes its baseline (NewBaseline). Failing
 // tests are recorded, not an error; a command that did not run is an error wrapping
 // ErrNotRun.
-func MakeBaseline(ctx context.Context, root, command string, globs []string, timeout time.Duration) (*Baseline, error) {
-	res, err := Run(ctx, root, command, timeout)
+func MakeBaseline(ctx context.Context, root, command string, globs []string, timeout time.Duration, opts ...Option) (*Baseline, error) {
+	res, err := Run(ctx, root, command, timeout, opts...)
 	if err != nil {
 		return nil, err
 	}

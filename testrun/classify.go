@@ -159,6 +159,12 @@ func errorKind(r Runner, e string, globs []string) Class {
 	if missingRE().MatchString(e) && (file == "" || inTest || r == Cargo) {
 		return ClassMissingImplementation
 	}
+	// Any other build error located in a test file (a type error, an unused variable, a
+	// NameError at import) is the test file's own: a broken test, even beside an
+	// "undefined:" that would have made a RED.
+	if inTest {
+		return ClassBrokenTest
+	}
 	return ClassError
 }
 

@@ -39,7 +39,8 @@ const (
 	// ClassMissingImplementation: the tests call code that does not exist yet (Go
 	// "undefined:", Python ImportError, TypeScript "Cannot find module", Rust E0425...).
 	ClassMissingImplementation Class = "missing_implementation"
-	// ClassBrokenTest: a test file itself does not compile or parse.
+	// ClassBrokenTest: a test file itself does not compile or parse, or has a build error
+	// other than a missing name of the code under test.
 	ClassBrokenTest Class = "broken_test"
 	// ClassNoTests: the command ran nothing.
 	ClassNoTests Class = "no_tests"

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -27,8 +28,12 @@ var ErrNoCommand = errors.New("no test command")
 // process group killed and gives a Result with TimedOut set and ClassError. Failing tests,
 // build errors and a command that is not found are results, not errors: the error is for a
 // command that could not be started at all, or a context that ended (then the process group
-// is killed too).
-func Run(ctx context.Context, root, command string, timeout time.Duration) (*Result, error) {
+// is killed too). Without WithEnv, the command runs with the orchestrator's environment.
+func Run(ctx context.Context, root, command string, timeout time.Duration, opts ...Option) (*Result, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if strings.TrimSpace(command) == "" {
 		return nil, ErrNoCommand
 	}
@@ -41,7 +46,7 @@ func Run(ctx context.Context, root, command string, timeout time.Duration) (*Res
 	inv := instrument(command, r, tmp)
 	f := newFeeder(inv, root)
 	start := time.Now()
-	code, timedOut, err := execute(ctx, root, inv, timeout, f)
+	code, timedOut, err := execute(ctx, root, inv, timeout, f, o.env)
 	if err != nil {
 		return nil, err
 	}
@@ -79,9 +84,23 @@ func readReports(paths []string) [][]byte {
 	return out
 }
 
+// An Option changes how Run runs a command.
+type Option func(*options)
+
+type options struct {
+	env []string // nil: the orchestrator's own
+}
+
+// WithEnv runs the command with exactly the environment env (KEY=VALUE pairs) instead of
+// the orchestrator's: the gate's pinned environment (SPEC §7.6).
+func WithEnv(env []string) Option {
+	return func(o *options) { o.env = slices.Clone(env) }
+}
+
 // execute runs an invocation and copies its combined output to w from one goroutine. It
-// returns the exit code (-1 for a timeout or a signal) and whether it timed out.
-func execute(ctx context.Context, dir string, inv invocation, timeout time.Duration, w io.Writer) (int, bool, error) {
+// returns the exit code (-1 for a timeout or a signal) and whether it timed out. env is the
+// command's environment (nil: the orchestrator's).
+func execute(ctx context.Context, dir string, inv invocation, timeout time.Duration, w io.Writer, env []string) (int, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return -1, false, err
 	}
@@ -96,7 +115,10 @@ func execute(ctx context.Context, dir string, inv invocation, timeout time.Durat
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Env = os.Environ()
+	cmd.Env = env
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
 	if inv.runner == Vitest || inv.runner == Jest {
 		// Node's color libraries turn colors on when CI is set, terminal or not.
 		cmd.Env = append(cmd.Env, "NO_COLOR=1")

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/testrun"
 	"github.com/orchestrator/orchestrator/worktree"
@@ -79,7 +80,7 @@ func (r *runner) firstBaseline(ctx context.Context) {
 		return
 	}
 	r.report.event("", "baseline", "no baseline yet: running "+cmd+" on "+head[:min(12, len(head))])
-	b, err := testrun.MakeBaseline(ctx, root, cmd, r.o.Config.TestGlobs, r.o.Config.TaskTimeout.Duration)
+	b, err := testrun.MakeBaseline(ctx, root, cmd, r.o.Config.TestGlobs, r.o.Config.TaskTimeout.Duration, testrun.WithEnv(gate.EnvFor(r.env, root)))
 	if err == nil {
 		err = r.writeBaseline(b)
 	}

@@ -465,6 +465,7 @@ func (r *runner) judge(ctx context.Context, a *attempt, commit string) (*gate.Ve
 		Root: root, AttemptDir: a.dir, Task: a.id, Attempt: a.n,
 		TestIDs: a.task.TestIDs, TestCommand: a.testCmd, Globs: r.o.Config.TestGlobs,
 		Timeout: r.o.Config.TaskTimeout.Duration, Changed: changed,
+		Env: r.env, Harness: r.harness(a), Contents: r.contents(ctx, a, commit),
 	}
 	switch a.task.Kind {
 	case queue.KindTest:

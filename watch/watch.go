@@ -17,6 +17,7 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/orchestrator/orchestrator/agents"
 	"github.com/orchestrator/orchestrator/config"
+	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/markers"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/retry"
@@ -222,11 +223,15 @@ type runner struct {
 	// capped is set once the run's global auto-retry cap held a retry back: the run ends
 	// as halted, since the failures left need a person or the next run.
 	capped bool
+	// env is the environment of every test command the gate runs, pinned when the run
+	// started (SPEC §7.6): nothing an agent writes later changes it.
+	env []string
 }
 
 func newRunner(o Options) *runner {
 	return &runner{
 		o:        o,
+		env:      gate.PinnedEnv(os.Environ()),
 		report:   newReporter(o.Out, o.Format),
 		running:  map[string]*attempt{},
 		finished: make(chan *attempt, 1024),

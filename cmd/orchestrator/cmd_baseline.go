@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/orchestrator/orchestrator/config"
+	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/testrun"
 	"github.com/spf13/cobra"
@@ -66,7 +67,9 @@ func runBaseline(ctx context.Context, opts *baselineOptions) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := testrun.Run(ctx, l.Root, command, timeout)
+	// The environment the gate runs tests with (SPEC §7.6), so that the baseline is what
+	// the gate will see.
+	res, err := testrun.Run(ctx, l.Root, command, timeout, testrun.WithEnv(gate.EnvFor(gate.PinnedEnv(os.Environ()), l.Root)))
 	switch {
 	case ctx.Err() != nil:
 		return &exitError{code: exitInterrupted, err: ctx.Err()}

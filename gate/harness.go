@@ -1,0 +1,369 @@
+package gate
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/orchestrator/orchestrator/internal/lazyre"
+	"github.com/orchestrator/orchestrator/testrun"
+)
+
+// A Harness says which files decide how tests run and what they report (SPEC §7.6): the
+// test files; conftest.py at any depth; pytest.ini; the pytest sections of pyproject.toml
+// ([tool.pytest…]), setup.cfg ([tool:pytest]) and tox.ini ([pytest]); the jest, vitest
+// and vite configurations; package.json's test scripts (test, pretest, posttest, test:…)
+// and its jest key; Go files that declare TestMain; go.work; .cargo/config.toml; the
+// Makefile when a test command runs make; and what config harness_globs adds. Only a TEST
+// task may change it.
+type Harness struct {
+	// TestGlobs name the test files (config test_globs; nil: testrun.DefaultGlobs).
+	TestGlobs []string
+	// Globs are config harness_globs: more files of the harness.
+	Globs []string
+	// Commands are the test commands the gate runs: a Makefile is part of the harness when
+	// one of them runs make.
+	Commands []string
+}
+
+// Contents reads a changed file as it is at the candidate's base (before) and in the
+// candidate (after); nil stands for a file that does not exist there. The loop reads both
+// from git.
+type Contents func(path string) (before, after []byte, err error)
+
+// A HarnessChange is a change to a file of the harness.
+type HarnessChange struct {
+	Path string
+	// What was done to it: added, changed or deleted (a rename is a deletion and an
+	// addition).
+	What string
+	// Test: the file is a test file.
+	Test bool
+	// Other: the file also changed outside its harness part (package.json beyond its
+	// test scripts, pyproject.toml beyond its pytest sections): not a test writer's to
+	// change.
+	Other bool
+}
+
+func (c HarnessChange) String() string {
+	return fmt.Sprintf("%s (%s)", c.Path, c.What)
+}
+
+// A part says how much of a file belongs to the harness, by its path alone.
+type part int
+
+const (
+	partNone    part = iota // not part of the harness
+	partWhole               // the whole file
+	partSection             // a section of it (see harnessPart)
+	partGo                  // a Go file: the whole file, if it declares TestMain
+)
+
+// kind says how much of the file at p (slash-separated, relative to the project) belongs to
+// the harness.
+func (h Harness) kind(p string) part {
+	p = strings.TrimPrefix(path.Clean(p), "./")
+	globs := h.TestGlobs
+	if globs == nil {
+		globs = testrun.DefaultGlobs
+	}
+	if testrun.IsTestFile(p, globs) || len(h.Globs) > 0 && testrun.IsTestFile(p, h.Globs) {
+		return partWhole
+	}
+	base := path.Base(p)
+	switch {
+	case base == "conftest.py", base == "pytest.ini", base == "go.work":
+		return partWhole
+	case configRE().MatchString(base):
+		return partWhole
+	case base == "config.toml" || base == "config":
+		if path.Base(path.Dir(p)) == ".cargo" {
+			return partWhole
+		}
+	case base == "Makefile" || base == "makefile" || base == "GNUmakefile":
+		if h.runsMake() {
+			return partWhole
+		}
+	case base == "pyproject.toml", base == "setup.cfg", base == "tox.ini", base == "package.json":
+		return partSection
+	case strings.HasSuffix(base, ".go"):
+		return partGo
+	}
+	return partNone
+}
+
+// configRE matches the file names of jest, vitest and vite configurations.
+var configRE = lazyre.New(`^(?:jest|vitest|vite)\.(?:config|workspace)(?:\.[\w-]+)*\.(?:js|cjs|mjs|ts|cts|mts|json)$`)
+
+// runsMake reports whether a test command runs make.
+func (h Harness) runsMake() bool {
+	for _, c := range h.Commands {
+		if makeRE().MatchString(c) {
+			return true
+		}
+	}
+	return false
+}
+
+var makeRE = lazyre.New(`(?:^|[\s;&|(/])(?:g?make)(?:\s|$)`)
+
+// IsHarness reports whether the file at p, with the given content, is part of the harness
+// (for a file of which only a section belongs to the harness, whether it has that section).
+func (h Harness) IsHarness(p string, content []byte) bool {
+	switch h.kind(p) {
+	case partWhole:
+		return true
+	case partSection:
+		hp, _ := harnessPart(path.Base(p), content)
+		return len(hp) > 0
+	case partGo:
+		return testMainRE().Match(content)
+	}
+	return false
+}
+
+// testMainRE finds a TestMain declaration in Go source.
+var testMainRE = lazyre.New(`(?m)^func\s+TestMain\s*\(`)
+
+// Changes returns the changes to the harness among the changed paths, in their order, reading
+// each file before and after the change with read.
+func (h Harness) Changes(paths []string, read Contents) ([]HarnessChange, error) {
+	var out []HarnessChange
+	globs := h.TestGlobs
+	if globs == nil {
+		globs = testrun.DefaultGlobs
+	}
+	for _, p := range paths {
+		k := h.kind(p)
+		if k == partNone {
+			continue
+		}
+		before, after, err := read(p)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", p, err)
+		}
+		if bytes.Equal(before, after) && (before == nil) == (after == nil) {
+			continue // a mode change only
+		}
+		c := HarnessChange{Path: p, What: "changed", Test: testrun.IsTestFile(p, globs)}
+		switch {
+		case before == nil:
+			c.What = "added"
+		case after == nil:
+			c.What = "deleted"
+		}
+		switch k {
+		case partGo:
+			if !testMainRE().Match(before) && !testMainRE().Match(after) {
+				continue
+			}
+		case partSection:
+			name := path.Base(p)
+			hb, rb := harnessPart(name, before)
+			ha, ra := harnessPart(name, after)
+			if bytes.Equal(hb, ha) {
+				continue
+			}
+			c.Other = !bytes.Equal(rb, ra)
+			if c.What != "changed" && len(hb)+len(ha) > 0 {
+				// The file came or went with its harness section: what it says besides
+				// is another change.
+				c.Other = len(rb)+len(ra) > 0
+			}
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// harnessPart splits a file of which a section belongs to the harness into that section
+// and the rest, each in a canonical form (so that reformatting the rest does not move the
+// harness part, and the other way round). A file that cannot be read as its format says is
+// all harness: the gate cannot tell what it changes.
+func harnessPart(name string, content []byte) (harness, rest []byte) {
+	if content == nil {
+		return nil, nil
+	}
+	switch name {
+	case "package.json":
+		return packageJSONPart(content)
+	case "pyproject.toml":
+		return iniPart(content, func(section, key string) bool {
+			return section == "tool.pytest" || strings.HasPrefix(section, "tool.pytest.") ||
+				section == "tool" && (key == "pytest" || strings.HasPrefix(key, "pytest.")) ||
+				section == "" && strings.HasPrefix(key, "tool.pytest")
+		})
+	case "setup.cfg":
+		return iniPart(content, func(section, _ string) bool { return section == "tool:pytest" })
+	case "tox.ini":
+		return iniPart(content, func(section, _ string) bool { return section == "pytest" })
+	}
+	return content, nil
+}
+
+// iniSectionRE reads a section header of an INI or TOML file: [name] or [[name]].
+var iniSectionRE = lazyre.New(`^\s*\[\[?\s*([^\]]*?)\s*\]\]?\s*(?:#.*)?$`)
+
+// iniKeyRE reads the key of a key = value line.
+var iniKeyRE = lazyre.New(`^\s*("[^"]*"|[^=:\s]+(?:\s*\.\s*[^=:\s]+)*)\s*[=:]`)
+
+// iniPart splits an INI or TOML file into the lines that belong to the harness (in a
+// section, or with a key, that in says) and the rest. A value continued on the next lines
+// (indented, or a TOML array or string over several lines) goes with its key.
+func iniPart(content []byte, in func(section, key string) bool) (harness, rest []byte) {
+	var h, r bytes.Buffer
+	section, inKey := "", false
+	for _, line := range strings.Split(string(content), "\n") {
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" || strings.HasPrefix(trimmed, "#") || strings.HasPrefix(trimmed, ";") {
+			continue
+		}
+		if m := iniSectionRE().FindStringSubmatch(line); m != nil && !startsIndented(line) {
+			section = strings.Trim(strings.ReplaceAll(m[1], " ", ""), `"`)
+			inKey = in(section, "")
+			if inKey {
+				h.WriteString(trimmed + "\n")
+			} else {
+				r.WriteString(trimmed + "\n")
+			}
+			continue
+		}
+		if m := iniKeyRE().FindStringSubmatch(line); m != nil && !startsIndented(line) {
+			key := strings.Trim(strings.ReplaceAll(m[1], " ", ""), `"`)
+			inKey = in(section, key)
+		}
+		if inKey {
+			h.WriteString(trimmed + "\n")
+		} else {
+			r.WriteString(trimmed + "\n")
+		}
+	}
+	return h.Bytes(), r.Bytes()
+}
+
+func startsIndented(line string) bool {
+	return line != "" && (line[0] == ' ' || line[0] == '\t')
+}
+
+// packageJSONPart splits package.json into its test scripts and jest key, and the rest, each
+// as canonical JSON.
+func packageJSONPart(content []byte) (harness, rest []byte) {
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(content, &doc); err != nil {
+		return content, nil
+	}
+	h := map[string]any{}
+	if j, ok := doc["jest"]; ok {
+		h["jest"] = canonical(j)
+		delete(doc, "jest")
+	}
+	if s, ok := doc["scripts"]; ok {
+		var scripts map[string]json.RawMessage
+		if err := json.Unmarshal(s, &scripts); err != nil {
+			return content, nil
+		}
+		for name, v := range scripts {
+			if testScriptRE().MatchString(name) {
+				h["scripts."+name] = canonical(v)
+				delete(scripts, name)
+			}
+		}
+		doc["scripts"], _ = json.Marshal(scripts)
+	}
+	r := map[string]any{}
+	for k, v := range doc {
+		r[k] = canonical(v)
+	}
+	rb, _ := json.Marshal(r)
+	if len(h) == 0 {
+		return nil, rb
+	}
+	hb, _ := json.Marshal(h)
+	return hb, rb
+}
+
+// testScriptRE matches the names of package.json scripts that run tests: test and what npm
+// runs around it, and test:… variants.
+var testScriptRE = lazyre.New(`^(?:pre|post)?test(?:[:\-_].*)?$`)
+
+// canonical decodes JSON into plain values, which json.Marshal writes with sorted keys.
+func canonical(raw json.RawMessage) any {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return string(raw)
+	}
+	return v
+}
+
+// harness returns the gate's Harness: in.Harness, with the test globs of the gate and the
+// commands it runs.
+func (in Input) harness() Harness {
+	h := in.Harness
+	if h.TestGlobs == nil {
+		h.TestGlobs = in.Globs
+	}
+	h.Commands = append(slices.Clone(h.Commands), in.TestCommand, in.RegressionCommand)
+	for _, m := range in.Deps {
+		h.Commands = append(h.Commands, m.Command)
+	}
+	return h
+}
+
+// checkHarness refuses a change to the harness, in the gate of a task that may not change
+// it (GREEN, VERIFY: test_tampered), and returns nil when there is none or when the gate cannot read
+// the changes (no Contents).
+func (v *Verdict) checkHarness(in Input, typ string) (*Verdict, error) {
+	if in.Contents == nil {
+		return nil, nil
+	}
+	changes, err := in.harness().Changes(in.Changed, in.Contents)
+	if err != nil {
+		return nil, err
+	}
+	if len(changes) == 0 {
+		fmt.Fprintf(&v.Log, "harness: unchanged\n")
+		return nil, nil
+	}
+	c := changes[0]
+	v.File = c.Path
+	what := "a file of the test harness"
+	if c.Test {
+		what = "a test file"
+	}
+	var all []string
+	for _, c := range changes {
+		all = append(all, c.String())
+	}
+	return v.fail(typ, "%s: %s, %s, was %s; only a TEST task may change tests and the harness (changed: %s)",
+		typ, c.Path, what, c.What, strings.Join(all, ", ")), nil
+}
+
+// redHarness returns the changed files a test writer may change besides its test files:
+// those that are part of the harness and changed only there. The others (outside) are out
+// of its scope.
+func redHarness(in Input, others []string) (allowed, outside []string, err error) {
+	if in.Contents == nil {
+		return nil, others, nil
+	}
+	changes, err := in.harness().Changes(others, in.Contents)
+	if err != nil {
+		return nil, nil, err
+	}
+	ok := map[string]bool{}
+	for _, c := range changes {
+		if !c.Other {
+			ok[c.Path] = true
+		}
+	}
+	for _, p := range others {
+		if ok[p] {
+			allowed = append(allowed, p)
+		} else {
+			outside = append(outside, p)
+		}
+	}
+	return allowed, outside, nil
+}

@@ -1,0 +1,198 @@
+package gate
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestIsHarness(t *testing.T) {
+	h := Harness{Globs: []string{"scripts/run-tests.sh"}, Commands: []string{"make test"}}
+	noMake := Harness{}
+	tests := []struct {
+		path, content string
+		h             Harness
+		want          bool
+	}{
+		{"calc/add_test.go", "package calc", h, true},
+		{"tests/test_x.py", "", h, true},
+		{"conftest.py", "", h, true},
+		{"deep/in/tree/conftest.py", "", h, true},
+		{"pytest.ini", "", h, true},
+		{"go.work", "go 1.22", h, true},
+		{"jest.config.js", "", h, true},
+		{"jest.config.ts", "", h, true},
+		{"vitest.config.mts", "", h, true},
+		{"web/vite.config.ts", "", h, true},
+		{".cargo/config.toml", "", h, true},
+		{"sub/.cargo/config.toml", "", h, true},
+		{"config.toml", "", h, false},
+		{"Makefile", "test:\n\tgo test ./...\n", h, true},
+		{"Makefile", "test:\n\tgo test ./...\n", noMake, false},
+		{"scripts/run-tests.sh", "", h, true},
+		{"scripts/deploy.sh", "", h, false},
+		{"main_test_helper.go", "package calc\n\nfunc TestMain(m *testing.M) { os.Exit(m.Run()) }\n", h, true},
+		{"calc/calc.go", "package calc\n\nfunc Add(a, b int) int { return a + b }\n", h, false},
+		{"pyproject.toml", "[project]\nname = \"x\"\n\n[tool.pytest.ini_options]\naddopts = \"-q\"\n", h, true},
+		{"pyproject.toml", "[project]\nname = \"x\"\n", h, false},
+		{"setup.cfg", "[metadata]\nname = x\n[tool:pytest]\naddopts = -q\n", h, true},
+		{"setup.cfg", "[metadata]\nname = x\n", h, false},
+		{"tox.ini", "[tox]\nenvlist = py3\n[pytest]\naddopts = -q\n", h, true},
+		{"tox.ini", "[tox]\nenvlist = py3\n", h, false},
+		{"package.json", `{"name": "x", "scripts": {"test": "vitest run"}}`, h, true},
+		{"package.json", `{"name": "x", "scripts": {"build": "tsc"}}`, h, false},
+		{"package.json", `{"name": "x", "jest": {"testEnvironment": "node"}}`, h, true},
+		{"README.md", "", h, false},
+	}
+	for _, tt := range tests {
+		if got := tt.h.IsHarness(tt.path, []byte(tt.content)); got != tt.want {
+			t.Errorf("IsHarness(%s, %q) = %v, want %v", tt.path, tt.content, got, tt.want)
+		}
+	}
+}
+
+// TestHarnessChanges reads what a change did to the harness, by the content before and
+// after: for a file of which a section is the harness, only that section counts; the rest
+// of it is another change (Other).
+func TestHarnessChanges(t *testing.T) {
+	const pkg = `{"name": "x", "version": "1.0.0", "scripts": {"test": "vitest run", "build": "tsc"}}`
+	const pyproject = "[project]\nname = \"x\"\nversion = \"1\"\n\n[tool.pytest.ini_options]\naddopts = \"-q\"\ntestpaths = [\n  \"tests\",\n]\n"
+	tests := []struct {
+		name, path, before, after string
+		want                      string // "" none, else What and Other as "changed other"
+	}{
+		{"test file changed", "calc/add_test.go", "package calc\n", "package calc\n\n", "changed"},
+		{"test file added", "calc/new_test.go", "", "package calc\n", "added"},
+		{"test file deleted", "calc/add_test.go", "package calc\n", "", "deleted"},
+		{"conftest added", "tests/sub/conftest.py", "", "import pytest\n", "added"},
+		{"code changed", "calc/calc.go", "package calc\n", "package calc\n\nfunc A() {}\n", ""},
+		{"TestMain added to a code file", "calc/calc.go", "package calc\n", "package calc\n\nfunc TestMain(m *testing.M) {}\n", "changed"},
+		{"test script changed", "package.json", pkg, strings.Replace(pkg, "vitest run", "true", 1), "changed"},
+		{"pretest added", "package.json", pkg, strings.Replace(pkg, `"build"`, `"pretest": "node hack.js", "build"`, 1), "changed"},
+		{"version bumped", "package.json", pkg, strings.Replace(pkg, "1.0.0", "1.0.1", 1), ""},
+		{"package.json reformatted", "package.json", pkg, "{\n  \"scripts\": {\"build\": \"tsc\", \"test\": \"vitest run\"},\n  \"version\": \"1.0.0\", \"name\": \"x\"\n}\n", ""},
+		{"test script and version", "package.json", pkg, strings.Replace(strings.Replace(pkg, "1.0.0", "2", 1), "vitest run", "true", 1), "changed other"},
+		{"pytest addopts changed", "pyproject.toml", pyproject, strings.Replace(pyproject, `"-q"`, `"-q -p no:randomly"`, 1), "changed"},
+		{"pytest testpaths changed (a continued value)", "pyproject.toml", pyproject, strings.Replace(pyproject, `"tests",`, `"tests/unit",`, 1), "changed"},
+		{"project version bumped", "pyproject.toml", pyproject, strings.Replace(pyproject, `version = "1"`, `version = "2"`, 1), ""},
+		{"pytest section added to pyproject", "pyproject.toml", "[project]\nname = \"x\"\n", "[project]\nname = \"x\"\n[tool.pytest.ini_options]\naddopts = \"-x\"\n", "changed"},
+		{"dotted pytest key", "pyproject.toml", "[project]\nname = \"x\"\n", "tool.pytest.ini_options.addopts = \"-x\"\n[project]\nname = \"x\"\n", "changed"},
+		{"setup.cfg pytest section", "setup.cfg", "[metadata]\nname = x\n", "[metadata]\nname = x\n[tool:pytest]\naddopts = -x\n", "changed"},
+		{"setup.cfg metadata", "setup.cfg", "[metadata]\nname = x\n[tool:pytest]\naddopts = -x\n", "[metadata]\nname = y\n[tool:pytest]\naddopts = -x\n", ""},
+		{"tox.ini pytest section", "tox.ini", "[tox]\n[pytest]\naddopts = -x\n", "[tox]\n[pytest]\naddopts = -q\n", "changed"},
+		{"package.json added with a test script", "package.json", "", pkg, "added other"},
+		{"go.work added", "go.work", "", "go 1.22\nuse ./x\n", "added"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			read := func(string) ([]byte, []byte, error) { return bytesOrNil(tt.before), bytesOrNil(tt.after), nil }
+			got, err := Harness{}.Changes([]string{tt.path}, read)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := ""
+			if len(got) > 0 {
+				s = got[0].What
+				if got[0].Other {
+					s += " other"
+				}
+			}
+			if s != tt.want {
+				t.Errorf("Changes = %q (%+v), want %q", s, got, tt.want)
+			}
+		})
+	}
+}
+
+func bytesOrNil(s string) []byte {
+	if s == "" {
+		return nil
+	}
+	return []byte(s)
+}
+
+// TestGreenHarness: the implementer may not add, change, delete or rename a test file or a
+// file of the harness (SPEC §7.3): GREEN refuses before any test runs, naming the file.
+func TestGreenHarness(t *testing.T) {
+	base := map[string]string{
+		"go.mod": "module example.com/calc\n\ngo 1.22\n", "calc/add.go": "package calc\n",
+		"calc/add_test.go": "package calc\n", "pytest.ini": "[pytest]\n",
+	}
+	tests := []struct {
+		name    string
+		changes map[string]string // path: content after ("" deleted)
+		file    string            // named, or "" for no refusal
+	}{
+		{"code only", map[string]string{"calc/add.go": "package calc\n\nfunc Add() {}\n"}, ""},
+		{"test edited", map[string]string{"calc/add_test.go": "package calc\n// x\n"}, "calc/add_test.go"},
+		{"test deleted", map[string]string{"calc/add_test.go": ""}, "calc/add_test.go"},
+		{"test added", map[string]string{"calc/more_test.go": "package calc\n"}, "calc/more_test.go"},
+		{"conftest added", map[string]string{"conftest.py": "def pytest_collection_modifyitems(items):\n    items.clear()\n"}, "conftest.py"},
+		{"TestMain in a code file", map[string]string{"calc/main.go": "package calc\n\nfunc TestMain(m *testing.M) {}\n"}, "calc/main.go"},
+		{"pytest.ini edited", map[string]string{"pytest.ini": "[pytest]\naddopts = -p no:junitxml\n"}, "pytest.ini"},
+		{"go.work added", map[string]string{"go.work": "go 1.22\n"}, "go.work"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			var changed []string
+			after := map[string]string{}
+			for p, c := range base {
+				after[p] = c
+			}
+			for p, c := range tt.changes {
+				changed = append(changed, p)
+				if c == "" {
+					delete(after, p)
+				} else {
+					after[p] = c
+				}
+			}
+			for p, c := range after {
+				os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)
+				os.WriteFile(filepath.Join(root, p), []byte(c), 0o644)
+			}
+			in := Input{Root: root, AttemptDir: t.TempDir(), Task: "TASK-001", Attempt: 1, TestCommand: "true",
+				Changed: changed, Timeout: time.Minute,
+				Contents: func(p string) ([]byte, []byte, error) {
+					return bytesOrNil(base[p]), bytesOrNil(after[p]), nil
+				}}
+			v, err := Green(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.file == "" {
+				if !v.Pass {
+					t.Errorf("GREEN refused: %s", v.Reason)
+				}
+				return
+			}
+			if v.Pass || v.Type != TypeTampered || v.File != tt.file || !strings.Contains(v.Reason, tt.file) || len(v.Runs) != 0 {
+				t.Errorf("GREEN: pass %v, %s, file %q: %s (runs %d); want test_tampered naming %s before any run", v.Pass, v.Type, v.File, v.Reason, len(v.Runs), tt.file)
+			}
+		})
+	}
+}
+
+// TestVerifyHarness: a VERIFY task may not change the tests or the harness either.
+func TestVerifyHarness(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "conftest.py"), []byte("x = 1\n"), 0o644)
+	in := Input{Root: root, AttemptDir: t.TempDir(), Task: "TASK-V01", Attempt: 1, TestCommand: "true",
+		Changed: []string{"conftest.py"}, Timeout: time.Minute,
+		Contents: func(string) ([]byte, []byte, error) { return nil, []byte("x = 1\n"), nil }}
+	v, err := Verify(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Pass || v.Type != TypeTampered || v.File != "conftest.py" || len(v.Runs) != 0 {
+		t.Errorf("VERIFY: pass %v, %s, %q: %s; want test_tampered naming conftest.py before any run", v.Pass, v.Type, v.File, v.Reason)
+	}
+	in.Changed, in.Contents = nil, func(string) ([]byte, []byte, error) { return nil, nil, nil }
+	if v, _ := Verify(context.Background(), in); !v.Pass {
+		t.Errorf("VERIFY with no change: %s", v.Reason)
+	}
+}
