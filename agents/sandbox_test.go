@@ -401,11 +401,16 @@ func TestSandboxAdoption(t *testing.T) {
 				p = startSandboxed(t, e, Sandbox{}, agent)
 			}
 			waitFile(t, ready)
-			procs := withEnv("ORCHESTRATOR_ATTEMPT_DIR", e.attemptDir)
+			// The child may write its file a moment before its setsid takes effect.
+			var procs []envProc
 			leaders := 0
-			for _, q := range procs {
-				if q.stat.pgrp == q.pid {
-					leaders++
+			for deadline := time.Now().Add(5 * time.Second); leaders < 2 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				procs = withEnv("ORCHESTRATOR_ATTEMPT_DIR", e.attemptDir)
+				leaders = 0
+				for _, q := range procs {
+					if q.stat.pgrp == q.pid {
+						leaders++
+					}
 				}
 			}
 			if leaders < 2 {
