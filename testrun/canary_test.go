@@ -3,12 +3,15 @@ package testrun
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rogpeppe/go-internal/txtar"
 )
 
 // testCanary is a fixed canary, so that planted files and commands can be compared.
@@ -458,6 +461,92 @@ func TestCanaryReal(t *testing.T) {
 				t.Fatalf("forged run accepted (%v): exit %d, class %s\n%s", err, res.ExitCode, res.Class, res.Output)
 			}
 			t.Logf("refused: %v", f)
+		})
+	}
+}
+
+// recordedCanary is the canary of the recordings of testdata/canary/outputs: a fixed one,
+// so that a replay plants the same files and reads the same names.
+var recordedCanary = Canary{Token: "rec0rded7canary2", Message: "canary rec0rded7canary2 fails on purpose 5eed"}
+
+// TestCanaryRecorded replays the real runs of testdata/canary/*.txtar, each a tiny project
+// with a canary planted, honest or with a forger (a jest setup file that swallows errors, a
+// vitest setup file that marks failures passed, a cargo runner script that rewrites
+// FAILED, a pytest plugin from pytest.ini, a Go init function that prints PASS and exits):
+// the honest ones are accepted and give the project's own tests without the canaries, the
+// forged ones are refused. With -record, the runs are made again (jest needs
+// TESTRUN_JEST_MODULES); then each forger is also checked to fool a run without canaries.
+func TestCanaryRecorded(t *testing.T) {
+	scenarios, err := filepath.Glob("testdata/canary/*.txtar")
+	if err != nil || len(scenarios) == 0 {
+		t.Fatalf("no scenarios: %v", err)
+	}
+	for _, path := range scenarios {
+		name := strings.TrimSuffix(filepath.Base(path), ".txtar")
+		t.Run(name, func(t *testing.T) {
+			ar, err := txtar.ParseFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			meta := parseMeta(string(ar.Comment))
+			runner, command, forged := Runner(meta["runner"]), meta["command"], meta["forged"] == "yes"
+			dir := t.TempDir()
+			for _, f := range ar.Files {
+				writeFile(t, filepath.Join(dir, f.Name), f.Data)
+			}
+			out := filepath.Join("testdata", "canary", "outputs", name+".txtar")
+			if *record {
+				if err := linkNodeModules(runner, dir); err != nil {
+					t.Skip(err)
+				}
+				if forged {
+					// Without a canary, the forger fools the run.
+					res, err := Run(context.Background(), dir, command, 5*time.Minute)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.Class != ClassPass || res.ExitCode != 0 {
+						t.Fatalf("the forger does not fool a run without canaries: exit %d, %s (%s)\n%s", res.ExitCode, res.Class, res.Reason, res.Output)
+					}
+				}
+			}
+			p, err := PlantCanary(dir, command, recordedCanary)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Skip != "" {
+				t.Fatalf("no canary: %s", p.Skip)
+			}
+			if *record {
+				version := runnerVersion(t, runner, dir)
+				output, reports, inv, code := recordRun(t, dir, p.Command)
+				comment := fmt.Sprintf("runner: %s\ncommand: %s\nran: %s\nroot: %s\nexit: %d\nversion: %s\n%s",
+					runner, p.Command, inv.command, dir, code, version, meta[""])
+				rec := &txtar.Archive{Comment: []byte(comment), Files: []txtar.File{{Name: "output", Data: output}}}
+				for i, r := range reports {
+					rec.Files = append(rec.Files, txtar.File{Name: fmt.Sprintf("report-%d", i+1), Data: r})
+				}
+				writeFile(t, out, txtar.Format(rec))
+			}
+			res := loadRecording(t, out).parse()
+			err = p.Check(res)
+			var f *ForgedError
+			switch {
+			case forged && !errors.As(err, &f):
+				t.Fatalf("forged run accepted (%v): exit %d, %s, tests %v", err, res.ExitCode, res.Class, res.Tests)
+			case forged:
+				t.Logf("refused: %v", err)
+			case err != nil:
+				t.Fatalf("honest run refused: %v", err)
+			default:
+				// The project's own tests: one passes, one fails, as without canaries.
+				if len(res.Passed()) != 1 || len(res.Failed()) != 1 || res.Class != ClassAssertionFailure || res.ExitCode == 0 {
+					t.Errorf("passed %v, failed %v, class %s, exit %d; want one each, assertion_failure, non-zero", res.Passed(), res.Failed(), res.Class, res.ExitCode)
+				}
+				if strings.Contains(res.Output, p.Token) {
+					t.Errorf("the output shows the canary:\n%s", res.Output)
+				}
+			}
 		})
 	}
 }
