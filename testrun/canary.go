@@ -449,6 +449,9 @@ func (p *Planted) plantGo(s site, dir string) ([]edit, string, error) {
 	slices.Sort(dirs)
 	dirs = slices.Compact(dirs)
 	for _, d := range dirs {
+		if p.planted(filepath.Join(d, goCanaryFile(p.Token))) {
+			continue // by an earlier go test of the line
+		}
 		pkg, ok := goTestPackage(d)
 		if !ok {
 			continue
@@ -829,6 +832,9 @@ func (p *Planted) plantJS(s site, dir string) ([]edit, string, error) {
 	}
 	name := "zz_canary_" + p.Token + infix + ext
 	abs := filepath.Join(filepath.Dir(neighbour), name)
+	if p.planted(abs) {
+		return nil, "", nil
+	}
 	head := ""
 	if p.Runner == Vitest {
 		head = fmt.Sprintf("import { test } from \"vitest\"; // %s\n", p.Token)
@@ -927,6 +933,9 @@ func (p *Planted) plantCargo(s site, dir string) ([]edit, string, error) {
 		return nil, "the Cargo.toml here declares no package (a workspace of members): the canary goes in a package's tests folder", nil
 	}
 	tests := filepath.Join(dir, "tests")
+	if p.planted(filepath.Join(tests, rsCanaryFile(p.Token))) {
+		return nil, "", nil
+	}
 	if !fileExists(tests) {
 		if err := os.Mkdir(tests, 0o755); err != nil {
 			return nil, "", err
@@ -979,6 +988,11 @@ decided:
 		edits = append(edits, edit{end, end, text})
 	}
 	return edits, "", nil
+}
+
+// planted reports whether a canary file was planted at abs already.
+func (p *Planted) planted(abs string) bool {
+	return slices.Contains(p.Files, p.rel(abs))
 }
 
 // write writes a canary file and records it.
