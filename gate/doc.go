@@ -3,6 +3,8 @@
 // was given and the regression baseline), and the VERIFY gate. It runs the tests itself
 // through package testrun, never trusts the agent's word, and writes the evidence (the
 // hand-off manifests handoff-red.json and handoff-green.json) into the attempt folder.
+// Every test command it runs gets canaries (SPEC §7.6, canary.go): a report that gets them
+// wrong fails the gate as forged_results.
 //
 // It guards what decides how tests run (SPEC §7.6): the harness (Harness: test files,
 // conftest.py, runner configurations, TestMain, go.work, config harness_globs), which only a

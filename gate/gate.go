@@ -97,9 +97,15 @@ type Verdict struct {
 	// Full is the run of the project's whole suite that decided a GREEN gate (nil when
 	// none did): when the candidate lands, the baseline grows from it, with no run more.
 	Full *testrun.Result
+
+	forged *testrun.ForgedError // a run whose canaries were misreported (canary.go)
 }
 
 func (v *Verdict) fail(typ, format string, args ...any) *Verdict {
+	if v.forged != nil {
+		// Nothing a forged report said counts, whatever failure the caller saw in it.
+		typ, format, args = TypeForged, "%s", []any{forgedReason(v.forged)}
+	}
 	v.Pass, v.Type, v.Reason = false, typ, fmt.Sprintf(format, args...)
 	fmt.Fprintf(&v.Log, "decision: fail (%s): %s\n", typ, v.Reason)
 	return v
@@ -121,7 +127,7 @@ func (v *Verdict) pass(format string, args ...any) *Verdict {
 // run runs a test command and logs it.
 func (v *Verdict) run(ctx context.Context, in Input, command string) (*testrun.Result, error) {
 	fmt.Fprintf(&v.Log, "$ %s\n", command)
-	res, err := testrun.Run(ctx, in.Root, command, in.Timeout, testrun.WithEnv(EnvFor(in.Env, in.Root)))
+	res, err := v.runTests(ctx, in, command)
 	if err != nil {
 		fmt.Fprintf(&v.Log, "could not run: %v\n", err)
 		return nil, err

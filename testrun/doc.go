@@ -16,6 +16,11 @@
 // (RegressionCommand), and the SHA-256 of the test files (TestFiles, HashFiles, IsTestFile
 // with the test_globs of config.yaml).
 //
+// Canaries (SPEC §7.6) are planted here too: PlantCanary writes, beside the tests a command
+// runs, a test that must pass and one that must fail, named at random, and Planted.Check
+// refuses a report that does not show them so (a ForgedError) and takes them out of one
+// that does.
+//
 // It does not decide whether a gate passes, nor touch the queues: the gates in the loop
 // read its results. Parse reads a recorded run, for tests and tools.
 package testrun

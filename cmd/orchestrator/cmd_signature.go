@@ -37,7 +37,7 @@ With --output, the primary error (and, unless --test is given, the failing test)
 from a runner's raw output, as the orchestrator does after a failed gate.
 
 Types: build_fails, test_fails, false_red, broken_test, no_marker, timeout, agent_lost, test_tampered,
-regression, format_violation, scope_violation, qa_failure, verify_fails.`,
+regression, format_violation, scope_violation, qa_failure, verify_fails, forged_results.`,
 		Example: `  orchestrator signature --type test_fails --error "--- FAIL: TestAdd (0.00s)" --test TestAdd --file calc/add_test.go
   go test ./... 2>&1 | orchestrator signature --type test_fails --output -`,
 		Args: usageArgs(cobra.NoArgs),

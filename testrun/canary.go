@@ -1,0 +1,1025 @@
+package testrun
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	goparser "go/parser"
+	"go/token"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// A Canary is a pair of tests that the gate plants beside the tests a command runs (SPEC
+// §7.6): one that must pass and one that must fail, named after a random Token, the failing
+// one with a random Message. A runner's report that does not show exactly those outcomes
+// was rewritten by something in the run (a TestMain, an init function, a conftest.py hook,
+// a plugin), and cannot be trusted.
+type Canary struct {
+	// Token is lower-case letters and digits, chosen at random: it names the canary files
+	// and tests, and every line of a canary file holds it, so that what the runner prints
+	// about a canary can be told from what it prints about the project's tests.
+	Token string
+	// Message is the failing canary's failure message, chosen at random; it holds Token.
+	Message string
+}
+
+// NewCanary returns a Canary with a random token and message.
+func NewCanary() Canary {
+	var b [15]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	tok := strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:10]))
+	return Canary{Token: tok, Message: "canary " + tok + " fails on purpose " + hex.EncodeToString(b[10:])}
+}
+
+// The canary files of a token, by runner.
+func goCanaryFile(tok string) string        { return "zz_canary_" + tok + "_test.go" }
+func pyCanaryFile(tok string, n int) string { return fmt.Sprintf("test_zz_canary_%s_%d.py", tok, n) }
+func rsCanaryFile(tok string) string        { return "zz_canary_" + tok + ".rs" }
+
+// A Planted canary is a Canary written into a checkout for one test command: the files,
+// the command to run instead (the same command, with the canaries added where it selects
+// tests by name or file), and what the runner's report must then say.
+type Planted struct {
+	Canary
+	Runner Runner
+	// Command is the command to run: the given one, or, where it selects tests (go test
+	// -run, pytest -k and file arguments, vitest and jest file filters and -t, cargo test
+	// filters and targets), the same with the canaries selected too.
+	Command string
+	// Files are the files planted, relative to the root, in the order written.
+	Files []string
+	// Skip says why no canary could be planted ("" when one was): a command judged by its
+	// exit code, or one whose options leave no room for a canary.
+	Skip string
+
+	root  string
+	dirs  []string // folders made for the canaries, deepest last
+	junk  []string // patterns of what a runner builds from the canaries (cargo's target/)
+	units []canaryUnit
+}
+
+// A canaryUnit is one place a pair of canaries was planted: a Go package, a folder of
+// pytest tests, a JavaScript test file, a cargo integration test.
+type canaryUnit struct {
+	where      string // for messages: the package, folder or file
+	pass, fail string // the canaries' test IDs, or their endings (see matches)
+	// own reports whether a test of the run belongs to the same unit (its package, its
+	// folder): a unit that reported no test at all did not run.
+	own func(Test) bool
+}
+
+// matches reports whether a test of the run is the canary with ID want: Go and cargo
+// canaries are named exactly, pytest and JavaScript ones by their file's name and the
+// test's, after the folder the runner names the file from.
+func matches(id, want string) bool {
+	return id == want || strings.HasSuffix(id, "/"+want)
+}
+
+// PlantCanary writes the canary c into root for command: a zz_canary_<token>_test.go in
+// every Go package folder that go test would test and that holds test files; a
+// test_zz_canary_<token>_<n>.py in every folder of the pytest tests it runs; one
+// zz_canary_<token>.test.js (or .ts, as the tests beside it) next to the first vitest or
+// jest test it runs; tests/zz_canary_<token>.rs for cargo test. For a command that no
+// runner reads (Exit), or whose options leave no room for a canary, it plants nothing and
+// says why in Skip. Remove takes the files away again.
+func PlantCanary(root, command string, c Canary) (*Planted, error) {
+	p := &Planted{Canary: c, Runner: Detect(command), Command: command, root: root}
+	if p.Runner == Exit {
+		p.Skip = "the command is judged by its exit code alone: there is no report a canary could be checked in"
+		return p, nil
+	}
+	sites := canarySites(command)
+	var edits []edit
+	for _, s := range sites {
+		if s.runner != p.Runner {
+			continue
+		}
+		if s.next == "&&" {
+			// A failing canary would keep what follows from running.
+			p.Skip = fmt.Sprintf("%q is followed by &&: a canary that fails would keep the rest of the command from running", s.text(command))
+			return p, nil
+		}
+		dir := s.cwd
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(root, dir)
+		}
+		var e []edit
+		var skip string
+		var err error
+		switch p.Runner {
+		case Go:
+			e, skip, err = p.plantGo(s.site, dir)
+		case Pytest:
+			e, skip, err = p.plantPytest(s.site, dir)
+		case Vitest, Jest:
+			e, skip, err = p.plantJS(s.site, dir)
+		case Cargo:
+			e, skip, err = p.plantCargo(s.site, dir)
+		}
+		if err != nil {
+			_ = p.Remove()
+			return nil, err
+		}
+		if skip != "" {
+			_ = p.Remove()
+			p.Files, p.units, p.dirs, p.Skip, p.Command = nil, nil, nil, skip, command
+			return p, nil
+		}
+		edits = append(edits, e...)
+	}
+	if len(p.units) == 0 {
+		p.Skip = "the command runs no folder that holds tests, so there was nowhere to plant a canary"
+		return p, nil
+	}
+	p.Command = applyEdits(command, edits)
+	return p, nil
+}
+
+// Remove deletes the planted files, what the runner compiled from them beside them
+// (Python's __pycache__ entries, cargo's test binary in target/), and the folders made
+// for them.
+func (p *Planted) Remove() error {
+	var errs []error
+	for _, f := range p.Files {
+		abs := filepath.Join(p.root, filepath.FromSlash(f))
+		if err := os.Remove(abs); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+		if strings.HasSuffix(f, ".py") {
+			stem := strings.TrimSuffix(filepath.Base(abs), ".py")
+			cached, _ := filepath.Glob(filepath.Join(filepath.Dir(abs), "__pycache__", stem+".*"))
+			for _, c := range cached {
+				_ = os.Remove(c)
+			}
+		}
+	}
+	for _, pattern := range p.junk {
+		found, _ := filepath.Glob(pattern)
+		for _, f := range found {
+			_ = os.RemoveAll(f)
+		}
+	}
+	for i := len(p.dirs) - 1; i >= 0; i-- {
+		_ = os.Remove(p.dirs[i]) // only when empty
+	}
+	return errors.Join(errs...)
+}
+
+// A ForgedError says how a run's report disagreed with its canaries.
+type ForgedError struct {
+	// Where is the package, folder or file whose canaries were misreported.
+	Where string
+	// What says what the report showed, without the canary's random names, so that the
+	// same forgery reads the same in every run.
+	What string
+}
+
+func (e *ForgedError) Error() string {
+	return fmt.Sprintf("the test report cannot be trusted: %s (%s)", e.What, e.Where)
+}
+
+// Check compares a run's result with the planted canaries. When the report shows them as
+// planted (the passing one passed, the failing one failed with the canary's message), or
+// does not show them because the unit they were planted in did not run at all (a package
+// that did not build, a collection error: then the command failed anyway), it removes them
+// from res: their tests, their lines of output, and their failure from the exit code, which
+// is then 0 when the run's own tests decide so (none failed, no build error) and the
+// command failed the way a runner fails for failing tests; it classifies res again. When
+// the report does not, it returns a *ForgedError and leaves res as it was. A Planted with
+// nothing planted (Skip) accepts every result.
+func (p *Planted) Check(res *Result) error {
+	if p.Skip != "" || res == nil {
+		return nil
+	}
+	allSeen := true
+	for _, u := range p.units {
+		var pass, fail []Test
+		own, ownFailed := false, false
+		for _, t := range res.Tests {
+			switch {
+			case matches(t.ID, u.pass):
+				pass = append(pass, t)
+			case matches(t.ID, u.fail):
+				fail = append(fail, t)
+			case !strings.Contains(t.ID, p.Token) && u.own(t):
+				own = true
+				ownFailed = ownFailed || t.Status == Failed
+			}
+		}
+		switch {
+		case len(pass) == 0 && len(fail) == 0:
+			// A unit whose own test failed and cut the run short (a Go test that panics
+			// ends its test binary before the canaries run) is no forgery: the run fails
+			// anyway, so nothing passes that should not.
+			if (own && !ownFailed) || res.ExitCode == 0 {
+				return &ForgedError{Where: u.where, What: "the run reported neither of the orchestrator's canary tests, a test that must pass and one that must fail, though they were planted beside the tests it ran"}
+			}
+			allSeen = false // the unit did not run: the command failed without it
+			continue
+		case len(pass) == 0:
+			return &ForgedError{Where: u.where, What: "the run did not report the orchestrator's canary test that must pass"}
+		case len(fail) == 0:
+			return &ForgedError{Where: u.where, What: "the run did not report the orchestrator's canary test that must fail"}
+		}
+		for _, t := range pass {
+			if t.Status != Passed {
+				return &ForgedError{Where: u.where, What: fmt.Sprintf("the orchestrator's canary test that must pass was reported %s", t.Status)}
+			}
+		}
+		for _, t := range fail {
+			if t.Status != Failed {
+				return &ForgedError{Where: u.where, What: fmt.Sprintf("the orchestrator's canary test that must fail was reported %s", t.Status)}
+			}
+			if !strings.Contains(t.Output, p.Message) {
+				return &ForgedError{Where: u.where, What: "the orchestrator's canary test that must fail was reported failed, but without the message it fails with"}
+			}
+		}
+	}
+	p.strip(res, allSeen)
+	return nil
+}
+
+// strip removes the canaries from a result whose report was honest about them.
+func (p *Planted) strip(res *Result, allSeen bool) {
+	tests := res.Tests[:0:0]
+	for _, t := range res.Tests {
+		if !strings.Contains(t.ID, p.Token) {
+			tests = append(tests, t)
+		}
+	}
+	res.Tests = tests
+	res.Output = dropLines(res.Output, p.Token)
+	errs := res.BuildErrors[:0:0]
+	for _, e := range res.BuildErrors {
+		if !strings.Contains(e, p.Token) {
+			errs = append(errs, e)
+		}
+	}
+	res.BuildErrors = errs
+	if allSeen && res.ExitCode != 0 && !res.TimedOut && (res.ExitCode == 1 || res.ExitCode == failCode[res.Runner]) &&
+		len(res.Failed()) == 0 && len(res.BuildErrors) == 0 {
+		// The failing canary is why the command failed: the run's own tests decide.
+		res.ExitCode = 0
+	}
+	res.Class, res.Reason = Classify(res, nil)
+}
+
+// failCode is the exit code of a run of each runner whose tests failed (1 for the others).
+var failCode = map[Runner]int{Cargo: 101}
+
+// dropLines removes the lines of s that hold tok.
+func dropLines(s, tok string) string {
+	if !strings.Contains(s, tok) {
+		return s
+	}
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(s, "\n") {
+		if !strings.Contains(l, tok) {
+			b.WriteString(l)
+		}
+	}
+	return b.String()
+}
+
+// A canarySite is a simple command of a command line that runs a runner, with the folder
+// it runs in (after the line's cd commands, relative to the root unless absolute) and the
+// control operator that follows it.
+type canarySite struct {
+	site
+	cwd  string
+	next string
+}
+
+func (s canarySite) text(command string) string {
+	return command[s.words[0].start:s.words[len(s.words)-1].end]
+}
+
+// canarySites reads a command line's simple commands, following "cd DIR".
+func canarySites(command string) []canarySite {
+	var out []canarySite
+	cwd := "."
+	var cmd []word
+	flush := func(op string) {
+		if s, ok := siteOf(cmd); ok {
+			out = append(out, canarySite{site: s, cwd: cwd, next: op})
+		} else if len(cmd) == 2 && cmd[0].text == "cd" {
+			if filepath.IsAbs(cmd[1].text) {
+				cwd = filepath.Clean(cmd[1].text)
+			} else {
+				cwd = filepath.Join(cwd, cmd[1].text)
+			}
+		}
+		cmd = nil
+	}
+	for _, w := range lex(command) {
+		switch {
+		case w.op:
+			flush(w.text)
+		case !w.redir:
+			cmd = append(cmd, w)
+		}
+	}
+	flush("")
+	return out
+}
+
+// applyEdits applies edits that do not overlap, from the end.
+func applyEdits(s string, edits []edit) string {
+	slices.SortStableFunc(edits, func(a, b edit) int { return b.start - a.start })
+	for _, e := range edits {
+		s = s[:e.start] + e.text + s[e.end:]
+	}
+	return s
+}
+
+// An option is a runner's option as a command line gives it.
+type option struct {
+	name  string // "-run", "--testNamePattern"
+	value string
+	w     int // index in the site's words of the option's word
+	vw    int // index of the word that holds the value: w, or w+1
+	eq    bool
+}
+
+// argsOf splits a site's words after the runner into options and positional arguments.
+// valued says which options take a value (as the next word when not written with "=");
+// short options of one letter may carry it joined ("-kexpr") when joined is true. Words
+// after "--" are left out (stop is where they start, or len(words)).
+func argsOf(s site, valued func(string) bool, joined bool) (opts []option, pos []int, stop int) {
+	ws := s.words
+	i := s.at + 1
+	for i < len(ws) {
+		t := ws[i].text
+		switch {
+		case t == "--":
+			return opts, pos, i
+		case strings.HasPrefix(t, "-") && len(t) > 1:
+			name, val, eq := strings.Cut(t, "=")
+			o := option{name: name, w: i, vw: i, eq: eq, value: val}
+			if !eq && joined && len(name) > 2 && name[1] != '-' && valued(name[:2]) {
+				o.name, o.value, o.eq = name[:2], name[2:], true
+			} else if !eq && valued(name) && i+1 < len(ws) {
+				o.vw, o.value = i+1, ws[i+1].text
+				i++
+			}
+			opts = append(opts, o)
+		default:
+			pos = append(pos, i)
+		}
+		i++
+	}
+	return opts, pos, len(ws)
+}
+
+// find returns the last of opts named one of names.
+func find(opts []option, names ...string) (option, bool) {
+	for i := len(opts) - 1; i >= 0; i-- {
+		if slices.Contains(names, opts[i].name) {
+			return opts[i], true
+		}
+	}
+	return option{}, false
+}
+
+// replaceValue returns the edit that sets an option's value.
+func replaceValue(s site, o option, value string) edit {
+	w := s.words[o.vw]
+	if o.vw == o.w {
+		return edit{w.start, w.end, quote(o.name + "=" + value)}
+	}
+	return edit{w.start, w.end, quote(value)}
+}
+
+// goValued are the go test and build flags that take a value.
+var goValued = map[string]bool{}
+
+func init() {
+	for _, f := range strings.Fields(`run skip bench benchtime count cpu parallel timeout list fuzz
+		fuzztime fuzzminimizetime coverprofile covermode coverpkg cpuprofile memprofile
+		memprofilerate blockprofile blockprofilerate mutexprofile mutexprofilefraction trace
+		outputdir shuffle o exec vet p tags ldflags gcflags asmflags mod modfile C toolexec
+		pkgdir overlay pgo buildmode compiler gccgoflags installsuffix`) {
+		goValued["-"+f], goValued["--"+f], goValued["-test."+f] = true, true, true
+	}
+}
+
+// plantGo plants a Go canary in every package folder the site tests that holds test files.
+func (p *Planted) plantGo(s site, dir string) ([]edit, string, error) {
+	opts, pos, _ := argsOf(s, func(n string) bool { return goValued[n] }, false)
+	for _, i := range pos {
+		if s.words[i].text == "-args" {
+			pos = pos[:slices.Index(pos, i)]
+			break
+		}
+	}
+	if o, ok := find(opts, "-C", "--C"); ok {
+		dir = filepath.Join(dir, o.value)
+	}
+	if _, ok := find(opts, "-list", "--list", "-test.list"); ok {
+		return nil, "go test -list runs no test", nil
+	}
+	pass, fail := "TestCanaryPass"+p.Token, "TestCanaryFail"+p.Token
+	if o, ok := find(opts, "-skip", "--skip", "-test.skip"); ok {
+		if re, err := regexp.Compile(o.value); err == nil && (re.MatchString(pass) || re.MatchString(fail)) {
+			return nil, fmt.Sprintf("go test -skip %s would skip the canaries", o.value), nil
+		}
+	}
+	var pkgs []string
+	if len(pos) == 0 {
+		pkgs = []string{"."}
+	}
+	for _, i := range pos {
+		pkgs = append(pkgs, s.words[i].text)
+	}
+	var dirs []string
+	for _, arg := range pkgs {
+		if strings.HasSuffix(arg, ".go") {
+			return nil, "go test with .go files as arguments compiles only those files", nil
+		}
+		dirs = append(dirs, goPackageDirs(dir, arg)...)
+	}
+	slices.Sort(dirs)
+	dirs = slices.Compact(dirs)
+	for _, d := range dirs {
+		if p.planted(filepath.Join(d, goCanaryFile(p.Token))) {
+			continue // by an earlier go test of the line
+		}
+		pkg, ok := goTestPackage(d)
+		if !ok {
+			continue
+		}
+		importPath, ok := goImportPath(d)
+		if !ok {
+			continue
+		}
+		src := fmt.Sprintf("package %s // %[2]s\n\nimport \"testing\" // %[2]s\n\n"+
+			"func %[3]s(t *testing.T) {} // %[2]s\n\n"+
+			"func %[4]s(t *testing.T) { t.Fatal(%[5]q) } // %[2]s\n", pkg, p.Token, pass, fail, p.Message)
+		if err := p.write(filepath.Join(d, goCanaryFile(p.Token)), src); err != nil {
+			return nil, "", err
+		}
+		prefix := importPath + "."
+		p.units = append(p.units, canaryUnit{
+			where: "package " + importPath, pass: prefix + pass, fail: prefix + fail,
+			own: func(t Test) bool {
+				rest, ok := strings.CutPrefix(t.ID, prefix)
+				return ok && goTestNameRE().MatchString(rest)
+			},
+		})
+	}
+	var edits []edit
+	if o, ok := find(opts, "-run", "--run", "-test.run"); ok {
+		edits = append(edits, replaceValue(s, o, o.value+"|^"+pass+"$|^"+fail+"$"))
+	}
+	return edits, "", nil
+}
+
+// goPackageDirs returns the folders a go test package argument names, relative to dir:
+// "./...", "./x/...", ".", "./x", an import path of dir's module ("example.com/m/x/...").
+func goPackageDirs(dir, arg string) []string {
+	if arg == "all" {
+		arg = "./..."
+	}
+	if !strings.HasPrefix(arg, ".") && !filepath.IsAbs(arg) {
+		// An import path: of the module dir is in, or not one of the project's.
+		root, mod := goModule(dir)
+		switch {
+		case mod == "":
+			return nil
+		case arg == mod || arg == mod+"/...":
+			arg = "." + strings.TrimPrefix(arg, mod)
+		case strings.HasPrefix(arg, mod+"/"):
+			arg = "./" + strings.TrimPrefix(arg, mod+"/")
+		default:
+			return nil
+		}
+		dir = root
+	}
+	base, recursive := strings.CutSuffix(arg, "/...")
+	if arg == "..." {
+		base, recursive = ".", true
+	}
+	start := base
+	if !filepath.IsAbs(start) {
+		start = filepath.Join(dir, base)
+	}
+	if !recursive {
+		return []string{start}
+	}
+	var out []string
+	_ = filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		name := d.Name()
+		if p != start && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || name == "vendor" || fileExists(filepath.Join(p, "go.mod"))) {
+			return filepath.SkipDir
+		}
+		out = append(out, p)
+		return nil
+	})
+	return out
+}
+
+// goModule returns the folder of the go.mod that dir is in, and its module path.
+func goModule(dir string) (string, string) {
+	for d := dir; ; d = filepath.Dir(d) {
+		if fileExists(filepath.Join(d, "go.mod")) {
+			return d, modulePath(d)
+		}
+		if filepath.Dir(d) == d {
+			return "", ""
+		}
+	}
+}
+
+// goImportPath returns the import path of the package in dir.
+func goImportPath(dir string) (string, bool) {
+	root, mod := goModule(dir)
+	if mod == "" {
+		return "", false
+	}
+	rel, err := filepath.Rel(root, dir)
+	if err != nil {
+		return "", false
+	}
+	if rel == "." {
+		return mod, true
+	}
+	return mod + "/" + filepath.ToSlash(rel), true
+}
+
+// goTestPackage returns the package a canary in dir belongs to: the external test package
+// (x_test) when a test file there uses one, so that the canaries run after every other
+// test of the binary, else the package of the test files. It reports false when dir holds
+// no test file.
+func goTestPackage(dir string) (string, bool) {
+	files, _ := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	count := map[string]int{}
+	for _, f := range files {
+		if strings.HasPrefix(filepath.Base(f), "zz_canary_") {
+			continue
+		}
+		af, err := goparser.ParseFile(token.NewFileSet(), f, nil, goparser.PackageClauseOnly)
+		if err != nil {
+			continue
+		}
+		count[af.Name.Name]++
+	}
+	if len(count) == 0 {
+		return "", false
+	}
+	best := ""
+	for _, name := range slices.Sorted(maps.Keys(count)) {
+		switch {
+		case strings.HasSuffix(name, "_test"):
+			return name, true
+		case best == "" || count[name] > count[best]:
+			best = name
+		}
+	}
+	return best, true
+}
+
+// pyValued are pytest's options that take a value.
+var pyValued = map[string]bool{}
+
+func init() {
+	for _, f := range strings.Fields(`-k -m -p -c -o -W -r -n --rootdir --junitxml --junit-xml
+		--basetemp --confcutdir --deselect --ignore --ignore-glob --import-mode --maxfail
+		--durations --durations-min --tb --log-level --log-file --log-format --log-cli-level
+		--cov-report --cov-config --dist --timeout --capture --color --override-ini
+		--show-capture --log-file-level --log-date-format --junit-prefix --config-file
+		--inifile --pastebin --max-worker-restart --rsyncdir`) {
+		pyValued[f] = true
+	}
+}
+
+// plantPytest plants a pytest canary in every folder of tests the site collects.
+func (p *Planted) plantPytest(s site, dir string) ([]edit, string, error) {
+	opts, pos, stop := argsOf(s, func(n string) bool { return pyValued[n] }, true)
+	if stop < len(s.words) {
+		return nil, "pytest's arguments after -- cannot be told apart", nil
+	}
+	for _, o := range opts {
+		switch {
+		case o.name == "-m":
+			return nil, "pytest -m selects tests by marker, which no canary carries", nil
+		case o.name == "--pyargs":
+			return nil, "pytest --pyargs names modules, not files", nil
+		case o.name == "--co" || o.name == "--collect-only" || o.name == "--setup-plan" || o.name == "--setup-only":
+			return nil, "pytest " + o.name + " runs no test", nil
+		}
+	}
+	var edits []edit
+	var dirs, files []string
+	if len(pos) == 0 {
+		for _, tp := range pyTestPaths(dir) {
+			dirs = append(dirs, pyTestDirs(filepath.Join(dir, tp))...)
+		}
+		if len(dirs) == 0 {
+			dirs = pyTestDirs(dir)
+		}
+	}
+	for _, i := range pos {
+		arg := s.words[i].text
+		file, _, node := strings.Cut(arg, "::")
+		abs := file
+		if !filepath.IsAbs(abs) {
+			abs = filepath.Join(dir, file)
+		}
+		st, err := os.Stat(abs)
+		switch {
+		case err != nil:
+			continue // not a path; pytest will say so
+		case st.IsDir() && !node:
+			dirs = append(dirs, pyTestDirs(abs)...)
+		default:
+			files = append(files, filepath.Dir(abs))
+		}
+	}
+	slices.Sort(dirs)
+	dirs = slices.Compact(dirs)
+	slices.Sort(files)
+	files = slices.Compact(files)
+	n := 0
+	var appendArgs []string
+	plant := func(d string, explicit bool) error {
+		n++
+		name := pyCanaryFile(p.Token, n)
+		src := fmt.Sprintf("def test_canary_pass_%[1]s():  # %[1]s\n    pass  # %[1]s\n\n\n"+
+			"def test_canary_fail_%[1]s():  # %[1]s\n    raise AssertionError(%[2]q)  # %[1]s\n", p.Token, p.Message)
+		abs := filepath.Join(d, name)
+		if err := p.write(abs, src); err != nil {
+			return err
+		}
+		if explicit {
+			rel, err := filepath.Rel(dir, abs)
+			if err != nil {
+				rel = abs
+			}
+			appendArgs = append(appendArgs, rel)
+		}
+		folder := d
+		p.units = append(p.units, canaryUnit{
+			where: "folder " + p.rel(folder),
+			pass:  name + "::test_canary_pass_" + p.Token, fail: name + "::test_canary_fail_" + p.Token,
+			own: func(t Test) bool {
+				f := t.File
+				if f == "" {
+					f, _, _ = strings.Cut(t.ID, "::")
+				}
+				return f != "" && filepath.Clean(filepath.Join(p.root, filepath.Dir(filepath.FromSlash(f)))) == folder
+			},
+		})
+		return nil
+	}
+	for _, d := range dirs {
+		if err := plant(d, false); err != nil {
+			return nil, "", err
+		}
+	}
+	for _, d := range files {
+		if slices.Contains(dirs, d) {
+			continue
+		}
+		if err := plant(d, true); err != nil {
+			return nil, "", err
+		}
+	}
+	if len(appendArgs) > 0 {
+		var b strings.Builder
+		for _, a := range appendArgs {
+			b.WriteString(" " + quote(a))
+		}
+		end := s.words[len(s.words)-1].end
+		edits = append(edits, edit{end, end, b.String()})
+	}
+	if o, ok := find(opts, "-k"); ok {
+		edits = append(edits, replaceValue(s, o, "("+o.value+") or zz_canary_"+p.Token))
+	}
+	// -x and --maxfail stop at the first failures: let the canary's failure be one more.
+	maxfail := 0
+	for _, o := range opts {
+		switch {
+		case o.name == "-x" || o.name == "--exitfirst":
+			maxfail = 1
+		case o.name == "--maxfail":
+			maxfail, _ = strconv.Atoi(o.value)
+		case strings.HasPrefix(o.name, "-") && !strings.HasPrefix(o.name, "--") && !o.eq && strings.Contains(o.name[1:], "x") && !pyValued[o.name[:2]]:
+			maxfail = 1 // -qx
+		}
+	}
+	if maxfail > 0 {
+		end := s.words[len(s.words)-1].end
+		edits = append(edits, edit{end, end, " --maxfail=" + strconv.Itoa(maxfail+1)})
+	}
+	return edits, "", nil
+}
+
+// pyTestPaths reads the testpaths of the pytest configuration in dir (pytest.ini,
+// pyproject.toml, tox.ini, setup.cfg, the first that configures pytest); nil when none.
+func pyTestPaths(dir string) []string {
+	for _, name := range []string{"pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			continue
+		}
+		text := string(b)
+		section := map[string]string{"pyproject.toml": "[tool.pytest.ini_options]", "setup.cfg": "[tool:pytest]"}[name]
+		if section == "" {
+			section = "[pytest]"
+		}
+		i := strings.Index(text, section)
+		if i < 0 {
+			continue
+		}
+		lines := strings.Split(text[i+len(section):], "\n")
+		for j, l := range lines {
+			t := strings.TrimSpace(l)
+			if strings.HasPrefix(t, "[") && !strings.HasPrefix(t, "[\"") && !strings.HasPrefix(t, "['") {
+				break // the next section
+			}
+			key, val, ok := strings.Cut(t, "=")
+			if !ok || strings.TrimSpace(key) != "testpaths" {
+				continue
+			}
+			// The value, and ini continuation lines (indented) or a TOML list's lines.
+			for k := j + 1; k < len(lines) && (strings.HasPrefix(lines[k], " ") || strings.HasPrefix(lines[k], "\t") || strings.Contains(val, "[") && !strings.Contains(val, "]")); k++ {
+				val += " " + lines[k]
+			}
+			return strings.Fields(strings.NewReplacer("[", " ", "]", " ", ",", " ", "\"", " ", "'", " ").Replace(val))
+		}
+		return nil
+	}
+	return nil
+}
+
+// pyNoRecurse are the folders pytest does not look into by default (norecursedirs).
+var pyNoRecurse = map[string]bool{"build": true, "dist": true, "node_modules": true, "venv": true, "CVS": true, "_darcs": true, "{arch}": true, "__pycache__": true}
+
+// pyTestDirs returns the folders under start that hold pytest files (test_*.py, *_test.py).
+func pyTestDirs(start string) []string {
+	var out []string
+	_ = filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if p != start && (strings.HasPrefix(name, ".") || pyNoRecurse[name] || strings.HasSuffix(name, ".egg") || fileExists(filepath.Join(p, "pyvenv.cfg"))) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(name, ".py") && (strings.HasPrefix(name, "test_") || strings.HasSuffix(name, "_test.py")) && !strings.HasPrefix(name, "test_zz_canary_") {
+			if len(out) == 0 || out[len(out)-1] != filepath.Dir(p) {
+				out = append(out, filepath.Dir(p))
+			}
+		}
+		return nil
+	})
+	return out
+}
+
+// jsValued are the vitest and jest options that take a value.
+var jsValued = map[string]bool{}
+
+func init() {
+	for _, f := range strings.Fields(`-t --testNamePattern -c --config --root --dir -r --reporter
+		--outputFile --project --environment --pool --shard --testTimeout --maxWorkers
+		--rootDir --roots --testPathPattern --testPathPatterns --testPathIgnorePatterns
+		--testRegex --testMatch --selectProjects --coverageDirectory -w --mode --exclude
+		--seed --sequence.seed`) {
+		jsValued[f] = true
+	}
+}
+
+// plantJS plants one vitest or jest canary file next to the first test file the site runs.
+func (p *Planted) plantJS(s site, dir string) ([]edit, string, error) {
+	if s.words[s.at].text == "related" {
+		return nil, "vitest related runs the tests of named source files", nil
+	}
+	opts, pos, _ := argsOf(s, func(n string) bool { return jsValued[n] }, false)
+	for _, o := range opts {
+		switch o.name {
+		case "--bail", "-b":
+			return nil, o.name + " stops at the first failing test file, which a canary may be", nil
+		case "--listTests", "--list", "--findRelatedTests", "--onlyChanged", "-o", "--changed", "--lastCommit", "--testPathPattern", "--testPathPatterns", "--testRegex", "--selectProjects", "--project", "--shard":
+			return nil, o.name + " selects test files in a way a canary cannot follow", nil
+		}
+	}
+	var filters []string
+	for _, i := range pos {
+		filters = append(filters, s.words[i].text)
+	}
+	neighbour := firstJSTest(dir, filters, p.Runner)
+	if neighbour == "" {
+		return nil, "", nil
+	}
+	base := filepath.Base(neighbour)
+	infix, ext := ".test", path.Ext(base)
+	if strings.Contains(base, ".spec.") {
+		infix = ".spec"
+	}
+	name := "zz_canary_" + p.Token + infix + ext
+	abs := filepath.Join(filepath.Dir(neighbour), name)
+	if p.planted(abs) {
+		return nil, "", nil
+	}
+	head := ""
+	if p.Runner == Vitest {
+		head = fmt.Sprintf("import { test } from \"vitest\"; // %s\n", p.Token)
+	}
+	passTitle, failTitle := "canary pass "+p.Token, "canary fail "+p.Token
+	src := head + fmt.Sprintf("test(%q, () => {}); // %s\n"+
+		"test(%q, () => { throw new Error(%q); }); // %[2]s\n", passTitle, p.Token, failTitle, p.Message)
+	if err := p.write(abs, src); err != nil {
+		return nil, "", err
+	}
+	rel := p.rel(abs)
+	p.units = append(p.units, canaryUnit{
+		where: "file " + rel, pass: name + jsSep + passTitle, fail: name + jsSep + failTitle,
+		own: func(Test) bool { return true },
+	})
+	var edits []edit
+	if len(filters) > 0 {
+		arg, err := filepath.Rel(dir, abs)
+		if err != nil {
+			arg = abs
+		}
+		if p.Runner == Jest {
+			arg = jsRegexpEscape(arg)
+		}
+		w := s.words[pos[len(pos)-1]]
+		edits = append(edits, edit{w.end, w.end, " " + quote(arg)})
+	}
+	if o, ok := find(opts, "-t", "--testNamePattern"); ok {
+		edits = append(edits, replaceValue(s, o, "(?:"+o.value+")|^canary (?:pass|fail) "+p.Token+"$"))
+	}
+	return edits, "", nil
+}
+
+// jsTestRE matches the test files vitest and jest find by default.
+var jsTestRE = regexp.MustCompile(`\.(?:test|spec)\.[cm]?[jt]sx?$`)
+
+// firstJSTest returns the first test file under dir (outside node_modules and hidden
+// folders) in path order that every filter matches (a path substring for vitest, a
+// regular expression for jest); "" when there is none.
+func firstJSTest(dir string, filters []string, r Runner) string {
+	found := ""
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || found != "" {
+			return filepath.SkipDir
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if p != dir && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "dist" || name == "coverage" || name == "build") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !jsTestRE.MatchString(name) || strings.HasPrefix(name, "zz_canary_") {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		for _, f := range filters {
+			ok := strings.Contains(rel, strings.TrimPrefix(f, "./"))
+			if r == Jest {
+				if re, err := regexp.Compile(f); err == nil {
+					ok = re.MatchString(rel)
+				}
+			}
+			if !ok {
+				return nil
+			}
+		}
+		found = p
+		return filepath.SkipAll
+	})
+	return found
+}
+
+// plantCargo plants tests/zz_canary_<token>.rs in the package the site tests.
+func (p *Planted) plantCargo(s site, dir string) ([]edit, string, error) {
+	cargoValued := func(n string) bool {
+		switch n {
+		case "-p", "--package", "--manifest-path", "--test", "--bin", "--example", "--bench", "--features", "-F",
+			"--target", "--target-dir", "-j", "--jobs", "--profile", "--exclude", "--color", "--message-format", "-Z", "--config", "--lockfile-path":
+			return true
+		}
+		return false
+	}
+	opts, pos, stop := argsOf(s, cargoValued, false)
+	for _, o := range opts {
+		switch o.name {
+		case "--doc":
+			return nil, "cargo test --doc runs documentation tests only", nil
+		case "-p", "--package", "--manifest-path", "--exclude":
+			return nil, "cargo test " + o.name + " names packages; the canary is planted in the root package only", nil
+		}
+	}
+	manifest, err := os.ReadFile(filepath.Join(dir, "Cargo.toml"))
+	if err != nil || !regexp.MustCompile(`(?m)^\[package\]`).Match(manifest) {
+		return nil, "the Cargo.toml here declares no package (a workspace of members): the canary goes in a package's tests folder", nil
+	}
+	tests := filepath.Join(dir, "tests")
+	if p.planted(filepath.Join(tests, rsCanaryFile(p.Token))) {
+		return nil, "", nil
+	}
+	if !fileExists(tests) {
+		if err := os.Mkdir(tests, 0o755); err != nil {
+			return nil, "", err
+		}
+		p.dirs = append(p.dirs, tests)
+	}
+	pass, fail := "canary_pass_"+p.Token, "canary_fail_"+p.Token
+	src := fmt.Sprintf("#[test] // %[1]s\nfn %[2]s() {} // %[1]s\n\n#[test] // %[1]s\nfn %[3]s() { // %[1]s\n    panic!(%[4]q); // %[1]s\n} // %[1]s\n",
+		p.Token, pass, fail, p.Message)
+	abs := filepath.Join(tests, rsCanaryFile(p.Token))
+	if err := p.write(abs, src); err != nil {
+		return nil, "", err
+	}
+	file := p.rel(abs)
+	// cargo builds a test binary of its own from the canary: it goes too.
+	stem := "*zz_canary_" + p.Token + "*"
+	for _, sub := range []string{"deps/" + stem, "incremental/" + stem, ".fingerprint/*/" + stem} {
+		p.junk = append(p.junk, filepath.Join(dir, "target", "*", filepath.FromSlash(sub)))
+	}
+	p.units = append(p.units, canaryUnit{where: "file " + file, pass: pass, fail: fail, own: func(Test) bool { return true }})
+	var edits []edit
+	targeted := false
+	for _, o := range opts {
+		switch o.name {
+		case "--lib", "--bin", "--bins", "--test", "--example", "--examples", "--bench", "--benches":
+			targeted = true
+		case "--tests", "--all-targets":
+			targeted = false
+			goto decided
+		}
+	}
+decided:
+	if targeted {
+		w := s.words[s.at]
+		edits = append(edits, edit{w.end, w.end, " --test " + quote(strings.TrimSuffix(rsCanaryFile(p.Token), ".rs"))})
+	}
+	// Name filters (before or after --) select by name: the canaries are named too.
+	filtered := len(pos) > 0
+	for _, w := range s.words[min(stop+1, len(s.words)):] {
+		if !strings.HasPrefix(w.text, "-") {
+			filtered = true
+		}
+	}
+	if filtered {
+		end := s.words[len(s.words)-1].end
+		text := " " + pass + " " + fail
+		if stop == len(s.words) {
+			text = " --" + text
+		}
+		edits = append(edits, edit{end, end, text})
+	}
+	return edits, "", nil
+}
+
+// planted reports whether a canary file was planted at abs already.
+func (p *Planted) planted(abs string) bool {
+	return slices.Contains(p.Files, p.rel(abs))
+}
+
+// write writes a canary file and records it.
+func (p *Planted) write(abs, src string) error {
+	if fileExists(abs) {
+		return fmt.Errorf("plant canary: %s exists", abs)
+	}
+	if err := os.WriteFile(abs, []byte(src), 0o644); err != nil {
+		return fmt.Errorf("plant canary: %w", err)
+	}
+	p.Files = append(p.Files, p.rel(abs))
+	return nil
+}
+
+// rel returns abs relative to the root, with slashes.
+func (p *Planted) rel(abs string) string {
+	if r, err := filepath.Rel(p.root, abs); err == nil {
+		return filepath.ToSlash(r)
+	}
+	return abs
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
