@@ -128,18 +128,21 @@ func TestRealCanaries(t *testing.T) {
 		green   map[string]string
 		forged  bool
 		where   string // the reason names it
+		// harness: the forger is in a harness file (a TestMain, a conftest.py), so the
+		// harness rule refuses it before any test runs (test_tampered naming where).
+		harness bool
 	}{
 		{name: "go honest", fixture: "gomod", command: goTest, red: goRedFiles, green: goGreenFiles},
 		{name: "go TestMain rewrites FAIL to PASS", fixture: "gomod", command: goTest, red: goRedFiles,
 			green:  map[string]string{"cart/discount.go": goWrongDiscount, "cart/zz_test.go": goForgedTestMain},
-			forged: true, where: "package example.com/shop/cart"},
+			forged: true, harness: true, where: "cart/zz_test.go"},
 		{name: "go init prints PASS", fixture: "gomod", command: goTest, red: goRedFiles,
 			green:  map[string]string{"cart/discount.go": goForgedInit},
 			forged: true, where: "package example.com/shop/cart"},
 		{name: "pytest honest", fixture: "pyproj", command: pyTest, red: pyRedFiles, green: pyGreenFiles},
 		{name: "pytest conftest hook flips failures", fixture: "pyproj", command: pyTest, red: pyRedFiles,
 			green:  map[string]string{"shop/discount.py": pyWrongDiscount, "tests/conftest.py": pyForgedConftest},
-			forged: true, where: "folder tests"},
+			forged: true, harness: true, where: "tests/conftest.py"},
 		{name: "pytest implementation patches pytest", fixture: "pyproj", command: pyTest, red: pyRedFiles,
 			green:  map[string]string{"shop/discount.py": pyForgedImport},
 			forged: true, where: "folder tests"},
@@ -164,7 +167,7 @@ func TestRealCanaries(t *testing.T) {
 				t.Fatalf("the test writer's task is %q, want completed%s\n%s", got, r.describeAttempts("TASK-T01"), out)
 			}
 			gate := r.read(".orchestrator/runs/TASK-001/1/gate.log")
-			if !strings.Contains(gate, "canary ") || !strings.Contains(gate, "planted ") {
+			if !tt.harness && (!strings.Contains(gate, "canary ") || !strings.Contains(gate, "planted ")) {
 				t.Errorf("gate.log does not say where the canaries were planted:\n%s", gate)
 			}
 			// Canaries live in the gate's checkout only: never on the integration branch,
@@ -194,11 +197,18 @@ func TestRealCanaries(t *testing.T) {
 				t.Fatalf("exit %d, TASK-001 %q; want 3, halted: the forged report must be refused, the same way three times%s\n%s",
 					code, r.statuses()["TASK-001"], r.describeAttempts("TASK-001"), out)
 			}
+			want := "forged_results"
+			if tt.harness {
+				want = "test_tampered"
+			}
 			for _, n := range r.attemptDirs("TASK-001") {
 				res := r.result("TASK-001", n)
-				if res["failure_type"] != "forged_results" || !strings.Contains(res["reason"].(string), tt.where) {
-					t.Errorf("attempt %d: %v: %v; want forged_results naming %s", n, res["failure_type"], res["reason"], tt.where)
+				if res["failure_type"] != want || !strings.Contains(res["reason"].(string), tt.where) {
+					t.Errorf("attempt %d: %v: %v; want %s naming %s", n, res["failure_type"], res["reason"], want, tt.where)
 				}
+			}
+			if tt.harness {
+				return
 			}
 			if hr := r.field("TASK-001", "Halt-Reason"); hr != "Repeated identical failure (3x)" {
 				t.Errorf("Halt-Reason %q, want Repeated identical failure (3x): the random canaries must not change the signature; Previous-Signatures %s",

@@ -379,12 +379,18 @@ func (r *runner) decide(ctx context.Context, a *attempt, candErr error) (result,
 		a.gateOutput = v.Output
 		res.Gate = &gateResult{Pass: v.Pass, Runs: v.Runs}
 		res.Type, res.FailingTest, res.File = v.Type, v.FailingTest, v.File
+		if v.Type == gate.TypeForged {
+			// No test of a forged report counts, and the canaries' names are random: the
+			// same forgery must get the same signature.
+			res.FailingTest, res.File = "-", ""
+		}
 		if v.Pass {
 			res.Outcome, res.Type, res.Reason = "completed", "", "claim verified: "+v.Reason
 		} else {
 			res.Reason = "claim rejected: " + v.Reason
-			if v.Output == "" {
-				// Refused before any test ran (scope, integrity): the reason is the error.
+			if v.Output == "" || v.Type == gate.TypeForged {
+				// Refused before any test ran (scope, integrity), or on a forged report
+				// whose output holds the canaries' random names: the reason is the error.
 				res.Primary = retry.Normalize(v.Reason)
 			}
 		}
