@@ -674,11 +674,6 @@ func (r *runner) statusNow(id string) (string, bool) {
 	return d.Task(rec).Status, true
 }
 
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}
-
 func readResult(dir string) (result, bool) {
 	var res result
 	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
