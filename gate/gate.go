@@ -456,6 +456,15 @@ func Green(ctx context.Context, in Input) (*Verdict, error) {
 		for _, name := range m.DeclaredTests {
 			if !passedByName(passed, name) {
 				v.FailingTest = name
+				if full != nil {
+					// Say how it did not pass: by the test's ID in the run, if it ran.
+					for _, t := range full.Tests {
+						if passedByName(map[string]bool{t.ID: true}, name) {
+							return redNotPassed(v, full, t.ID, m.Task), nil
+						}
+					}
+					return redNotPassed(v, full, name, m.Task), nil
+				}
 				return v.fail(TypeTestFails, "%s, declared in %s's tests, did not pass: skipped, renamed or deleted", name, m.Task), nil
 			}
 		}
