@@ -29,7 +29,7 @@ test-deps:
 
 # Benchmarks of SPEC/issue figures: parsing 1k/10k/50k-task queues, and `set` against sed.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./queue ./cmd/orchestrator ./testrun
+	$(GO) test -run '^$$' -bench . -benchmem ./queue ./cmd/orchestrator ./testrun ./worktree
 
 # Each fuzz target for a while (FUZZTIME=30s by default).
 fuzz:
