@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/testrun"
+	"github.com/orchestrator/orchestrator/worktree"
 	"github.com/spf13/cobra"
 )
 
@@ -23,6 +25,7 @@ type baselineOptions struct {
 	JSON    bool
 	Command string
 	Timeout time.Duration
+	Drop    []string
 }
 
 func newBaselineCommand(g *globalOptions) *cobra.Command {
@@ -40,7 +43,12 @@ pytest, vitest, jest, cargo test) and read in its structured form; any other com
 judged by its exit code alone.
 
 Failing tests are recorded, not an error: exit 0 whenever the suite ran. Exit 2 when there
-is no test command, or it could not run (not found, timed out).`,
+is no test command, or it could not run (not found, timed out).
+
+The baseline only grows (watch adds what passes in each landed GREEN run): a test leaves
+it only by your decision, with --drop TEST..., which takes those tests out of the passing
+set without running anything and records them, with the date, under "dropped". A test that
+is not in the passing set is an error, and nothing is written.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runBaseline(c.Context(), opts)
@@ -49,13 +57,76 @@ is no test command, or it could not run (not found, timed out).`,
 	c.Flags().BoolVar(&opts.JSON, "json", false, "print the baseline as JSON, with its path")
 	c.Flags().StringVar(&opts.Command, "command", "", "test `command` line to run (overrides config and the task queue)")
 	c.Flags().DurationVar(&opts.Timeout, "timeout", 0, "time limit of the test run (default: config task_timeout)")
+	c.Flags().StringSliceVar(&opts.Drop, "drop", nil, "take these `tests` (IDs, comma-separated or repeated) out of the baseline's passing set, running nothing")
 	return c
+}
+
+// dropFromBaseline takes tests out of the baseline, a person's decision (SPEC §7.5): in
+// the orchestrator's state, when the repository has one, and in .orchestrator/baseline.json.
+func dropFromBaseline(ctx context.Context, opts *baselineOptions, l queue.Layout) error {
+	paths := []string{l.Baseline()}
+	if repo, err := worktree.Open(ctx, l.Root); err == nil {
+		paths = append([]string{filepath.Join(repo.State(), "baseline.json")}, paths...)
+	}
+	// The newest of the two is the baseline now.
+	var b *testrun.Baseline
+	var newest time.Time
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil || (b != nil && !fi.ModTime().After(newest)) {
+			continue
+		}
+		got, err := testrun.ReadBaseline(p)
+		if err != nil {
+			return &exitError{code: exitUsage, err: err}
+		}
+		b, newest = got, fi.ModTime()
+	}
+	if b == nil {
+		return usageErrorf("no baseline: %s does not exist (run orchestrator baseline)", l.Baseline())
+	}
+	drop := map[string]bool{}
+	for _, id := range opts.Drop {
+		drop[strings.TrimSpace(id)] = true
+	}
+	var kept []string
+	for _, id := range b.PassingTests {
+		if drop[id] {
+			delete(drop, id)
+			b.Dropped = append(b.Dropped, testrun.Dropped{Test: id, Date: time.Now().UTC().Truncate(time.Second)})
+			continue
+		}
+		kept = append(kept, id)
+	}
+	if len(drop) > 0 {
+		var missing []string
+		for id := range drop {
+			missing = append(missing, id)
+		}
+		sort.Strings(missing)
+		return usageErrorf("%s: not in the baseline's passing tests: %s", l.Baseline(), strings.Join(missing, ", "))
+	}
+	if kept == nil {
+		kept = []string{}
+	}
+	b.PassingTests = kept
+	b.RegressionCommand = testrun.RegressionCommandFor(l.Root, b.Command, kept)
+	for _, p := range paths {
+		if err := b.Write(p); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(opts.Stdout, "dropped %d tests; %d passing tests left\n", len(opts.Drop), len(kept))
+	return nil
 }
 
 func runBaseline(ctx context.Context, opts *baselineOptions) error {
 	l, cfg, err := opts.layoutConfig()
 	if err != nil {
 		return err
+	}
+	if len(opts.Drop) > 0 {
+		return dropFromBaseline(ctx, opts, l)
 	}
 	command, err := baselineCommand(l, cfg, opts.Command)
 	if err != nil {
