@@ -437,13 +437,29 @@ func lastGateOutput(runs, id string, attempt int) string {
 	return gate.LastOutput(string(log))
 }
 
-// depTests returns the TEST tasks t depends on.
+// depTests returns the TEST tasks t depends on, directly or through other tasks (SPEC
+// §7.3: every RED test of them must pass), in the order they are first reached.
 func depTests(tasks *queue.Doc, t queue.Task) []string {
 	var out []string
-	for _, dep := range t.Deps {
-		if rec, ok := tasks.Record(dep); ok && tasks.Task(rec).Kind == queue.KindTest {
-			out = append(out, dep)
+	seen := map[string]bool{t.ID: true}
+	var walk func(deps []string)
+	walk = func(deps []string) {
+		for _, dep := range deps {
+			if seen[dep] {
+				continue
+			}
+			seen[dep] = true
+			rec, ok := tasks.Record(dep)
+			if !ok {
+				continue
+			}
+			d := tasks.Task(rec)
+			if d.Kind == queue.KindTest {
+				out = append(out, dep)
+			}
+			walk(d.Deps)
 		}
 	}
+	walk(t.Deps)
 	return out
 }
