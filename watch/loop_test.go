@@ -176,6 +176,19 @@ func TestEventsInOrder(t *testing.T) {
 // left behind.
 func TestJobs4Land(t *testing.T) {
 	t.Parallel()
+	for _, sandboxed := range []bool{false, true} {
+		name := "no sandbox"
+		if sandboxed {
+			name = "sandbox"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			jobs4Land(t, sandboxed)
+		})
+	}
+}
+
+func jobs4Land(t *testing.T, sandboxed bool) {
 	agents := map[string][]string{}
 	var tasks []task
 	for i := 1; i <= 4; i++ {
@@ -184,6 +197,9 @@ func TestJobs4Land(t *testing.T) {
 		tasks = append(tasks, task{id: "TASK-00" + strconv.Itoa(i), category: "backend", agent: name, testCommand: "true"})
 	}
 	r := newRepo(t, tasks, agents, "")
+	if sandboxed {
+		r.sandboxed()
+	}
 	r.write("base.txt", "base\n")
 	if code, out := r.run("watch", "--once", "--jobs", "4"); code != 0 {
 		t.Fatalf("exit %d\n%s", code, out)

@@ -560,13 +560,27 @@ func (r *realRepo) checkCycle(code int, out string, want ...string) {
 // chatty and write their marker before their final message.
 func TestRealGoRedGreenVerify(t *testing.T) {
 	t.Parallel()
-	r := newRealRepo(t, "gomod", goTest, redGreenVerify(), map[string][]string{
-		"writer":   slowAgent("test-writer", time.Second, 300*time.Millisecond, files(t, goRedFiles)),
-		"builder":  slowAgent("implementer", time.Second, 300*time.Millisecond, files(t, goGreenFiles)),
-		"verifier": slowAgent("verifier", 500*time.Millisecond, 300*time.Millisecond, ""),
-	}, "")
-	code, out := r.run("watch", "--once")
-	r.checkCycle(code, out, "cart/discount_test.go", "cart/discount.go")
+	for _, sandboxed := range []bool{false, true} {
+		name := "no sandbox"
+		if sandboxed {
+			name = "sandbox"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			red, green := files(t, goRedFiles), files(t, goGreenFiles)
+			r := newRealRepo(t, "gomod", goTest, redGreenVerify(), map[string][]string{
+				"writer":   slowAgent("test-writer", time.Second, 300*time.Millisecond, red),
+				"builder":  slowAgent("implementer", time.Second, 300*time.Millisecond, green),
+				"verifier": slowAgent("verifier", 500*time.Millisecond, 300*time.Millisecond, ""),
+			}, "")
+			if sandboxed {
+				// The agents' files and the start log are the test's, in /tmp.
+				r.sandboxed(filepath.Dir(r.starts), red, green)
+			}
+			code, out := r.run("watch", "--once")
+			r.checkCycle(code, out, "cart/discount_test.go", "cart/discount.go")
+		})
+	}
 }
 
 // TestRealPytestRedGreenVerify is TestRealGoRedGreenVerify on the pytest project: the RED
