@@ -559,10 +559,6 @@ func TestRealWatch(t *testing.T) {
 				t.Fatalf("the implementer edited calc/calc_test.go after RED and the gate did not fail the attempt as test_tampered (SPEC §7.3); TASK-001 gate.log:\n%s", gate)
 			}
 			t.Logf("TASK-001 gate.log:\n%s", gate)
-			if os.Getenv("DEBUG_AGENTLOG") != "" {
-				l, _ := os.ReadFile(filepath.Join(sb.root, ".orchestrator", "runs", "TASK-T01", "1", "agent.log"))
-				t.Logf("TASK-T01 agent.log:\n%s", l)
-			}
 			if code != tt.wantExit {
 				t.Errorf("exit code %d, want %d", code, tt.wantExit)
 			}
