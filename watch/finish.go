@@ -478,6 +478,11 @@ func (r *runner) judge(ctx context.Context, a *attempt, commit string) (*gate.Ve
 		in.ProjectCommand, in.TestFile = redTests(r.o.Layout.Tasks(), a.id, a.testCmd)
 		return gate.Red(ctx, in)
 	case queue.KindBuild:
+		// The queue as it is now, read once (nil if it does not parse just now).
+		tasks, err := queue.Load(r.o.Layout.Tasks())
+		if err != nil {
+			tasks = nil
+		}
 		for _, dep := range a.depTests {
 			// Git says whether the TEST task's tests landed, and which files they are:
 			// the implementer may change none of them.
@@ -486,7 +491,7 @@ func (r *runner) judge(ctx context.Context, a *attempt, commit string) (*gate.Ve
 			if err != nil {
 				return nil, err
 			}
-			if m == nil && red == "" && !r.completedNow(dep) {
+			if m == nil && red == "" && !completed(tasks, dep) {
 				continue // not run yet: `run` started this task early, on the person's word
 			}
 			if m == nil {
@@ -509,7 +514,7 @@ func (r *runner) judge(ctx context.Context, a *attempt, commit string) (*gate.Ve
 		}
 		// One run of the project's whole suite decides, when the project has a test
 		// command; its outcome is what the baseline grows from once the candidate lands.
-		if tasks, err := queue.Load(r.o.Layout.Tasks()); err == nil {
+		if tasks != nil {
 			in.FullCommand = projectTestCommand(r.o.Config, tasks)
 			in.Owed = r.owedTests(ctx, tasks, a, root)
 		}
@@ -624,10 +629,13 @@ func (r *runner) everStarted(a *attempt, prev result) bool {
 	return m != nil && prev.Outcome != "not_started"
 }
 
-// completedNow reports whether task id is completed in the queue as it is now.
-func (r *runner) completedNow(id string) bool {
-	st, _ := r.statusNow(id)
-	return st == queue.StatusCompleted
+// completed reports whether task id is completed in tasks (false for a nil tasks).
+func completed(tasks *queue.Doc, id string) bool {
+	if tasks == nil {
+		return false
+	}
+	rec, ok := tasks.Record(id)
+	return ok && tasks.Task(rec).Status == queue.StatusCompleted
 }
 
 // touchedRed returns a file that the attempt's candidate changed among those the RED
