@@ -307,6 +307,7 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 	if len(byID) > 0 {
 		m.Tests = byID
 	}
+	m.Outputs = testOutputs(mine)
 	if len(failing) == 0 {
 		// The build failed before any test ran: the tests GREEN must see pass are the ones
 		// declared in the test files.
@@ -596,6 +597,9 @@ type Manifest struct {
 	// Tests are the failing or declared tests by the Test ID they are named after (RED).
 	Tests               map[string][]string `json:"tests,omitempty"`
 	ImplementationFiles []string            `json:"implementation_files,omitempty"`
+	// Outputs holds each failing test's own output at RED, by test ID: what the
+	// implementer of one acceptance criterion is shown of its tests, and of no others.
+	Outputs map[string]string `json:"outputs,omitempty"`
 	Allowlist           []string            `json:"allowlist"`
 }
 

@@ -96,6 +96,18 @@ type Input struct {
 	LastGateOutput string // raw output of the last failed gate, "" if none
 	TestCommand    string
 	Attempt        int // 1 for the first attempt; 0 or less leaves the attempt out
+
+	// Excerpts are parts of allowlisted files that the caller cut out (the tests of one
+	// acceptance criterion, SPEC §9): each one's Path must be on Allowlist like an
+	// included file's. They follow the included files.
+	Excerpts []Excerpt
+	// RedOutput is the raw output of the tests at RED that the prompt is about ("" if none).
+	RedOutput string
+}
+
+// An Excerpt is a part of a file: Name says which (e.g. the tests it holds).
+type Excerpt struct {
+	Path, Name, Content string
 }
 
 // Data is what a template sees: the task and the included files, and nothing else.
@@ -109,6 +121,7 @@ type Data struct {
 	LastGateOutput string
 	TestCommand    string
 	Attempt        int
+	RedOutput      string
 }
 
 // A NotAllowedError reports a file that a prompt may not include: one that is not on the
@@ -153,6 +166,11 @@ func Render(in Input, overrideDir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	excerpts, err := excerptFiles(in)
+	if err != nil {
+		return "", err
+	}
+	files = append(files, excerpts...)
 	in = bound(in)
 	t, src, err := load(name, overrideDir)
 	if err != nil {
@@ -169,6 +187,7 @@ func Render(in Input, overrideDir string) (string, error) {
 		LastGateOutput: in.LastGateOutput,
 		TestCommand:    in.TestCommand,
 		Attempt:        in.Attempt,
+		RedOutput:      in.RedOutput,
 	})
 	if err != nil {
 		return "", fmt.Errorf("render %s: %w", src, err)
@@ -239,4 +258,28 @@ func trimBody(s string) string {
 		s = rest
 	}
 	return s
+}
+
+// excerptFiles checks that every excerpt comes from a file on the allowlist, and returns
+// them as files named "path (name)".
+func excerptFiles(in Input) ([]File, error) {
+	if len(in.Excerpts) == 0 {
+		return nil, nil
+	}
+	allowed := make(map[string]bool, len(in.Allowlist))
+	for _, p := range in.Allowlist {
+		allowed[p] = true
+	}
+	out := make([]File, 0, len(in.Excerpts))
+	for _, e := range in.Excerpts {
+		if err := checkPath(e.Path, allowed); err != nil {
+			return nil, err
+		}
+		name := e.Path
+		if e.Name != "" {
+			name += " (" + e.Name + ")"
+		}
+		out = append(out, File{Path: name, Content: head(e.Content, "\n")})
+	}
+	return out, nil
 }

@@ -32,12 +32,18 @@ type OpenIssue struct {
 
 // A HaltReport is the JSON twin of a halt report (SPEC §8.4).
 type HaltReport struct {
-	FinalState       string      `json:"final_state"` // always "Halt"
-	Reason           string      `json:"reason"`
-	UnresolvedState  string      `json:"unresolved_state"` // "Failure": a failure that retries did not resolve
-	Task             string      `json:"task"`
-	Issue            string      `json:"issue"`
-	FailureMode      Type        `json:"failure_mode"`
+	FinalState      string `json:"final_state"` // always "Halt"
+	Reason          string `json:"reason"`
+	UnresolvedState string `json:"unresolved_state"` // "Failure": a failure that retries did not resolve
+	Task            string `json:"task"`
+	Issue           string `json:"issue"`
+	FailureMode     Type   `json:"failure_mode"`
+	// TDDMode, Role and AC are set for a task of a TDD cycle (SPEC §9): its failure mode
+	// (A to E), the role of its agent and the acceptance criterion.
+	TDDMode          string      `json:"tdd_mode,omitempty"`
+	Role             string      `json:"role,omitempty"`
+	AC               string      `json:"ac,omitempty"`
+	LastBlock        string      `json:"last_block,omitempty"`
 	PrimaryError     string      `json:"primary_error"`
 	FailingTest      string      `json:"failing_test,omitempty"`
 	File             string      `json:"file,omitempty"`
@@ -83,6 +89,10 @@ func WriteHaltReport(l queue.Layout, d Decision, f Failure) (string, error) {
 		Task:             f.Task,
 		Issue:            d.IssueID,
 		FailureMode:      f.Type,
+		TDDMode:          f.Mode,
+		Role:             f.Role,
+		AC:               f.AC,
+		LastBlock:        f.LastBlock,
 		PrimaryError:     f.PrimaryError,
 		FailingTest:      f.FailingTest,
 		File:             f.File,
@@ -152,6 +162,9 @@ func haltMarkdown(r HaltReport) string {
 	cell("Task", r.Task)
 	cell("Issue", r.Issue)
 	cell("Failure Mode", string(r.FailureMode))
+	cell("TDD Failure Mode", r.TDDMode)
+	cell("Role", r.Role)
+	cell("AC", r.AC)
 	cell("Primary Error", codeSpan(r.PrimaryError))
 	cell("Failing Test", r.FailingTest)
 	cell("File", r.File)
@@ -163,6 +176,10 @@ func haltMarkdown(r HaltReport) string {
 	b.WriteString("\n## Signatures\n\nOldest first; the last is this failure's.\n\n")
 	for i, s := range r.Signatures {
 		fmt.Fprintf(&b, "%d. `%s`\n", i+1, s)
+	}
+	if r.LastBlock != "" {
+		b.WriteString("\n## Last tdd-result block\n\n")
+		b.WriteString(fenced(r.LastBlock))
 	}
 	b.WriteString("\n## Last output\n\n")
 	b.WriteString(fenced(r.LastOutput))

@@ -33,6 +33,14 @@ type Failure struct {
 	// Halt, when set, halts the task with this reason whatever the retry budget says: the
 	// caller's own rule, such as the third false success (SPEC §10.3).
 	Halt string
+	// Stop, when set, fails the task with this reason and retries it no more, without
+	// halting it: the caller's own budget is spent, and what failed is not needed to go on
+	// (a TDD cycle's refactor, SPEC §9).
+	Stop string
+	// Mode, Role and AC say, for a task of a TDD cycle, its failure mode (A to E), the role
+	// of its agent and the acceptance criterion (SPEC §9); LastBlock is the agent's last
+	// tdd-result block, as it wrote it. The halt report names them.
+	Mode, Role, AC, LastBlock string
 }
 
 // Limits are the retry limits of SPEC §8.3 (config.Retries holds them). A zero field means
@@ -198,6 +206,12 @@ func Prepare(ctx context.Context, l queue.Layout, f Failure, lim Limits) (Decisi
 		}
 		d.Retry, d.Halt, d.HaltReason, d.Status = false, true, f.Halt, queue.StatusHalted
 		d.Reason = "halted: " + f.Halt
+	}
+	if f.Stop != "" && !d.Halt {
+		if d.Retry {
+			d.RetryCount--
+		}
+		d.Retry, d.Status, d.Reason = false, queue.StatusFailed, "failed: "+f.Stop
 	}
 	if d.Retry {
 		total, ok, err := takeAutoRetry(ctx, l, lim.GlobalCap, f, d)

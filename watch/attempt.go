@@ -60,6 +60,11 @@ type attempt struct {
 	start      uint64
 	started    time.Time
 
+	// cycle is the task's place in a TDD cycle (nil for other tasks); final is the
+	// agent's final message, once read.
+	cycle *cycle
+	final string
+
 	graceTimer *time.Timer // set when its marker is seen
 	timeout    *time.Timer
 	stopReason string
@@ -228,6 +233,7 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 	a.testCmd = testCommand(r.o.Config, tasks, rec)
 	a.depTests = depTests(tasks, t)
 	a.title = tasks.TitleText(rec)
+	a.setCycle(tasks)
 	fail := func(reason, detail string) error {
 		r.releaseSlot(a)
 		a.write("gate.log", []byte("attempt could not start: "+detail+"\n"))
@@ -239,6 +245,9 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 	// The agent's desk: a checkout of the integration head, all verified work and nothing
 	// of any rejected attempt.
 	if err := r.takeSlot(ctx, a); err != nil {
+		return fail("worktree", err.Error())
+	}
+	if err := r.seedReemit(ctx, a); err != nil {
 		return fail("worktree", err.Error())
 	}
 	root := r.projectDir(a.slot.Dir)
@@ -344,6 +353,9 @@ func placeOf(l queue.Layout) place {
 
 // renderPrompt is shared with `orchestrator prompt ID`, which prints exactly this.
 func renderPrompt(l queue.Layout, at place, tasks *queue.Doc, t queue.Task, testCmd string, attempt int) (string, error) {
+	if text, ok, err := cyclePrompt(l, at, tasks, t, testCmd, attempt); ok {
+		return text, err
+	}
 	rec := t.Record
 	in := prompts.Input{
 		Role:           prompts.RoleFor(t.Kind.String()),

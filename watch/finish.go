@@ -17,7 +17,6 @@ import (
 	"github.com/orchestrator/orchestrator/config"
 	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/markers"
-	"github.com/orchestrator/orchestrator/prompts"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/retry"
 	"github.com/orchestrator/orchestrator/worktree"
@@ -231,6 +230,7 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 		// A failure: the retry rules decide (SPEC §8) and record the task's issue; their
 		// decision goes into the same write of the task queue as everything else.
 		f = r.failure(a, res, log, halt)
+		r.cycleBudget(a, res, &f)
 		dec, _, err := retry.Prepare(ctx, l, f, retry.Limits(r.o.Config.Retries))
 		if err != nil {
 			return err
@@ -324,7 +324,9 @@ func (r *runner) decide(ctx context.Context, a *attempt, candErr error) (result,
 	if errors.As(err, &agentErr) {
 		fmt.Fprintf(&log, "agent error: %s\n", agentErr.Error())
 	}
+	a.final = text
 	claim, block, claimErr := r.claim(a, text)
+	claimErr = cycleClaim(a, claim, block, claimErr, agentErr)
 	res.Claim = claim
 	fmt.Fprintf(&log, "claim: %s\n", orNone(claim))
 	if block != nil && block.Message != "" {
@@ -413,7 +415,7 @@ func orNone(s string) string {
 // final is the agent's final message ("" when there is none).
 func (r *runner) claim(a *attempt, final string) (string, *agents.Result, error) {
 	// The role an agent's result block must name (SPEC §10.3) is the one its prompt gave it.
-	role := prompts.RoleFor(a.task.Kind.String())
+	role := a.role()
 	var block *agents.Result
 	if strings.Contains(final, "```tdd-result") {
 		res, err := agents.ParseResult(final, role)
@@ -518,6 +520,9 @@ func (r *runner) judge(ctx context.Context, a *attempt, commit string) (*gate.Ve
 			in.FullCommand = projectTestCommand(r.o.Config, tasks)
 			in.Owed = r.owedTests(ctx, tasks, a, root)
 		}
+		if a.cycle != nil {
+			return r.judgeCycle(ctx, a, in)
+		}
 		return gate.Green(ctx, in)
 	}
 	return gate.Verify(ctx, in)
@@ -583,6 +588,7 @@ func (r *runner) recoverAttempts(ctx context.Context) error {
 		}
 		a.testCmd = testCommand(r.o.Config, tasks, t.Record)
 		a.depTests = depTests(tasks, t)
+		a.setCycle(tasks)
 		r.started[t.ID] = true
 		if prev.Slot != "" && a.base != "" && r.repo.HasSlot(prev.Slot) {
 			// The agent's worktree, as it left it.

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,6 +58,14 @@ type Options struct {
 	// Plan is the test plan (nil without one): the loop keeps the task queue's coverage
 	// matrix current with it (SPEC §5.2).
 	Plan *queue.Plan
+	// Tasks, when set, restricts the run to these tasks (`orchestrator tdd`, one
+	// requirement's cycle): no other task starts, and the summary counts only these.
+	Tasks []string
+}
+
+// inScope reports whether the run may start task id (Options.Tasks).
+func (o Options) inScope(id string) bool {
+	return len(o.Tasks) == 0 || slices.Contains(o.Tasks, id)
 }
 
 // Summary is what a run did.
@@ -515,7 +524,7 @@ func (r *runner) advance(ctx context.Context, fin *transition) (*queue.Doc, []qu
 		for _, t := range d.Tasks() {
 			// A task that breaks the rules is refused before it is ready, so that a
 			// person sees why it will never run (a missing dependency, a cycle).
-			if why, bad := refused[t.ID]; bad && t.Status == queue.StatusPending && (r.o.Only == "" || t.ID == r.o.Only) {
+			if why, bad := refused[t.ID]; bad && t.Status == queue.StatusPending && (r.o.Only == "" || t.ID == r.o.Only) && r.o.inScope(t.ID) {
 				ops = append(ops, queue.CompareAndSet{ID: t.ID, Field: "Status", Expect: t.Status, Value: queue.StatusBlocked},
 					queue.SetField{ID: t.ID, Field: "Blocked-Reason", Value: oneLine(why)})
 				changed[t.ID] = queue.StatusBlocked
@@ -629,7 +638,11 @@ func (r *runner) candidates(d *queue.Doc, issues *queue.Doc, changed map[string]
 	for id := range r.running {
 		running[id] = true
 	}
-	return queue.ReadyAfter(d, issues, running, changed)
+	ready := queue.ReadyAfter(d, issues, running, changed)
+	if len(r.o.Tasks) > 0 {
+		ready = slices.DeleteFunc(ready, func(t queue.Task) bool { return !r.o.inScope(t.ID) })
+	}
+	return ready
 }
 
 // launchAll launches the tasks advance picked. Once the run is interrupted it launches
@@ -724,7 +737,7 @@ func (r *runner) summary(ctx context.Context) (Summary, error) {
 	}
 	s := Summary{Outcome: AllDone, Attempts: r.attempts, Counts: map[string]int{}}
 	for _, t := range tasks.Tasks() {
-		if r.o.Only != "" && t.ID != r.o.Only {
+		if r.o.Only != "" && t.ID != r.o.Only || !r.o.inScope(t.ID) {
 			continue
 		}
 		s.Counts[t.Status]++

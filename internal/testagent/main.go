@@ -17,6 +17,8 @@
 //	            SIGKILL ends it)
 //	grandchild  starts a copy of itself in mode hang, in the same process group, writes its
 //	            PID to the file TESTAGENT_PIDFILE, writes <ID>.done and exits 0
+//	noblock     writes the files of TESTAGENT_WRITE and TESTAGENT_FROM and <ID>.done, and
+//	            prints a final message without a tdd-result block
 //	malformed   prints a broken tdd-result block and writes <ID>.done
 //	double      prints two valid blocks and writes <ID>.done
 //	linger      prints a valid block, writes <ID>.done and keeps running
@@ -40,6 +42,10 @@
 // ORCHESTRATOR_ATTEMPT_DIR; an attempt the plan does not list takes the entry of the highest
 // attempt number below it. So one task can lie on its first attempt and be honest on its
 // second.
+//
+// TESTAGENT_BYTASK names a folder: if it holds <task ID>.env, its KEY=VALUE lines are set
+// before anything else, so that one agent command plays every task of a queue its own way
+// (the tasks `orchestrator tdd` writes have no Agent field).
 //
 // TESTAGENT_STARTLOG, in every mode, names a file to which each start appends one line,
 // "<task ID> <attempt number> <PID>", so that a test can count the agents each attempt
@@ -78,6 +84,10 @@ import (
 
 func main() {
 	if err := logStart(); err != nil {
+		fmt.Fprintln(os.Stderr, "testagent:", err)
+		os.Exit(2)
+	}
+	if err := byTask(); err != nil {
 		fmt.Fprintln(os.Stderr, "testagent:", err)
 		os.Exit(2)
 	}
@@ -124,6 +134,13 @@ func run(mode string) error {
 	case "nomarker":
 		fmt.Println("I am finished.")
 		return nil
+	case "noblock":
+		files, err := writeFiles()
+		if err != nil {
+			return err
+		}
+		fmt.Printf("I did the work (%d files); the tests pass.\n", len(files))
+		return marker()
 	case "slow":
 		return slow(len(prompt))
 	case "script":
@@ -439,4 +456,27 @@ func script(promptLen int) error {
 	}
 	fmt.Print("I did the work.\n\n" + result(files, promptLen).Render())
 	return marker()
+}
+
+// byTask sets the variables of TESTAGENT_BYTASK/<task ID>.env, when there is one.
+func byTask() error {
+	dir := os.Getenv("TESTAGENT_BYTASK")
+	if dir == "" {
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, os.Getenv("ORCHESTRATOR_TASK_ID")+".env"))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok && k != "" {
+			if err := os.Setenv(k, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
