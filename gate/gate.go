@@ -599,8 +599,8 @@ type Manifest struct {
 	ImplementationFiles []string            `json:"implementation_files,omitempty"`
 	// Outputs holds each failing test's own output at RED, by test ID: what the
 	// implementer of one acceptance criterion is shown of its tests, and of no others.
-	Outputs map[string]string `json:"outputs,omitempty"`
-	Allowlist           []string            `json:"allowlist"`
+	Outputs   map[string]string `json:"outputs,omitempty"`
+	Allowlist []string          `json:"allowlist"`
 }
 
 // ReadManifest reads a manifest written by Write.

@@ -79,10 +79,10 @@ func Parse(path, id string, src []byte) (*FR, error) {
 	}
 	fr := &FR{ID: id, Path: path}
 	lines := strings.Split(string(bytes.ReplaceAll(src, []byte("\r\n"), []byte("\n"))), "\n")
-	in := false      // inside the Acceptance Criteria section
-	found := 0       // the section's heading line
-	fence := ""      // the open code fence, if any
-	var cur *AC      // the item being read
+	in := false // inside the Acceptance Criteria section
+	found := 0  // the section's heading line
+	fence := "" // the open code fence, if any
+	var cur *AC // the item being read
 	var errs queue.ParseErrors
 	seen := map[string]int{}
 	nums := map[int]string{}
