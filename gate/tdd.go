@@ -116,7 +116,7 @@ func GreenAC(ctx context.Context, in Input, t ACTests) (*Verdict, error) {
 	if verdict != nil {
 		return verdict, nil
 	}
-	want := append(slices.Clone(t.Own), t.Earlier...)
+	want := append(slices.Clone(t.Earlier), t.Own...)
 	if len(t.Own) == 0 {
 		return v.fail(TypeTampered, "test_tampered: the RED hand-off names no test of %s; its tests cannot be checked", t.AC), nil
 	}

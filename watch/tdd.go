@@ -426,7 +426,7 @@ func (r *runner) judgeCycle(ctx context.Context, a *attempt, in gate.Input) (*ga
 			t.Order = append(t.Order, ac)
 		}
 	}
-	t.Command = gate.ByName(in.Root, command, append(slices.Clone(t.Own), t.Earlier...))
+	t.Command = gate.ByName(in.Root, command, append(slices.Clone(t.Earlier), t.Own...))
 	return gate.GreenAC(ctx, in, t)
 }
 

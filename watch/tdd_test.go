@@ -166,8 +166,33 @@ func (r *cycleRepo) tasksOnce(n int) {
 	}
 }
 
-// honestGo sets every agent of the Go cycle honest.
-func (r *cycleRepo) honestGo() {
+// A cycleProject is a project the cycle tests run on.
+type cycleProject struct {
+	name, fixture, cycle, test string
+	// prompt* are what the prompts hold of AC-STE.2's test and of the others'.
+	ownTest, otherTest string
+}
+
+var cycleProjects = []cycleProject{
+	{name: "go", fixture: "gomod", cycle: "go", test: goTest, ownTest: "func TestAC_STE_2_Coupon", otherTest: "TestAC_STE_1_Discount"},
+	{name: "pytest", fixture: "pyproj", cycle: "pytest", test: pyTest, ownTest: "def test_ac_ste_2_coupon", otherTest: "test_ac_ste_1_discount"},
+}
+
+// eachProject runs test on the Go module and on the pytest project, in parallel.
+func eachProject(t *testing.T, test func(t *testing.T, p cycleProject, r *cycleRepo)) {
+	for _, p := range cycleProjects {
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			if p.name == "pytest" {
+				needPytest(t)
+			}
+			test(t, p, newCycleRepo(t, p.fixture, p.cycle, p.test))
+		})
+	}
+}
+
+// honest sets every agent of the cycle honest.
+func (r *cycleRepo) honest() {
 	r.agent("RED", r.slow("test-writer", "red")...)
 	r.agent("AC1", r.slow("implementer", "ac1")...)
 	r.agent("AC2", r.slow("implementer", "ac2")...)
@@ -175,41 +200,317 @@ func (r *cycleRepo) honestGo() {
 	r.agent("REFACTOR", r.slow("refactorer", "refactor")...)
 }
 
-// TestTDDGoHonest: RED, three GREENs and REFACTOR, each verified and landed as one commit;
-// running tdd again changes nothing and duplicates nothing.
-func TestTDDGoHonest(t *testing.T) {
+// plan returns the environment of an agent that behaves per attempt: entries "N=dirs" (a
+// slow honest agent writing those fixture folders, joined by +) or "N=noblock:dirs".
+func (r *cycleRepo) plan(role string, entries ...string) []string {
+	var parts []string
+	for _, e := range entries {
+		n, what, _ := strings.Cut(e, "=")
+		mode := "slow"
+		if m, rest, ok := strings.Cut(what, ":"); ok {
+			mode, what = m, rest
+		}
+		entry := n + "=" + mode + " TESTAGENT_WORK=1s TESTAGENT_AFTER=200ms"
+		if what != "" {
+			entry += " TESTAGENT_FROM=" + r.from(strings.Split(what, "+")...)
+		}
+		parts = append(parts, entry)
+	}
+	return []string{"TESTAGENT_MODE=plan", "TESTAGENT_ROLE=" + role, "TESTAGENT_PLAN=" + strings.Join(parts, "; ")}
+}
+
+// wantStatuses checks the statuses of the cycle's tasks.
+func (r *cycleRepo) wantStatuses(out string, want map[string]string) {
+	r.t.Helper()
+	for task, st := range want {
+		if got := r.status(task); got != st {
+			r.t.Errorf("%s is %q, want %q%s\n%s", task, got, st, r.describeAttempts(r.id(task)), out)
+		}
+	}
+}
+
+// branchFile returns a file as the integration branch holds it.
+func (r *cycleRepo) branchFile(path string) string {
+	return git(r.t.(*testing.T), r.root, "show", "main:"+path)
+}
+
+// TestTDDHonest (a): RED, three GREENs and REFACTOR, each verified and landed as one
+// commit, in order; running tdd again changes nothing and duplicates nothing.
+func TestTDDHonest(t *testing.T) {
+	eachProject(t, func(t *testing.T, p cycleProject, r *cycleRepo) {
+		r.honest()
+		code, out := r.tdd()
+		if code != 0 {
+			t.Fatalf("exit %d, want 0\n%s", code, out)
+		}
+		r.wantStatuses(out, map[string]string{"RED": "completed", "AC1": "completed", "AC2": "completed", "AC3": "completed", "REFACTOR": "completed"})
+		want := "TASK-STE-001-REFACTOR: Refactor what the implementers of STE-001 wrote\n" +
+			"TASK-STE-001-AC3: Make the tests of AC-STE.3 pass\n" +
+			"TASK-STE-001-AC2: Make the tests of AC-STE.2 pass\n" +
+			"TASK-STE-001-AC1: Make the tests of AC-STE.1 pass\n" +
+			"TASK-STE-001-RED: Failing tests for every acceptance criterion of STE-001\n" +
+			"fixture\n"
+		if got := r.log(); got != want {
+			t.Errorf("the branch's log:\n%s\nwant:\n%s", got, want)
+		}
+		for _, task := range []string{"RED", "AC1", "AC2", "AC3", "REFACTOR"} {
+			if d := r.attemptDirs(r.id(task)); len(d) != 1 {
+				t.Errorf("%s: attempts %v, want one", task, d)
+			}
+		}
+		// Each GREEN gate ran its AC's tests and the earlier ones by name.
+		gl := r.read(".orchestrator/runs/TASK-STE-001-AC2/1/gate.log")
+		byName := map[string]string{"go": "-run '^(TestAC_STE_1_Discount|TestAC_STE_2_Coupon)$'", "pytest": "tests/test_promo.py::test_ac_ste_1_discount tests/test_promo.py::test_ac_ste_2_coupon"}[p.name]
+		if !strings.Contains(gl, byName) {
+			t.Errorf("AC2's gate did not run AC-1's and AC-2's tests by name (%s):\n%s", byName, gl)
+		}
+		r.tasksOnce(3)
+		code, out = r.tdd("--json")
+		if code != 0 {
+			t.Fatalf("again: exit %d, want 0\n%s", code, out)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		var sum map[string]any
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || sum["event"] != "tdd" || sum["outcome"] != "green" {
+			t.Errorf("the last JSON line is not the summary of a green cycle (%v):\n%s", err, out)
+		}
+		r.tasksOnce(3)
+		if got := r.log(); got != want {
+			t.Errorf("running again changed the branch:\n%s", got)
+		}
+		r.noneLeft()
+	})
+}
+
+// TestTDDIsolation: the implementer of AC-2 is shown its own AC's text and test and
+// nothing of AC-1's or AC-3's (SPEC §9, §10.2), in the prompt it got and in `orchestrator
+// prompt`.
+func TestTDDIsolation(t *testing.T) {
+	eachProject(t, func(t *testing.T, p cycleProject, r *cycleRepo) {
+		r.honest()
+		r.agent("AC2", "TESTAGENT_MODE=hang")
+		w := r.start("tdd", r.fr)
+		r.waitFor("AC2 never started", func() bool { return r.status("AC2") == "in_progress" && len(r.attemptDirs(r.id("AC2"))) == 1 })
+		r.waitFor("AC2's prompt never written", func() bool {
+			_, err := os.Stat(filepath.Join(r.root, ".orchestrator", "runs", r.id("AC2"), "1", "prompt.md"))
+			return err == nil
+		})
+		got := r.prompt("AC2", 1)
+		w.cmd.Process.Signal(os.Interrupt)
+		w.wait(t, time.Minute)
+		shown, err := r.cmd("prompt", r.id("AC2")).Output()
+		if err != nil {
+			t.Fatalf("orchestrator prompt: %v", err)
+		}
+		for name, prompt := range map[string]string{"prompt.md": got, "orchestrator prompt": string(shown)} {
+			for _, own := range []string{"Coupon codes map to percentages", p.ownTest} {
+				if !strings.Contains(prompt, own) {
+					t.Errorf("%s lacks %q:\n%s", name, own, prompt)
+				}
+			}
+			for _, other := range []string{"AC-STE.1", "AC-STE.3", "takes a percentage off", "net sum of the cart", p.otherTest, "test_ac_ste_3", "TestAC_STE_3"} {
+				if strings.Contains(prompt, other) {
+					t.Errorf("%s holds %q, of another AC:\n%s", name, other, prompt)
+				}
+			}
+		}
+		r.noneLeft()
+	})
+}
+
+// TestTDDImplementerBreaksEarlierAC (b): the implementer of AC-2 breaks AC-1: rejected,
+// retried with the raw output, and halted after its budget of two, the report naming mode
+// B, the implementer and AC-2. Nothing of it lands; AC-3 and the refactor never start.
+func TestTDDImplementerBreaksEarlierAC(t *testing.T) {
+	eachProject(t, func(t *testing.T, p cycleProject, r *cycleRepo) {
+		r.honest()
+		r.agent("AC2", r.slow("implementer", "ac2-breaks-ac1")...)
+		code, out := r.tdd()
+		if code != 3 {
+			t.Fatalf("exit %d, want 3\n%s", code, out)
+		}
+		r.wantStatuses(out, map[string]string{"RED": "completed", "AC1": "completed", "AC2": "halted", "AC3": "pending", "REFACTOR": "pending"})
+		if d := r.attemptDirs(r.id("AC2")); len(d) != 2 {
+			t.Errorf("AC2: attempts %v, want 2 (the budget)", d)
+		}
+		h := r.halt()
+		if h["tdd_mode"] != "B" || h["role"] != "implementer" || h["ac"] != "AC-STE.2" || h["task"] != r.id("AC2") {
+			t.Errorf("halt report: mode %v, role %v, ac %v, task %v; want B, implementer, AC-STE.2", h["tdd_mode"], h["role"], h["ac"], h["task"])
+		}
+		if !strings.Contains(fmt.Sprint(h["last_output"]), map[string]string{"go": "TestAC_STE_1_Discount", "pytest": "test_ac_ste_1_discount"}[p.name]) {
+			t.Errorf("the halt report's output does not show AC-1's test failing:\n%v", h["last_output"])
+		}
+		if !strings.Contains(fmt.Sprint(h["last_block"]), "role: implementer") {
+			t.Errorf("the halt report lacks the last tdd-result block: %v", h["last_block"])
+		}
+		retry := r.prompt("AC2", 2)
+		if !strings.Contains(retry, "## Output of the last failed check") {
+			t.Errorf("the retry's prompt lacks the raw output:\n%s", retry)
+		}
+		if strings.Contains(r.log(), "AC2") {
+			t.Errorf("AC2 landed:\n%s", r.log())
+		}
+		r.noneLeft()
+	})
+}
+
+// TestTDDRefactorBreaksGreen (c): the refactor breaks the suite, twice: it is dropped, the
+// task records failed, the cycle ends green (exit 0), and nothing of it is on the branch.
+func TestTDDRefactorBreaksGreen(t *testing.T) {
+	eachProject(t, func(t *testing.T, p cycleProject, r *cycleRepo) {
+		r.honest()
+		r.agent("REFACTOR", r.slow("refactorer", "refactor-broken")...)
+		code, out := r.tdd()
+		if code != 0 {
+			t.Fatalf("exit %d, want 0\n%s", code, out)
+		}
+		r.wantStatuses(out, map[string]string{"AC3": "completed", "REFACTOR": "failed"})
+		if d := r.attemptDirs(r.id("REFACTOR")); len(d) != 2 {
+			t.Errorf("REFACTOR: attempts %v, want 2 (the budget)", d)
+		}
+		if strings.Contains(r.log(), "REFACTOR") {
+			t.Errorf("the refactor landed:\n%s", r.log())
+		}
+		impl := map[string]string{"go": "cart/promo.go", "pytest": "shop/promo.py"}[p.name]
+		if got, want := r.branchFile(impl), r.files["ac3/"+impl]; got != want {
+			t.Errorf("%s on the branch is not AC-3's:\n%s", impl, got)
+		}
+		if got, want := r.read(impl), r.files["ac3/"+impl]; got != want {
+			t.Errorf("%s in the person's tree is not AC-3's:\n%s", impl, got)
+		}
+		if !strings.Contains(out, "dropped") {
+			t.Errorf("the summary does not say the refactor was dropped:\n%s", out)
+		}
+		r.noneLeft()
+	})
+}
+
+// TestTDDFormatViolation (d): an implementer that ends without a tdd-result block twice:
+// one re-prompt whose whole text is the re-emit sentence, then a halt, mode D.
+func TestTDDFormatViolation(t *testing.T) {
+	eachProject(t, func(t *testing.T, p cycleProject, r *cycleRepo) {
+		r.honest()
+		r.agent("AC1", r.plan("implementer", "1=noblock:ac1")...)
+		code, out := r.tdd()
+		if code != 3 {
+			t.Fatalf("exit %d, want 3\n%s", code, out)
+		}
+		r.wantStatuses(out, map[string]string{"AC1": "halted", "AC2": "pending"})
+		if d := r.attemptDirs(r.id("AC1")); len(d) != 2 {
+			t.Errorf("AC1: attempts %v, want 2 (one re-prompt)", d)
+		}
+		if got := r.prompt("AC1", 2); got != "re-emit your last message with one valid tdd-result block" {
+			t.Errorf("the re-prompt is %q", got)
+		}
+		h := r.halt()
+		if h["tdd_mode"] != "D" || h["role"] != "implementer" || h["ac"] != "AC-STE.1" {
+			t.Errorf("halt report: mode %v, role %v, ac %v; want D, implementer, AC-STE.1", h["tdd_mode"], h["role"], h["ac"])
+		}
+		if !strings.Contains(fmt.Sprint(h["last_output"]), "the tests pass") {
+			t.Errorf("the halt report lacks the agent's raw message: %v", h["last_output"])
+		}
+		r.noneLeft()
+	})
+}
+
+// TestTDDReemitKeepsWork: a format violation and then a valid block re-emitted: the
+// re-emit attempt's worktree holds the first attempt's work, which lands; the semantic
+// budget is untouched.
+func TestTDDReemitKeepsWork(t *testing.T) {
 	t.Parallel()
 	r := newCycleRepo(t, "gomod", "go", goTest)
-	r.honestGo()
+	r.honest()
+	r.agent("AC1", r.plan("implementer", "1=noblock:ac1", "2=slow:")...)
 	code, out := r.tdd()
 	if code != 0 {
 		t.Fatalf("exit %d, want 0\n%s", code, out)
 	}
-	for _, task := range []string{"RED", "AC1", "AC2", "AC3", "REFACTOR"} {
-		if st := r.status(task); st != "completed" {
-			t.Errorf("%s is %s, want completed%s", task, st, r.describeAttempts(r.id(task)))
+	r.wantStatuses(out, map[string]string{"AC1": "completed", "REFACTOR": "completed"})
+	if d := r.attemptDirs(r.id("AC1")); len(d) != 2 {
+		t.Errorf("AC1: attempts %v, want 2", d)
+	}
+	if got := r.prompt("AC1", 2); got != "re-emit your last message with one valid tdd-result block" {
+		t.Errorf("the re-prompt is %q", got)
+	}
+}
+
+// TestTDDRedMissesAnAC (e): a test writer whose tests leave AC-3 without a failing test:
+// a false RED (mode A), twice, then a halt naming the test writer and AC-3.
+func TestTDDRedMissesAnAC(t *testing.T) {
+	eachProject(t, func(t *testing.T, p cycleProject, r *cycleRepo) {
+		r.honest()
+		r.agent("RED", r.slow("test-writer", "red-no-ac3")...)
+		code, out := r.tdd()
+		if code != 3 {
+			t.Fatalf("exit %d, want 3\n%s", code, out)
 		}
-	}
-	want := "TASK-STE-001-REFACTOR: Refactor what the implementers of STE-001 wrote\n" +
-		"TASK-STE-001-AC3: Make the tests of AC-STE.3 pass\n" +
-		"TASK-STE-001-AC2: Make the tests of AC-STE.2 pass\n" +
-		"TASK-STE-001-AC1: Make the tests of AC-STE.1 pass\n" +
-		"TASK-STE-001-RED: Failing tests for every acceptance criterion of STE-001\n" +
-		"fixture\n"
-	if got := r.log(); got != want {
-		t.Errorf("the branch's log:\n%s\nwant:\n%s", got, want)
-	}
-	r.tasksOnce(3)
-	t.Log(out)
-	for _, task := range []string{"AC2", "REFACTOR"} {
-		b, _ := os.ReadFile(filepath.Join(r.root, ".orchestrator", "runs", r.id(task), "1", "gate.log"))
-		t.Log(string(b))
-		t.Log(r.prompt(task, 1))
-	}
-	code, out = r.tdd()
-	if code != 0 {
-		t.Fatalf("again: exit %d, want 0\n%s", code, out)
-	}
-	r.tasksOnce(3)
-	r.noneLeft()
+		r.wantStatuses(out, map[string]string{"RED": "halted", "AC1": "pending"})
+		h := r.halt()
+		if h["tdd_mode"] != "A" || h["role"] != "test-writer" || h["ac"] != "AC-STE.3" {
+			t.Errorf("halt report: mode %v, role %v, ac %v; want A, test-writer, AC-STE.3", h["tdd_mode"], h["role"], h["ac"])
+		}
+		if got := r.log(); got != "fixture\n" {
+			t.Errorf("something landed:\n%s", got)
+		}
+		r.noneLeft()
+	})
+}
+
+// TestTDDKill9Resumes (f): the orchestrator is killed with SIGKILL while AC-2's agent
+// works; tdd again adopts that agent, judges it and finishes the cycle, with no task
+// written twice and no attempt lost.
+func TestTDDKill9Resumes(t *testing.T) {
+	eachProject(t, func(t *testing.T, p cycleProject, r *cycleRepo) {
+		r.honest()
+		r.agent("AC2", "TESTAGENT_MODE=slow", "TESTAGENT_ROLE=implementer", "TESTAGENT_WORK=3s", "TESTAGENT_FROM="+r.from("ac2"))
+		w := r.start("tdd", r.fr)
+		r.waitLog(r.id("AC2"), 1, "working: step 2")
+		w.kill9(t)
+		r.tasksOnce(3)
+		code, out := r.tdd()
+		if code != 0 {
+			t.Fatalf("after kill -9, exit %d, want 0\n%s", code, out)
+		}
+		r.wantStatuses(out, map[string]string{"AC2": "completed", "AC3": "completed", "REFACTOR": "completed"})
+		if d := r.attemptDirs(r.id("AC2")); len(d) != 1 {
+			t.Errorf("AC2: attempts %v, want the one, adopted%s", d, r.describeAttempts(r.id("AC2")))
+		}
+		r.oneAgentPerAttempt(r.id("AC2"))
+		r.tasksOnce(3)
+		if c := strings.Count(r.log(), "\n"); c != 6 {
+			t.Errorf("the branch has %d commits, want 6:\n%s", c, r.log())
+		}
+		r.noneLeft()
+	})
+}
+
+// TestTDDCheatsAcrossACs: the implementer of AC-1 implements AC-2 and AC-3 too
+// (scope_violation), then does its own; the implementer of AC-2 first empties AC-3's
+// test (test_tampered); the refactorer edits the tests, twice (test_tampered, dropped).
+// Every cheat is refused and lands nothing; the honest attempts land.
+func TestTDDCheatsAcrossACs(t *testing.T) {
+	eachProject(t, func(t *testing.T, p cycleProject, r *cycleRepo) {
+		r.honest()
+		r.agent("AC1", r.plan("implementer", "1=ac3", "2=ac1")...)
+		r.agent("AC2", r.plan("implementer", "1=ac2+tamper-ac2-test", "2=ac2")...)
+		r.agent("REFACTOR", r.slow("refactorer", "refactor", "tamper-ac2-test")...)
+		code, out := r.tdd()
+		if code != 0 {
+			t.Fatalf("exit %d, want 0\n%s", code, out)
+		}
+		r.wantStatuses(out, map[string]string{"AC1": "completed", "AC2": "completed", "AC3": "completed", "REFACTOR": "failed"})
+		for task, typ := range map[string]string{"AC1": "scope_violation", "AC2": "test_tampered"} {
+			if res := r.result(r.id(task), 1); res["failure_type"] != typ {
+				t.Errorf("%s attempt 1: %v (%v), want %s", task, res["failure_type"], res["reason"], typ)
+			}
+		}
+		if res := r.result(r.id("REFACTOR"), 2); res["failure_type"] != "test_tampered" {
+			t.Errorf("REFACTOR attempt 2: %v (%v), want test_tampered", res["failure_type"], res["reason"])
+		}
+		tests := map[string]string{"go": "cart/promo_test.go", "pytest": "tests/test_promo.py"}[p.name]
+		if got := r.branchFile(tests); got != r.files["red/"+tests] {
+			t.Errorf("the tests on the branch are not the test writer's:\n%s", got)
+		}
+		r.noneLeft()
+	})
 }
