@@ -79,10 +79,11 @@ func Parse(path, id string, src []byte) (*FR, error) {
 	}
 	fr := &FR{ID: id, Path: path}
 	lines := strings.Split(string(bytes.ReplaceAll(src, []byte("\r\n"), []byte("\n"))), "\n")
-	in := false // inside the Acceptance Criteria section
-	found := 0  // the section's heading line
-	fence := "" // the open code fence, if any
-	var cur *AC // the item being read
+	in := false  // inside the Acceptance Criteria section
+	found := 0   // the section's heading line
+	fence := ""  // the open code fence, if any
+	var cur *AC  // the item being read
+	content := 0 // the column of the current item's content: deeper lines are its own
 	var errs queue.ParseErrors
 	seen := map[string]int{}
 	nums := map[int]string{}
@@ -142,8 +143,9 @@ func Parse(path, id string, src []byte) (*FR, error) {
 		if !in {
 			continue
 		}
-		if m := listItem.FindStringSubmatch(line); m != nil {
+		if m := listItem.FindStringSubmatch(line); m != nil && !(cur != nil && indentOf(line) >= content) {
 			end()
+			content = len(m[1]) + len(m[2]) + 1
 			text := m[4]
 			ids := acID.FindAllStringSubmatch(text, -1)
 			switch {
@@ -192,6 +194,22 @@ func Parse(path, id string, src []byte) (*FR, error) {
 		return nil, errs
 	}
 	return fr, nil
+}
+
+// indentOf returns the width of a line's leading white space, a tab counted as four.
+func indentOf(line string) int {
+	n := 0
+	for _, c := range line {
+		switch c {
+		case ' ':
+			n++
+		case '\t':
+			n += 4
+		default:
+			return n
+		}
+	}
+	return n
 }
 
 func boolInt(b bool) int {
