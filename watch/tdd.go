@@ -98,14 +98,6 @@ func acDescription(body, ac string) string {
 	return strings.TrimSpace(strings.TrimLeft(after, "*_:`—– -\t"))
 }
 
-// acRole names an attempt's role and AC for people: "implementer of AC-STE.2".
-func (c *cycle) where() string {
-	if c.ac != "" {
-		return c.ac
-	}
-	return "all ACs of " + c.fr
-}
-
 // index returns the position of ac in the cycle (-1 if it is not one of its ACs).
 func (c *cycle) index(ac string) int { return slices.Index(c.acs, ac) }
 
