@@ -52,14 +52,15 @@ func CycleTests(root, command string, m *Manifest) map[string][]string {
 	}
 	module := testrun.ModulePath(root)
 	sources := map[string][]string{}
+	texts := map[string]string{}
 	for _, f := range m.TestFiles {
 		if b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f))); err == nil {
-			sources[f] = declared(f, string(b))
+			sources[f], texts[f] = declared(f, string(b)), string(b)
 		}
 	}
 	for ac, names := range m.Tests {
 		for _, name := range names {
-			out[ac] = append(out[ac], testID(module, name, m.TestFiles, sources))
+			out[ac] = append(out[ac], testID(module, name, m.TestFiles, sources, texts))
 		}
 	}
 	return out
@@ -68,7 +69,7 @@ func CycleTests(root, command string, m *Manifest) map[string][]string {
 // testID returns the runner's ID of a test named name: name itself when it is an ID
 // already (pkg.TestX, file::test_x, file > title), else made from the file that declares
 // it.
-func testID(module, name string, files []string, decl map[string][]string) string {
+func testID(module, name string, files []string, decl map[string][]string, texts map[string]string) string {
 	if strings.Contains(name, "::") || strings.Contains(name, " > ") || shortName(name) != name {
 		return name
 	}
@@ -84,7 +85,7 @@ func testID(module, name string, files []string, decl map[string][]string) strin
 			}
 			return pkg + "." + name
 		case ".py":
-			return f + "::" + name
+			return f + "::" + pyPath(texts[f], name)
 		default:
 			return f + " > " + name
 		}
@@ -296,4 +297,34 @@ func orNoneList(l []string) string {
 		return "none"
 	}
 	return strings.Join(l, ", ")
+}
+
+// pyPath returns the pytest node path of test function name in Python source src: the
+// name, after the classes that hold it ("TestCart::test_ac_1_total" for a method).
+func pyPath(src, name string) string {
+	lines := strings.Split(src, "\n")
+	for i, line := range lines {
+		trimmed := strings.TrimLeft(line, " \t")
+		if !strings.HasPrefix(trimmed, "def "+name+"(") && !strings.HasPrefix(trimmed, "async def "+name+"(") {
+			continue
+		}
+		path := []string{name}
+		indent := len(line) - len(trimmed)
+		for j := i - 1; j >= 0 && indent > 0; j-- {
+			l := lines[j]
+			t := strings.TrimLeft(l, " \t")
+			if t == "" || strings.HasPrefix(t, "#") || len(l)-len(t) >= indent {
+				continue
+			}
+			indent = len(l) - len(t)
+			if rest, ok := strings.CutPrefix(t, "class "); ok {
+				cls := strings.FieldsFunc(rest, func(r rune) bool { return r == '(' || r == ':' || r == ' ' })
+				if len(cls) > 0 {
+					path = append([]string{cls[0]}, path...)
+				}
+			}
+		}
+		return strings.Join(path, "::")
+	}
+	return name
 }

@@ -514,3 +514,24 @@ func TestTDDCheatsAcrossACs(t *testing.T) {
 		r.noneLeft()
 	})
 }
+
+// TestTDDOutOfTime: an implementer that runs past the task timeout, twice: mode E, which
+// spends the semantic budget, then a halt naming it.
+func TestTDDOutOfTime(t *testing.T) {
+	t.Parallel()
+	r := newCycleRepo(t, "gomod", "go", goTest)
+	r.honest()
+	r.agent("AC1", "TESTAGENT_MODE=hang")
+	code, out := r.tdd("--timeout", "4s")
+	if code != 3 {
+		t.Fatalf("exit %d, want 3\n%s", code, out)
+	}
+	r.wantStatuses(out, map[string]string{"RED": "completed", "AC1": "halted"})
+	if d := r.attemptDirs(r.id("AC1")); len(d) != 2 {
+		t.Errorf("AC1: attempts %v, want 2", d)
+	}
+	if h := r.halt(); h["tdd_mode"] != "E" || h["role"] != "implementer" || h["ac"] != "AC-STE.1" {
+		t.Errorf("halt report: mode %v, role %v, ac %v; want E, implementer, AC-STE.1", h["tdd_mode"], h["role"], h["ac"])
+	}
+	r.noneLeft()
+}
