@@ -12,6 +12,11 @@
 // run with (PinnedEnv, made once when the orchestrator starts), which no file an agent
 // writes later changes.
 //
+// For a requirement's TDD cycle (SPEC §9, tdd.go), GreenAC judges one acceptance
+// criterion's implementer (its tests and the earlier ones by name, the whole suite for the
+// baseline and for the later criteria, which must stay undone) and Refactor the refactorer
+// (GREEN, and the whole suite passes).
+//
 // It also snapshots the repository's files before an attempt, so that what the agent changed
 // is known without git.
 //

@@ -6,6 +6,10 @@
 // It also recovers from its own crash: a task left in_progress whose agent is gone counts as
 // a lost attempt, and one whose agent still runs is adopted and waited for.
 //
+// The tasks of a requirement's TDD cycle (`orchestrator tdd`, SPEC §9; tdd.go) run through
+// the same loop: their FR and AC fields give them their role, their isolated prompts, their
+// per-AC and refactor gates, the re-emit prompt of a format violation and their budgets.
+//
 // The package owns scheduling, attempt folders, reading the agent's claim and putting the
 // pieces together. It does not parse markdown (package queue), start or kill processes itself
 // (package agents), read markers (package markers), write prompts (package prompts), judge
