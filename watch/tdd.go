@@ -171,7 +171,7 @@ func cyclePrompt(l queue.Layout, at place, tasks *queue.Doc, t queue.Task, testC
 			}
 		}
 		in.LastGateOutput = scrub(in.LastGateOutput, others, nil)
-		in.Body = scrub(in.Body, others, c.otherIDs())
+		in.Body = redactIDs(scrub(in.Body, others, nil), c.otherIDs())
 	case roleRefactorer:
 		files := implementationFiles(at, c)
 		in.Allowlist, in.Include = files, files
@@ -255,6 +255,15 @@ func scrub(s string, texts, ids []string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// redactIDs writes "[another AC]" for each of the IDs in s: an AC's text that refers to
+// another keeps its own words and loses the reference.
+func redactIDs(s string, ids []string) string {
+	for _, id := range ids {
+		s = strings.ReplaceAll(s, id, "[another AC]")
+	}
+	return s
 }
 
 // containsWord reports whether tok occurs in s not inside a longer word or number.
