@@ -153,6 +153,14 @@ func writeCycle(ctx context.Context, l queue.Layout, cfg *config.Config, fr *tdd
 	if _, err := loadOptional(l.Issues()); err != nil {
 		return err
 	}
+	if rec, ok := doc.Record(tdd.RedID(fr.ID)); ok {
+		// The cycle is there: it resumes as it was written. A requirement whose criteria
+		// changed since is not patched into it.
+		if have, want := strings.Join(doc.Task(rec).TestIDs, ", "), strings.Join(fr.ACIDs(), ", "); have != want {
+			return &queue.ParseError{Path: doc.Path, Line: rec.Line, ID: rec.ID, Msg: fmt.Sprintf(
+				"the cycle of %s was written for %s, and %s now has %s; finish or remove the cycle's tasks to write it again", fr.ID, have, fr.Path, want)}
+		}
+	}
 	next := doc
 	if ops := fr.Ops(doc); len(ops) > 0 {
 		src, err := queue.Apply(doc, ops...)
