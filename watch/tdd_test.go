@@ -296,12 +296,18 @@ func TestTDDIsolation(t *testing.T) {
 			return err == nil
 		})
 		got := r.prompt("AC2", 1)
-		w.cmd.Process.Signal(os.Interrupt)
-		w.wait(t, time.Minute)
+		// While it runs, `orchestrator prompt` shows what the next attempt would get: the
+		// same, but for the attempt's number and the task's status.
 		shown, err := r.cmd("prompt", r.id("AC2")).Output()
 		if err != nil {
 			t.Fatalf("orchestrator prompt: %v", err)
 		}
+		norm := strings.NewReplacer("This is attempt 2.", "This is attempt 1.", "| Status | in_progress |", "| Status | pending |")
+		if norm.Replace(string(shown)) != got {
+			t.Errorf("orchestrator prompt differs from what the agent got:\n%s\n---- prompt.md:\n%s", shown, got)
+		}
+		w.cmd.Process.Signal(os.Interrupt)
+		w.wait(t, time.Minute)
 		for name, prompt := range map[string]string{"prompt.md": got, "orchestrator prompt": string(shown)} {
 			for _, own := range []string{"Coupon codes map to percentages", p.ownTest} {
 				if !strings.Contains(prompt, own) {
