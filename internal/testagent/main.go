@@ -17,8 +17,9 @@
 //	            SIGKILL ends it)
 //	grandchild  starts a copy of itself in mode hang, in the same process group, writes its
 //	            PID to the file TESTAGENT_PIDFILE, writes <ID>.done and exits 0
-//	noblock     writes the files of TESTAGENT_WRITE and TESTAGENT_FROM and <ID>.done, and
-//	            prints a final message without a tdd-result block
+//	noblock     works for TESTAGENT_WORK (a duration, if set), writes the files of
+//	            TESTAGENT_WRITE and TESTAGENT_FROM and <ID>.done, and prints a final
+//	            message without a tdd-result block
 //	malformed   prints a broken tdd-result block and writes <ID>.done
 //	double      prints two valid blocks and writes <ID>.done
 //	linger      prints a valid block, writes <ID>.done and keeps running
@@ -135,6 +136,10 @@ func run(mode string) error {
 		fmt.Println("I am finished.")
 		return nil
 	case "noblock":
+		if work, err := duration("TESTAGENT_WORK"); err == nil && work > 0 {
+			fmt.Println("working")
+			time.Sleep(work)
+		}
 		files, err := writeFiles()
 		if err != nil {
 			return err
