@@ -50,6 +50,7 @@ type Result struct {
 	OutputExcerpt string   // the first lines of that command's output
 	Notes         string   // optional
 	Message       string   // optional: the question (issue) or the need (dependency)
+	Usage         string   // optional: an exec agent's usage line (see ParseUsageLine)
 	Files         []string // the files it wrote or changed; empty, never nil, after ParseResult
 }
 
@@ -356,6 +357,7 @@ func resultFromFields(fields map[string]any, wantRole string) (*Result, error) {
 		OutputExcerpt: str("output_excerpt"),
 		Notes:         str("notes"),
 		Message:       str("message"),
+		Usage:         str("usage"),
 		Files:         []string{},
 	}
 	for _, f := range fields["files"].([]any) {
