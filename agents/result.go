@@ -429,6 +429,9 @@ func (r *Result) Render() string {
 	if r.Message != "" {
 		writeField(&b, "message", r.Message)
 	}
+	if r.Usage != "" {
+		writeField(&b, "usage", r.Usage)
+	}
 	b.WriteString(closeFence + "\n")
 	return b.String()
 }

@@ -208,7 +208,9 @@ func codexUsage(stdout []byte) Usage {
 
 // ParseUsageLine reads an exec agent's usage line: space-separated key=value pairs, of
 // input_tokens, output_tokens, cache_read_tokens, cache_write_tokens (whole numbers),
-// cost_usd (dollars) and num_turns. A key it does not give stays unknown.
+// cost_usd (dollars) and num_turns. A key it does not give stays unknown, except the cache
+// counts of a line that gives input or output tokens: an agent that counts its tokens and
+// says nothing of a cache had none.
 func ParseUsageLine(line string) (Usage, error) {
 	var u Usage
 	for _, kv := range strings.Fields(line) {
@@ -241,6 +243,14 @@ func ParseUsageLine(line string) (Usage, error) {
 			u.Turns = &n
 		default:
 			return Usage{}, fmt.Errorf("usage: unknown key %q", k)
+		}
+	}
+	if u.InputTokens != nil || u.OutputTokens != nil {
+		if u.CacheReadTokens == nil {
+			u.CacheReadTokens = intp(0)
+		}
+		if u.CacheWriteTokens == nil {
+			u.CacheWriteTokens = intp(0)
 		}
 	}
 	return u, nil

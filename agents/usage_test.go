@@ -43,7 +43,7 @@ not json
 		{"codex failed before any turn", Codex, recorded(t, "codex-api-error.jsonl"),
 			`{"cost_usd":null,"input_tokens":null,"output_tokens":null,"cache_read_tokens":null,"cache_write_tokens":null,"num_turns":null,"duration_api_ms":null}`},
 		{"exec usage line", Exec, []byte("done\n```tdd-result\nrole: implementer\nstatus: ok\nfiles: []\ncommand: go test ./...\noutput_excerpt: ok\nusage: input_tokens=1200 output_tokens=300 cost_usd=0.25\n```\n"),
-			`{"cost_usd":0.25,"cost_source":"agent","input_tokens":1200,"output_tokens":300,"cache_read_tokens":null,"cache_write_tokens":null,"num_turns":null,"duration_api_ms":null}`},
+			`{"cost_usd":0.25,"cost_source":"agent","input_tokens":1200,"output_tokens":300,"cache_read_tokens":0,"cache_write_tokens":0,"num_turns":null,"duration_api_ms":null}`},
 		{"exec without a usage line", Exec, []byte("```tdd-result\nrole: implementer\nstatus: ok\nfiles: []\ncommand: x\noutput_excerpt: ok\n```\n"),
 			`{"cost_usd":null,"input_tokens":null,"output_tokens":null,"cache_read_tokens":null,"cache_write_tokens":null,"num_turns":null,"duration_api_ms":null}`},
 	}

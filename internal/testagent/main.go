@@ -41,6 +41,9 @@
 // attempt number below it. So one task can lie on its first attempt and be honest on its
 // second.
 //
+// TESTAGENT_USAGE is the usage line of the result block (SPEC §16), with "," for spaces
+// so that a plan entry can set it: "input_tokens=100,cost_usd=0.4".
+//
 // TESTAGENT_STARTLOG, in every mode, names a file to which each start appends one line,
 // "<task ID> <attempt number> <PID>", so that a test can count the agents each attempt
 // had.
@@ -190,6 +193,7 @@ func result(files []string, promptLen int) *agents.Result {
 		Command:       "go test ./...",
 		OutputExcerpt: "ok  \texample.com/calc\t0.01s",
 		Notes:         "prompt of " + strconv.Itoa(promptLen) + " bytes",
+		Usage:         strings.ReplaceAll(os.Getenv("TESTAGENT_USAGE"), ",", " "),
 	}
 }
 
