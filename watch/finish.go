@@ -291,6 +291,9 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 	case queue.StatusCompleted:
 		r.report.event(a.id, "completed", fmt.Sprintf("attempt %d: %s", a.n, res.Reason))
 	case queue.StatusPending:
+		if res.Outcome == "rate_limited" {
+			break // holdAgent said why, and how long it waits
+		}
 		if r.o.Only != "" {
 			r.report.event(a.id, "failed", fmt.Sprintf("attempt %d: %s; its next attempt is due (watch, or run it again)", a.n, res.Reason))
 		} else {
