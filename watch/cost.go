@@ -144,16 +144,32 @@ func attemptUsage(res result) agents.Usage {
 	return u
 }
 
+// runsOf returns the agent runs of an attempt record: its usage records; for an agent
+// that ran and has none (an attempt recorded before usage was, or whose record was
+// lost), one run whose usage is unknown; none for an attempt whose agent never started.
+func runsOf(res result) []RunUsage {
+	if len(res.Usage) > 0 {
+		return res.Usage
+	}
+	if res.PID != 0 && res.Outcome != "running" && res.Outcome != "starting" {
+		return []RunUsage{{Role: "unknown", Agent: orNone(res.Agent)}}
+	}
+	return nil
+}
+
 // taskSpent reads what the finished attempts of task id spent, from the attempt folders
 // under runs.
 func taskSpent(runs, id string) spent {
 	var s spent
 	for n := 1; n <= lastAttempt(runs, id); n++ {
 		res, ok := readResult(filepath.Join(runs, id, strconv.Itoa(n)))
-		if !ok || len(res.Usage) == 0 {
-			continue // an attempt that never ran an agent spent nothing
+		if !ok {
+			continue
 		}
-		s.add(attemptUsage(res))
+		if rs := runsOf(res); len(rs) > 0 {
+			res.Usage = rs
+			s.add(attemptUsage(res))
+		}
 	}
 	return s
 }
@@ -388,10 +404,11 @@ func ReadCosts(l queue.Layout, tasks *queue.Doc) []CostRow {
 	for _, t := range tasks.Tasks() {
 		for n := 1; n <= lastAttempt(runs, t.ID); n++ {
 			res, ok := readResult(filepath.Join(runs, t.ID, strconv.Itoa(n)))
-			if !ok || len(res.Usage) == 0 {
+			rs := runsOf(res)
+			if !ok || len(rs) == 0 {
 				continue
 			}
-			rows = append(rows, CostRow{Task: t.ID, Attempt: n, Outcome: res.Outcome, Verified: res.Outcome == "completed" && res.Commit != "", Runs: slices.Clone(res.Usage)})
+			rows = append(rows, CostRow{Task: t.ID, Attempt: n, Outcome: res.Outcome, Verified: res.Outcome == "completed" && res.Commit != "", Runs: slices.Clone(rs)})
 		}
 	}
 	return rows

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -176,5 +177,136 @@ func TestNotifyDoneAndFailingNotifier(t *testing.T) {
 	}
 	if !strings.Contains(out, "notify done: sh -c") || !strings.Contains(out, "exit status 7: notifier broke") {
 		t.Errorf("the failing notifier was not logged:\n%s", out)
+	}
+}
+
+// TestRateLimitWaitsForTheGivenReset: an agent program that speaks Claude Code's JSON
+// reports a usage limit with its reset time ("Claude AI usage limit reached|<unix time>",
+// 3 s ahead) in an error result. The attempt is not a failure (auto-retry is off: a failure
+// would end the task failed), and the next one starts once the given time has come, not
+// after rate_limit_wait (15m by default, which would outlast the test).
+func TestRateLimitWaitsForTheGivenReset(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, []task{{id: "TASK-001", category: "backend", testCommand: "true", agent: "claude"}}, nil, "")
+	script := `cat > /dev/null
+n=${ORCHESTRATOR_ATTEMPT_DIR##*/}
+if [ "$n" = 1 ]; then
+  date +%s > "$0.limited"
+  printf '{"type":"result","subtype":"success","is_error":true,"api_error_status":null,"num_turns":1,"result":"Claude AI usage limit reached|%s","total_cost_usd":0,"usage":{"input_tokens":0,"output_tokens":0,"cache_read_input_tokens":0,"cache_creation_input_tokens":0}}\n' $(( $(date +%s) + 3 ))
+  exit 1
+fi
+date +%s > "$0.second"
+echo done > "$ORCHESTRATOR_MARKER_DIR/$ORCHESTRATOR_TASK_ID.done"
+printf '{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"done","total_cost_usd":0.02,"usage":{"input_tokens":100,"output_tokens":10,"cache_read_input_tokens":0,"cache_creation_input_tokens":0}}\n'
+`
+	path := filepath.Join(t.TempDir(), "claude.sh")
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r.write(".orchestrator/config.yaml", r.read(".orchestrator/config.yaml")+"  claude: {command: [sh, "+quoteAll([]string{path})+"]}\n")
+	code, out := r.run("watch", "--once")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0\n%s", code, out)
+	}
+	limited, _ := os.ReadFile(path + ".limited")
+	second, _ := os.ReadFile(path + ".second")
+	l, _ := strconv.ParseInt(strings.TrimSpace(string(limited)), 10, 64)
+	s, _ := strconv.ParseInt(strings.TrimSpace(string(second)), 10, 64)
+	if l == 0 || s-l < 3 {
+		t.Errorf("the second attempt started at %d, the limit was reported at %d and lifts at %d", s, l, l+3)
+	}
+	if !strings.Contains(out, "(the reset time it gave, in ") || !strings.Contains(out, "no retry used") {
+		t.Errorf("watch did not say it waits for the given reset:\n%s", out)
+	}
+	if c := taskField(r, "TASK-001", "Cost"); c != "$0.0200" {
+		t.Errorf("Cost %q, want $0.0200 (the limited attempt cost $0)", c)
+	}
+	if rc := taskField(r, "TASK-001", "Retry-Count"); !queue.IsEmpty(rc) && rc != "0" {
+		t.Errorf("Retry-Count %q", rc)
+	}
+}
+
+// TestLimitWordsAreNotALimit: an agent that writes "usage limit reached" and a 429 into a
+// file and into its own output, and exits without a claim, has failed (no_marker); nothing
+// but an agent program's structured report is a rate limit. And the usage line of a
+// Claude Code agent's final message is the model's text, not its usage.
+func TestLimitWordsAreNotALimit(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, []task{
+		{id: "TASK-001", category: "backend", testCommand: "true"},
+		{id: "TASK-002", category: "backend", testCommand: "true", agent: "claude"},
+	}, map[string][]string{"honest": {"TESTAGENT_MODE=script", `TESTAGENT_SH=echo "Claude AI usage limit reached|1700000000 429 rate_limit_error try again in 1s" | tee limit.txt; exit 1`}}, "")
+	// Claude Code's result object, whose result (the model's final message) claims a
+	// usage limit and carries a usage line of almost nothing.
+	final := "usage limit reached (429 rate_limit_error)\n\n```tdd-result\nrole: implementer\nstatus: ok\nfiles: []\ncommand: \"true\"\noutput_excerpt: ok\nusage: input_tokens=1 output_tokens=1 cost_usd=0.000001\n```\n"
+	obj, _ := json.Marshal(map[string]any{"type": "result", "subtype": "success", "is_error": false, "num_turns": 2, "result": final, "total_cost_usd": 0.5,
+		"usage": map[string]any{"input_tokens": 1000, "output_tokens": 10, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}})
+	resultFile := filepath.Join(t.TempDir(), "result.json")
+	if err := os.WriteFile(resultFile, append(obj, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := "cat > /dev/null\necho done > \"$ORCHESTRATOR_MARKER_DIR/$ORCHESTRATOR_TASK_ID.done\"\ncat " + strconv.Quote(resultFile) + "\n"
+	path := filepath.Join(t.TempDir(), "claude.sh")
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r.write(".orchestrator/config.yaml", r.read(".orchestrator/config.yaml")+"  claude: {command: [sh, "+quoteAll([]string{path})+"]}\n")
+	code, out := r.run("watch", "--once")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (TASK-001 failed)\n%s", code, out)
+	}
+	if strings.Contains(out, "rate_limited") {
+		t.Errorf("words in an agent's output were taken for a rate limit:\n%s", out)
+	}
+	if st := r.statuses(); st["TASK-001"] != queue.StatusFailed || st["TASK-002"] != queue.StatusCompleted {
+		t.Errorf("statuses %v, want TASK-001 failed, TASK-002 completed\n%s", st, out)
+	}
+	if c := taskField(r, "TASK-002", "Cost"); c != "$0.5000" {
+		t.Errorf("TASK-002 Cost %q, want Claude Code's own $0.5000, not the model's usage line", c)
+	}
+}
+
+// TestRunAndTokenBudgets: run_usd counts every task's attempts: after one task's $0.30,
+// a second task's first attempt, which would bring the run to $0.60, does not start under
+// run_usd $0.50. task_tokens holds a task's tokens as task_usd holds its dollars.
+func TestRunAndTokenBudgets(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, budget, want string
+		failing           bool
+	}{
+		{"run_usd", "budget: {run_usd: 0.50}\n", "budget run_usd $0.50: the tasks have spent $0.3000 in 1 attempt(s)", false},
+		{"task_tokens", "budget: {task_tokens: 2500}\n", "budget task_tokens 2500: TASK-001 has used 2200 tokens in 2 attempt(s)", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRepo(t, []task{
+				{id: "TASK-001", category: "backend", testCommand: "P1"},
+				{id: "TASK-002", category: "backend", testCommand: "true", deps: "TASK-001"},
+			}, map[string][]string{"honest": {"TESTAGENT_MODE=honest", "TESTAGENT_USAGE=input_tokens=1000,output_tokens=100,cost_usd=0.30"}}, tt.budget)
+			cmd := "true"
+			if tt.failing {
+				cmd = failScript(r, "t1", 99, true)
+				autoRetry(r)
+			}
+			r.write(".orchestrator/task_queue.md", strings.Replace(r.read(".orchestrator/task_queue.md"), "P1", cmd, 1))
+			code, out := r.run("watch", "--once")
+			if code != 3 {
+				t.Fatalf("exit %d, want 3\n%s", code, out)
+			}
+			halted := "TASK-002"
+			if tt.failing {
+				halted = "TASK-001"
+			}
+			if st := r.statuses(); st[halted] != queue.StatusHalted {
+				t.Fatalf("statuses %v, want %s halted\n%s", st, halted, out)
+			}
+			if reason := taskField(r, halted, "Halt-Reason"); !strings.Contains(reason, tt.want) {
+				t.Errorf("Halt-Reason %q lacks %q", reason, tt.want)
+			}
+			if halted == "TASK-002" && attempts(r, "TASK-002") != 0 {
+				t.Errorf("TASK-002 has an attempt folder: its attempt started")
+			}
+		})
 	}
 }

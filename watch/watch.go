@@ -669,6 +669,7 @@ func (r *runner) interrupt() (Summary, error) {
 	r.report.event("", "interrupt", "stopping agents; their tasks go back to pending")
 	r.stopRunning()
 	for _, a := range r.running {
+		r.readAgentUsage(a) // what it spent until it was stopped counts too
 		a.record(result{Outcome: "interrupted", Reason: "orchestrator interrupted"})
 		if _, err := r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusPending); err != nil {
 			r.report.event(a.id, "warning", err.Error())
