@@ -144,14 +144,15 @@ func attemptUsage(res result) agents.Usage {
 	return u
 }
 
-// runsOf returns the agent runs of an attempt record: its usage records; for an agent
-// that ran and has none (an attempt recorded before usage was, or whose record was
-// lost), one run whose usage is unknown; none for an attempt whose agent never started.
-func runsOf(res result) []RunUsage {
+// runsOf returns the agent runs of an attempt record (ok is false when the attempt folder
+// has none): its usage records; for an agent that ran and has none (an attempt recorded
+// before usage was), or a folder without a record, one run whose usage is unknown; none
+// for an attempt whose agent never started or still runs.
+func runsOf(res result, ok bool) []RunUsage {
 	if len(res.Usage) > 0 {
 		return res.Usage
 	}
-	if res.PID != 0 && res.Outcome != "running" && res.Outcome != "starting" {
+	if !ok || res.PID != 0 && res.Outcome != "running" && res.Outcome != "starting" {
 		return []RunUsage{{Role: "unknown", Agent: orNone(res.Agent)}}
 	}
 	return nil
@@ -163,10 +164,7 @@ func taskSpent(runs, id string) spent {
 	var s spent
 	for n := 1; n <= lastAttempt(runs, id); n++ {
 		res, ok := readResult(filepath.Join(runs, id, strconv.Itoa(n)))
-		if !ok {
-			continue
-		}
-		if rs := runsOf(res); len(rs) > 0 {
+		if rs := runsOf(res, ok); len(rs) > 0 {
 			res.Usage = rs
 			s.add(attemptUsage(res))
 		}
@@ -404,8 +402,8 @@ func ReadCosts(l queue.Layout, tasks *queue.Doc) []CostRow {
 	for _, t := range tasks.Tasks() {
 		for n := 1; n <= lastAttempt(runs, t.ID); n++ {
 			res, ok := readResult(filepath.Join(runs, t.ID, strconv.Itoa(n)))
-			rs := runsOf(res)
-			if !ok || len(rs) == 0 {
+			rs := runsOf(res, ok)
+			if len(rs) == 0 {
 				continue
 			}
 			rows = append(rows, CostRow{Task: t.ID, Attempt: n, Outcome: res.Outcome, Verified: res.Outcome == "completed" && res.Commit != "", Runs: slices.Clone(rs)})
