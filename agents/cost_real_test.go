@@ -289,3 +289,55 @@ func TestRealRateLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestRealCostRejected: the real claude's implementer claims done without code first
+// (cost-retry.yaml); the gate rejects it and the retry does the work. `orchestrator cost`
+// puts the first attempt's cost, as Claude Code reported it, under rejected attempts and
+// the second's under verified work; the task's Cost is both.
+func TestRealCostRejected(t *testing.T) {
+	l := newRealLoop(t, agents.Claude, "cost-retry.yaml", "")
+	code, out := l.run(t, "watch", "--once")
+	t.Logf("watch --once (exit %d):\n%s", code, out)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0", code)
+	}
+	reported := func(id string, n int) float64 {
+		log, _ := os.ReadFile(filepath.Join(l.sb.root, ".orchestrator", "runs", id, strconv.Itoa(n), "agent.log"))
+		return claudeReportedCost(t, log)
+	}
+	rejected, verified, red := reported("TASK-001", 1), reported("TASK-001", 2), reported("TASK-T01", 1)
+	if first := l.record(t, "TASK-001", 1); first.Outcome != "failed" || first.Spent == nil || first.Spent.Tokens() == nil || *first.Spent.Tokens() != 5350 {
+		t.Errorf("TASK-001 attempt 1: %+v", first)
+	}
+	if c := l.field(t, "TASK-001", "Cost"); c != fmt.Sprintf("$%.4f", rejected+verified) {
+		t.Errorf("TASK-001 Cost %q, want $%.4f", c, rejected+verified)
+	}
+	code, js := l.run(t, "cost", "--json")
+	if code != 0 {
+		t.Fatalf("cost --json: exit %d\n%s", code, js)
+	}
+	var rep struct {
+		Tasks []struct {
+			Task     string   `json:"task"`
+			Verified *float64 `json:"verified_usd"`
+			Rejected *float64 `json:"rejected_usd"`
+			Attempts int      `json:"attempts"`
+		} `json:"tasks"`
+		Run struct {
+			Verified *float64 `json:"verified_usd"`
+			Rejected *float64 `json:"rejected_usd"`
+		} `json:"run"`
+	}
+	if err := json.Unmarshal([]byte(js), &rep); err != nil {
+		t.Fatal(err)
+	}
+	near := func(p *float64, want float64) bool { return p != nil && math.Abs(*p-want) < 1e-9 }
+	if len(rep.Tasks) != 2 || rep.Tasks[1].Attempts != 2 || !near(rep.Tasks[1].Rejected, rejected) || !near(rep.Tasks[1].Verified, verified) ||
+		!near(rep.Run.Verified, verified+red) || !near(rep.Run.Rejected, rejected) {
+		t.Errorf("cost --json (want TASK-001 rejected %v, verified %v; TASK-T01 %v):\n%s", rejected, verified, red, js)
+	}
+	_, text := l.run(t, "cost")
+	t.Logf("orchestrator cost:\n%s", text)
+	_, status := l.run(t, "status")
+	t.Logf("orchestrator status:\n%s", status)
+}

@@ -53,26 +53,39 @@ func runCost(_ context.Context, opts *costOptions) error {
 
 // writeCost prints the report as three tables and the run's line.
 func writeCost(out io.Writer, rep watch.CostReport) error {
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "TASK\tSTATUS\tATTEMPTS\tVERIFIED\tREJECTED\tTOTAL\tTOKENS")
-	for _, t := range rep.Tasks {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\n", t.Task, orDash(t.Status), t.Attempts, bucketCells(t.CostBucket))
+	table := func(header string, rows func(w io.Writer)) error {
+		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, header+"\tVERIFIED\tREJECTED\tTOTAL\tTOKENS")
+		rows(w)
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintln(out)
+		return err
 	}
-	fmt.Fprintln(w, "\t\t\t\t\t\t")
-	fmt.Fprintln(w, "AGENT\t\tRUNS\tVERIFIED\tREJECTED\tTOTAL\tTOKENS")
-	for _, a := range rep.Agents {
-		fmt.Fprintf(w, "%s\t\t%d\t%s\n", a.Agent, a.Runs, bucketCells(a.CostBucket))
+	if err := table("TASK\tSTATUS\tATTEMPTS", func(w io.Writer) {
+		for _, t := range rep.Tasks {
+			fmt.Fprintf(w, "%s\t%s\t%d\t%s\n", t.Task, orDash(t.Status), t.Attempts, bucketCells(t.CostBucket))
+		}
+	}); err != nil {
+		return err
 	}
-	fmt.Fprintln(w, "\t\t\t\t\t\t")
-	fmt.Fprintln(w, "ROLE\t\tRUNS\tVERIFIED\tREJECTED\tTOTAL\tTOKENS")
-	for _, r := range rep.Roles {
-		fmt.Fprintf(w, "%s\t\t%d\t%s\n", r.Role, r.Runs, bucketCells(r.CostBucket))
+	if err := table("AGENT\tRUNS", func(w io.Writer) {
+		for _, a := range rep.Agents {
+			fmt.Fprintf(w, "%s\t%d\t%s\n", a.Agent, a.Runs, bucketCells(a.CostBucket))
+		}
+	}); err != nil {
+		return err
 	}
-	if err := w.Flush(); err != nil {
+	if err := table("ROLE\tRUNS", func(w io.Writer) {
+		for _, r := range rep.Roles {
+			fmt.Fprintf(w, "%s\t%d\t%s\n", r.Role, r.Runs, bucketCells(r.CostBucket))
+		}
+	}); err != nil {
 		return err
 	}
 	b := rep.Run
-	_, err := fmt.Fprintf(out, "\nrun: %s verified work, %s rejected attempts, %s in all; %s tokens in %d agent runs\n",
+	_, err := fmt.Fprintf(out, "run: %s verified work, %s rejected attempts, %s in all; %s tokens in %d agent runs\n",
 		watch.FormatUSD(b.VerifiedUSD), watch.FormatUSD(b.RejectedUSD), watch.FormatUSD(b.TotalUSD), watch.FormatTokens(b.Tokens), b.Runs)
 	return err
 }
