@@ -230,7 +230,7 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 		return err
 	}
 	if why := r.overBudget(tasks, t); why != "" {
-		return r.haltForBudget(ctx, t, why) // before the attempt, which would pass it
+		return r.haltForBudget(ctx, tasks, t, why) // before the attempt, which would pass it
 	}
 	n := nextAttempt(r.runs, t.ID)
 	a := &attempt{id: t.ID, n: n, dir: filepath.Join(r.runs, t.ID, strconv.Itoa(n)), mirror: filepath.Join(l.Runs(), t.ID, strconv.Itoa(n)), task: t, started: time.Now()}

@@ -238,7 +238,7 @@ func (r *runner) overBudget(tasks *queue.Doc, t queue.Task) string {
 
 // haltForBudget halts task t, whose attempt would pass a budget, before its agent starts:
 // no attempt is used. The halt has its report, and the halt notifier hears of it.
-func (r *runner) haltForBudget(ctx context.Context, t queue.Task, why string) error {
+func (r *runner) haltForBudget(ctx context.Context, tasks *queue.Doc, t queue.Task, why string) error {
 	reason := "Budget reached: " + why
 	applied, err := r.setStatus(ctx, t.ID, queue.StatusInProgress, queue.StatusHalted,
 		queue.SetField{ID: t.ID, Field: "Halted", Value: "true"},
@@ -247,7 +247,18 @@ func (r *runner) haltForBudget(ctx context.Context, t queue.Task, why string) er
 		return err
 	}
 	s := taskSpent(r.runs, t.ID)
-	text, err := retry.WriteHaltReport(r.o.Layout, retry.Decision{Halt: true, HaltReason: reason, Status: queue.StatusHalted},
+	// The report's retry fields are the task's, as its last failure left them.
+	d := retry.Decision{Halt: true, HaltReason: reason, Status: queue.StatusHalted, MaxRetries: r.o.Config.Retries.MaxRetries,
+		Signature: tasks.Get(t.Record, "Failure-Signature"), Signatures: queue.List(tasks.Get(t.Record, "Previous-Signatures"))}
+	d.RetryCount, _ = strconv.Atoi(tasks.Get(t.Record, "Retry-Count"))
+	d.RepeatCount, _ = strconv.Atoi(tasks.Get(t.Record, "Signature-Repeat-Count"))
+	if n, err := strconv.Atoi(tasks.Get(t.Record, "Max-Retries")); err == nil {
+		d.MaxRetries = n
+	}
+	if !queue.IsEmpty(d.Signature) {
+		d.Signatures = append(d.Signatures, d.Signature)
+	}
+	text, err := retry.WriteHaltReport(r.o.Layout, d,
 		retry.Failure{Task: t.ID, Category: t.Category, Type: "budget", PrimaryError: why,
 			Output: fmt.Sprintf("%s\n\nwhat %s's attempts spent: cost %s, tokens %s\n", why, t.ID, FormatUSD(s.total.CostUSD), FormatTokens(s.total.Tokens())), At: time.Now()})
 	if err != nil {
