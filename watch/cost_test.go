@@ -273,7 +273,7 @@ func TestRunAndTokenBudgets(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name, budget, want string
-		failing           bool
+		failing            bool
 	}{
 		{"run_usd", "budget: {run_usd: 0.50}\n", "budget run_usd $0.50: the tasks have spent $0.3000 in 1 attempt(s)", false},
 		{"task_tokens", "budget: {task_tokens: 2500}\n", "budget task_tokens 2500: TASK-001 has used 2200 tokens in 2 attempt(s)", true},
