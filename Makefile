@@ -40,6 +40,7 @@ fuzz:
 	$(GO) test ./queue -run '^$$' -fuzz '^FuzzParsePlan$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./queue -run '^$$' -fuzz '^FuzzQuickValid$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./agents -run '^$$' -fuzz '^FuzzParseResult$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./agents -run '^$$' -fuzz '^FuzzUsageReports$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./testrun -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./testrun -run '^$$' -fuzz '^FuzzDetect$$' -fuzztime $(FUZZTIME)
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -220,7 +221,7 @@ func ParseUsageLine(line string) (Usage, error) {
 		}
 		if k == "cost_usd" {
 			f, err := strconv.ParseFloat(strings.TrimPrefix(v, "$"), 64)
-			if err != nil || f < 0 {
+			if err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
 				return Usage{}, fmt.Errorf("usage: cost_usd %q is not an amount", v)
 			}
 			u.CostUSD, u.CostSource = &f, CostFromAgent

@@ -94,7 +94,7 @@ func TestUsageAddAndPrice(t *testing.T) {
 }
 
 func TestParseUsageLine(t *testing.T) {
-	for _, bad := range []string{"input_tokens", "input_tokens=-1", "cost_usd=lots", "tokens=5"} {
+	for _, bad := range []string{"input_tokens", "input_tokens=-1", "cost_usd=lots", "cost_usd=NaN", "cost_usd=+Inf", "tokens=5"} {
 		if _, err := ParseUsageLine(bad); err == nil {
 			t.Errorf("ParseUsageLine(%q) took it", bad)
 		}
@@ -143,4 +143,38 @@ func TestRateLimitOf(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzUsageReports: no output of an agent program makes the readers panic, a usage line
+// that parses has no negative figure, and a reset time is never before the output was read
+// by more than a day.
+func FuzzUsageReports(f *testing.F) {
+	for _, name := range []string{"claude-success.json", "claude-429.json", "codex-success.jsonl", "codex-usage-limit.jsonl", "codex-429.jsonl"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "recorded", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("usage: input_tokens=1 output_tokens=2 cost_usd=0.5"))
+	f.Add([]byte(`{"type":"error","message":"try again at Nov 24th, 2026 11:03 PM; try again in 1.5 seconds"}`))
+	now := time.Date(2026, 11, 23, 23, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, out []byte) {
+		for _, name := range []string{Claude, Codex, Exec} {
+			_ = ReadUsage(name, out)
+			if rl := RateLimitOf(name, out, now); rl != nil && !rl.Reset.IsZero() && rl.Reset.Before(now.Add(-48*time.Hour)) && !resetUnix.Match(out) {
+				t.Errorf("%s: reset %v long before %v", name, rl.Reset, now)
+			}
+		}
+		if u, err := ParseUsageLine(string(out)); err == nil {
+			for _, v := range []*int64{u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.Turns} {
+				if v != nil && *v < 0 {
+					t.Errorf("negative count in %q", out)
+				}
+			}
+			if u.CostUSD != nil && *u.CostUSD < 0 {
+				t.Errorf("negative cost in %q", out)
+			}
+		}
+	})
 }

@@ -330,8 +330,11 @@ func (r *runner) heldBack(d *queue.Doc, t queue.Task) bool {
 }
 
 // waitingForLimit reports whether an agent program is still held back by a rate limit:
-// a run with --once waits for it rather than end.
+// a run with --once waits for it rather than end (`run ID` does not).
 func (r *runner) waitingForLimit() bool {
+	if r.o.Only != "" {
+		return false // `run ID` ran its one attempt; the task waits for the next run
+	}
 	for _, until := range r.limits {
 		if time.Now().Before(until) {
 			return true

@@ -119,6 +119,8 @@ func (r *reporter) event(id, kind, msg string) {
 			}
 		case "marker":
 			rw.state = "checking"
+		case "rate_limited":
+			rw.state = "waiting" // for its agent's rate limit to lift
 		case "completed", "failed", "stopped", "timeout":
 			rw.state = kind
 			if kind == "failed" {
