@@ -174,7 +174,7 @@ type decided struct {
 // without using a retry.
 func (r *runner) putBack(a *attempt, why string) {
 	a.record(result{Outcome: "interrupted", Reason: why})
-	if _, err := r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusPending); err != nil {
+	if _, err := r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusPending, r.costOps(a)...); err != nil {
 		r.report.event(a.id, "warning", err.Error())
 	}
 }

@@ -671,7 +671,7 @@ func (r *runner) interrupt() (Summary, error) {
 	for _, a := range r.running {
 		r.readAgentUsage(a) // what it spent until it was stopped counts too
 		a.record(result{Outcome: "interrupted", Reason: "orchestrator interrupted"})
-		if _, err := r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusPending); err != nil {
+		if _, err := r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusPending, r.costOps(a)...); err != nil {
 			r.report.event(a.id, "warning", err.Error())
 		}
 	}
