@@ -114,21 +114,30 @@ type spent struct {
 	knownTokens, mostTokens int64
 }
 
-func (s *spent) add(u agents.Usage) {
+// add counts one attempt's runs. What is known of them counts toward budgets even when
+// another run's figure is unknown.
+func (s *spent) add(runs []RunUsage) {
+	u := attemptUsage(result{Usage: runs})
 	if s.attempts == 0 {
 		s.total = u
 	} else {
 		s.total = s.total.Add(u)
 	}
 	s.attempts++
-	if u.CostUSD != nil {
-		s.knownUSD += *u.CostUSD
-		s.mostUSD = max(s.mostUSD, *u.CostUSD)
+	var usd float64
+	var tokens int64
+	for _, run := range runs {
+		if run.Usage.CostUSD != nil {
+			usd += *run.Usage.CostUSD
+		}
+		if t := run.Usage.Tokens(); t != nil {
+			tokens += *t
+		}
 	}
-	if t := u.Tokens(); t != nil {
-		s.knownTokens += *t
-		s.mostTokens = max(s.mostTokens, *t)
-	}
+	s.knownUSD += usd
+	s.mostUSD = max(s.mostUSD, usd)
+	s.knownTokens += tokens
+	s.mostTokens = max(s.mostTokens, tokens)
 }
 
 // attemptUsage is the sum of an attempt record's runs (unknown when it has none).
@@ -165,8 +174,7 @@ func taskSpent(runs, id string) spent {
 	for n := 1; n <= lastAttempt(runs, id); n++ {
 		res, ok := readResult(filepath.Join(runs, id, strconv.Itoa(n)))
 		if rs := runsOf(res, ok); len(rs) > 0 {
-			res.Usage = rs
-			s.add(attemptUsage(res))
+			s.add(rs)
 		}
 	}
 	return s
