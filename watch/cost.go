@@ -67,6 +67,7 @@ func (r *runner) readAgentUsage(a *attempt) {
 		return
 	}
 	a.usageRead = true
+	r.forgetSpent(a.id)
 	var out []byte
 	if a.proc != nil {
 		out = []byte(a.proc.Stdout())
@@ -199,6 +200,7 @@ func FormatTokens(v *int64) string {
 // costOps returns the task's Cost and Tokens fields after attempt a, written in the same
 // write of the queue as its status.
 func (r *runner) costOps(a *attempt) []queue.Op {
+	r.forgetSpent(a.id)
 	s := taskSpent(r.runs, a.id)
 	if s.attempts == 0 {
 		return nil
@@ -231,7 +233,7 @@ func (r *runner) overBudget(tasks *queue.Doc, t queue.Task) string {
 	if b.RunUSD != nil {
 		var run spent
 		for _, other := range tasks.Tasks() {
-			s := taskSpent(r.runs, other.ID)
+			s := r.cachedSpent(other.ID)
 			run.knownUSD += s.knownUSD
 			run.mostUSD = max(run.mostUSD, s.mostUSD)
 			run.attempts += s.attempts
@@ -243,6 +245,24 @@ func (r *runner) overBudget(tasks *queue.Doc, t queue.Task) string {
 	}
 	return ""
 }
+
+// cachedSpent is taskSpent for the run budget, which sums every task's attempts before
+// each launch: a task's sum is read again only after one of its attempts was decided
+// (forgetSpent).
+func (r *runner) cachedSpent(id string) spent {
+	if s, ok := r.spentCache[id]; ok {
+		return s
+	}
+	if r.spentCache == nil {
+		r.spentCache = map[string]spent{}
+	}
+	s := taskSpent(r.runs, id)
+	r.spentCache[id] = s
+	return s
+}
+
+// forgetSpent drops a task's cached sum: an attempt of it ended.
+func (r *runner) forgetSpent(id string) { delete(r.spentCache, id) }
 
 // haltForBudget halts task t, whose attempt would pass a budget, before its agent starts:
 // no attempt is used. The halt has its report, and the halt notifier hears of it.

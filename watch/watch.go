@@ -229,6 +229,8 @@ type runner struct {
 	// limits hold agents back until a rate limit lifts; limitWake hears it lift (cost.go).
 	limits    map[string]time.Time
 	limitWake chan struct{}
+	// spentCache holds each task's spending for the run budget (cost.go).
+	spentCache map[string]spent
 }
 
 func newRunner(o Options) *runner {
