@@ -284,7 +284,7 @@ func TestSchemaFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := loadSchema()
-	want := []string{RoleTestWriter, RoleImplementer, RoleRefactorer, RoleVerifier, RoleQA, RoleReviewer, RoleJudge}
+	want := []string{RoleTestWriter, RoleImplementer, RoleRefactorer, RoleVerifier, RoleQA, RoleReviewer, RoleJudge, RolePlanner}
 	if !reflect.DeepEqual(s.roles, want) {
 		t.Errorf("roles = %v, want %v", s.roles, want)
 	}
