@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -138,6 +139,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if len(bad) > 0 {
 		return nil, &ExistingError{Findings: bad}
+	}
+	if err := checkAgents(o); err != nil {
+		return nil, err
 	}
 	dir, err := newRunDir(o.Layout)
 	if err != nil {
@@ -438,6 +442,37 @@ func (r *runner) sandbox() *agents.Sandbox {
 		sb.Home = home
 	}
 	return sb
+}
+
+// ErrAgent matches, with errors.Is, an agent that cannot start: an unknown name, no command,
+// a program that is not installed. It is found before any round runs.
+var ErrAgent = errors.New("agent cannot start")
+
+// checkAgents checks every agent the rounds could get (the ladder's, by round number).
+func checkAgents(o Options) error {
+	seen := map[string]bool{}
+	for n := 1; n <= o.MaxRetries+1; n++ {
+		name := o.Agent
+		if name == "" {
+			name = o.Config.AgentFor(n)
+		}
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		argv, _, err := command(o.Config, name)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrAgent, err)
+		}
+		program := argv[0]
+		if strings.Contains(program, "/") && !filepath.IsAbs(program) {
+			program = filepath.Join(o.Layout.Root, program)
+		}
+		if _, err := exec.LookPath(program); err != nil {
+			return fmt.Errorf("%w: agent %s: program %q is not installed (%v)", ErrAgent, name, argv[0], err)
+		}
+	}
+	return nil
 }
 
 // command returns the agent's command line and adapter. The planner gets the model of

@@ -132,6 +132,8 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 			io.WriteString(opts.Stdout, plan.FindingsText(ee.Findings))
 		}
 		return &exitError{code: exitFailure, err: ee}
+	case errors.Is(err, plan.ErrAgent):
+		return &exitError{code: exitUsage, err: err}
 	case err != nil:
 		return err
 	}
