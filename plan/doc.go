@@ -22,13 +22,15 @@
 // nor overwritten.
 //
 // The planner works in the person's tree, read-only: in the bubblewrap sandbox (config
-// sandbox) the tree is bound read-only but for the scratch file. Without a sandbox, or in
+// sandbox) the tree is bound read-only but for the scratch file's own folder (tools that
+// save by renaming a temporary file need the folder; nothing else in it is read). Without a sandbox, or in
 // case it leaks, every round is also checked from outside: the files of the tree are
 // listed before and after the agent runs (inode, size, change time), and an agent that
 // changed anything but its scratch file is refused: the queue files it changed are put
 // back as they were (its version is kept beside the round's records) and the run halts.
 //
-// Each run keeps its records in .orchestrator/runs/plan/<n>/: the scratch file plan.md, and
+// Each run keeps its records in .orchestrator/runs/plan/<n>/: the scratch file
+// scratch/plan.md, and
 // per round <r>/ the prompt, the agent's log, the scratch file as judged, the candidate
 // queue (task_queue.md, which the findings name) and the findings.
 //

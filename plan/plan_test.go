@@ -223,7 +223,7 @@ func TestPlanExtendsQueue(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 	p := decode(t, out)
-	scratch := filepath.Join(r.root, ".orchestrator", "runs", "plan", "1", "plan.md")
+	scratch := filepath.Join(r.root, ".orchestrator", "runs", "plan", "1", "scratch", "plan.md")
 	queuePath := filepath.Join(r.root, ".orchestrator", "task_queue.md")
 	want1 := []string{queue.Finding{Path: scratch, Line: 1, ID: "TASK-T01", Severity: queue.Error,
 		Message: "duplicate ID: the queue has a task TASK-T01 already (" + queuePath + ":12); give new tasks new IDs"}.String()}

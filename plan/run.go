@@ -147,9 +147,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{o: o, dir: dir, scratch: filepath.Join(dir, "plan.md")}
-	// The scratch file exists from the start: the sandbox binds it, and an agent that
-	// edits files finds it there.
+	// The scratch file has a folder of its own, the one place the planner may write in the
+	// sandbox: tools that save a file by writing a temporary file beside it and renaming it
+	// (Claude Code's Write does) need its folder. Nothing else in the folder is read.
+	r := &runner{o: o, dir: dir, scratch: filepath.Join(dir, "scratch", "plan.md")}
+	if err := os.Mkdir(filepath.Dir(r.scratch), 0o755); err != nil {
+		return nil, err
+	}
+	// The scratch file exists from the start, empty: an agent that edits files finds it.
 	if err := os.WriteFile(r.scratch, nil, 0o644); err != nil {
 		return nil, err
 	}
@@ -420,13 +425,13 @@ func testNames(path string) map[string]testAbout {
 // oneLine keeps a name on one line of the prompt's list.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// sandbox returns the planner's jail: the tree read-only, the scratch file writable, the
-// agent program's own state in the home folder.
+// sandbox returns the planner's jail: the tree read-only, the scratch file's folder
+// writable, the agent program's own state in the home folder.
 func (r *runner) sandbox() *agents.Sandbox {
 	if !r.o.Sandbox {
 		return nil
 	}
-	sb := &agents.Sandbox{Dir: r.o.Layout.Root, ReadOnlyDir: true, Writable: []string{r.scratch}}
+	sb := &agents.Sandbox{Dir: r.o.Layout.Root, ReadOnlyDir: true, Writable: []string{filepath.Dir(r.scratch)}}
 	for _, d := range r.o.Config.SandboxWritable {
 		if !filepath.IsAbs(d) {
 			d = filepath.Join(r.o.Layout.Root, d)
