@@ -170,7 +170,7 @@ func TestPlanNeverRight(t *testing.T) {
 	if code != 3 {
 		t.Fatalf("exit %d, want 3 (halted)\n%s", code, out)
 	}
-	for _, want := range []string{"round 4 rejected", "# Halt: plan", "rejected 4 times (3 retries allowed)",
+	for _, want := range []string{"round 4 rejected", "# Halt: plan", "rejected 4 times (retries allowed: 3)",
 		"TASK-T03: TEST task depends on BUILD task TASK-003", "TASK-003: BUILD task depends on no TEST task"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

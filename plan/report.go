@@ -104,10 +104,10 @@ func haltMarkdown(r HaltReport) string {
 	fmt.Fprintf(&b, "Planning halted: %s. Nothing was written: %s is as it was. It needs a person: "+
 		"read what is still wrong below, then mend the requirements or the test plan, or write the tasks by hand, "+
 		"and run `orchestrator plan` again.\n\n", r.Reason, r.Queue)
-	fmt.Fprintf(&b, "- Requirements: %s\n- Test plan: %s\n- Retries allowed: %d (retries.max_retries)\n- Records: %s\n\n", r.PRD, r.Plan, r.MaxRetries, r.Records)
+	fmt.Fprintf(&b, "- Requirements: %s\n- Test plan: %s\n- Retries allowed: %d\n- Records: %s\n\n", r.PRD, r.Plan, r.MaxRetries, r.Records)
 	b.WriteString("## Rounds\n\n| Round | Agent | Exit | Elapsed | Outcome |\n|-------|-------|------|---------|---------|\n")
 	for _, rd := range r.Rounds {
-		outcome := fmt.Sprintf("rejected: %d errors", rd.Errors)
+		outcome := "rejected: " + errorCount(rd.Errors)
 		switch {
 		case len(rd.Changed) > 0:
 			outcome = "refused: changed " + strings.Join(rd.Changed, ", ")

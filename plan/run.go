@@ -186,7 +186,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		feedback = round.Feedback()
 	}
 	res.Outcome = Halted
-	res.Reason = fmt.Sprintf("the planner's output was rejected %d times (%d retries allowed)", len(res.Rounds), o.MaxRetries)
+	res.Reason = fmt.Sprintf("the planner's output was rejected %d times (retries allowed: %d)", len(res.Rounds), o.MaxRetries)
 	return res, r.halt(res)
 }
 
@@ -197,7 +197,15 @@ func rejection(r *Round) string {
 	if r.Problem != "" {
 		return r.Problem
 	}
-	return fmt.Sprintf("%d errors", r.Errors)
+	return errorCount(r.Errors)
+}
+
+// errorCount says "1 error" or "N errors".
+func errorCount(n int) string {
+	if n == 1 {
+		return "1 error"
+	}
+	return fmt.Sprintf("%d errors", n)
 }
 
 type runner struct {
