@@ -286,6 +286,7 @@ func (r *runner) round(ctx context.Context, n int, feedback string) (*Round, *Ve
 	}
 	round.PID = p.PID()
 	r.event(n, "started", fmt.Sprintf("agent %s (pid %d)", name, p.PID()))
+	defer r.record(round)
 	timeout := time.NewTimer(o.Config.TaskTimeout.Duration)
 	defer timeout.Stop()
 	var stopErr error
@@ -295,6 +296,7 @@ func (r *runner) round(ctx context.Context, n int, feedback string) (*Round, *Ve
 		round.Problem = fmt.Sprintf("the planner did not finish within task_timeout (%s)", o.Config.TaskTimeout.Duration)
 	case <-ctx.Done():
 		stopErr = ctx.Err()
+		round.Problem = "interrupted"
 	}
 	// Whatever it left running ends with it, before anything it wrote is read.
 	p.Stop(o.Config.StopGrace.Duration)
@@ -303,7 +305,6 @@ func (r *runner) round(ctx context.Context, n int, feedback string) (*Round, *Ve
 	if stopErr != nil {
 		return round, nil, stopErr
 	}
-	defer r.record(round)
 	if !o.Sandbox {
 		round.Changed = changed(before, takeSnapshot(o.Layout.Root, []string{r.dir}))
 		if len(round.Changed) > 0 {
