@@ -6,7 +6,8 @@
 // scratch file (ORCHESTRATOR_PLAN_FILE), never to the queue, and ends its message with a
 // tdd-result block of role planner. [Judge] appends the scratch file's records to the queue
 // as it is, with the coverage matrix that goes with them, and runs validate's rules (SPEC
-// §6.1) on that candidate: the scratch file must parse, its IDs must be new, and the
+// §6.1) on that candidate: the scratch file must parse, its IDs must be new (a task of the
+// queue copied exactly as it is, is left out), and the
 // candidate must have no error: every plan test ID mapped exactly once to a TEST task, TEST
 // tasks before BUILD tasks, no cycles, no dangling dependencies, values well-formed. On top
 // of validate, new tasks must be pending, without the state only the orchestrator writes

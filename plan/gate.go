@@ -14,7 +14,8 @@ type Verdict struct {
 	// itself first (it does not parse, an ID is taken, a new task is not pending), then
 	// those of the candidate queue, then those of the test plan (IDs no TEST task maps).
 	Findings []queue.Finding
-	// New are the IDs of the planner's tasks, in its file's order.
+	// New are the IDs of the planner's new tasks, in its file's order (a task of the queue
+	// that it copied unchanged is not new).
 	New []string
 	// Candidate is the task queue with the new tasks appended and the coverage matrix
 	// written: exactly what would be written. It is nil when the scratch file could not be
@@ -70,24 +71,33 @@ func Judge(existing *queue.Doc, scratchPath string, src []byte, plan *queue.Plan
 		return v
 	}
 	taken := false
+	var fresh []*queue.Record
 	for i := range scratch.Records {
 		r := &scratch.Records[i]
-		v.New = append(v.New, r.ID)
 		if old, ok := existing.Record(r.ID); ok {
+			// A planner that copies the whole queue may: a task of the queue copied as it
+			// is, is not new and is left alone. Anything else under its ID would overwrite
+			// it.
+			if recordText(scratch, r) == recordText(existing, old) {
+				continue
+			}
 			taken = true
 			v.Findings = append(v.Findings, queue.Finding{Path: scratchPath, Line: r.Line, ID: r.ID, Severity: queue.Error,
 				Message: fmt.Sprintf("duplicate ID: the queue has a task %s already (%s:%d); give new tasks new IDs", r.ID, existing.Path, old.Line)})
+			continue
 		}
+		fresh = append(fresh, r)
+		v.New = append(v.New, r.ID)
 		v.Findings = append(v.Findings, newTaskFindings(scratch, r)...)
 	}
 	if taken {
 		return v
 	}
-	// The candidate: the records appended as §3.5 appends them, then the matrix of the
+	// The candidate: the new records appended as §3.5 appends them, then the matrix of the
 	// queue they make.
-	ops := make([]queue.Op, 0, len(scratch.Records)+1)
-	for i := range scratch.Records {
-		ops = append(ops, queue.AppendRecord{Text: recordText(scratch, &scratch.Records[i])})
+	ops := make([]queue.Op, 0, len(fresh)+1)
+	for _, r := range fresh {
+		ops = append(ops, queue.AppendRecord{Text: recordText(scratch, r)})
 	}
 	appended, err := queue.Apply(existing, ops...)
 	if err == nil {

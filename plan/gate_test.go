@@ -59,14 +59,14 @@ func TestJudgeKeepsTheQueue(t *testing.T) {
 			if !strings.Contains(c, "**Coverage: 100% (2/2)**") {
 				t.Errorf("matrix:\n%s", c)
 			}
-			// Judged again on the candidate, the same tasks are duplicates: nothing is
-			// appended twice.
+			// Judged again on the candidate, the same tasks are copies of the queue's:
+			// nothing is new, and nothing changes.
 			again, err := queue.Parse("task_queue.md", v.Candidate, queue.Tasks)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if v2 := Judge(again, "plan.md", []byte(tt.scratch), plan, "candidate.md"); v2.OK() || v2.Candidate != nil {
-				t.Errorf("the same tasks passed twice")
+			if v2 := Judge(again, "plan.md", []byte(tt.scratch), plan, "candidate.md"); !v2.OK() || len(v2.New) != 0 || !bytes.Equal(v2.Candidate, v.Candidate) {
+				t.Errorf("the same tasks judged again: OK %v, new %v, candidate changed %v", v2.OK(), v2.New, !bytes.Equal(v2.Candidate, v.Candidate))
 			}
 		})
 	}
@@ -133,5 +133,24 @@ func TestPreCheck(t *testing.T) {
 	fs, err := PreCheck(bad, plan)
 	if err != nil || len(fs) != 1 || !strings.Contains(fs[0].Message, "BUILD task depends on no TEST task") {
 		t.Errorf("PreCheck = %v, %v", fs, err)
+	}
+}
+
+// TestJudgeCopiedQueue: a planner that writes the whole queue, its tasks as they are plus
+// new ones, passes with the new ones only; a copy with a changed field is refused.
+func TestJudgeCopiedQueue(t *testing.T) {
+	plan, _ := queue.ParsePlan("plan.json", []byte(gatePlan))
+	old := "# Q\n\n### TASK-900: Old\n\n| Field | Value |\n|---|---|\n| Status | completed |\n| Category | docs |\n"
+	existing, err := queue.Parse("task_queue.md", []byte(old), queue.Tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := Judge(existing, "plan.md", []byte(old+"\n"+gateTasks), plan, "candidate.md")
+	if !v.OK() || strings.Join(v.New, " ") != "TASK-T01 TASK-001" || strings.Count(string(v.Candidate), "TASK-900: Old") != 1 {
+		t.Errorf("copy of the queue plus new tasks: OK %v, new %v\n%s%s", v.OK(), v.New, v.Text(), v.Candidate)
+	}
+	changed := strings.Replace(old, "completed", "pending", 1) + "\n" + gateTasks
+	if v := Judge(existing, "plan.md", []byte(changed), plan, "candidate.md"); v.OK() || !strings.Contains(v.Text(), "plan.md:3: TASK-900: duplicate ID") {
+		t.Errorf("a changed copy: OK %v\n%s", v.OK(), v.Text())
 	}
 }
