@@ -334,6 +334,12 @@ func (r *runner) round(ctx context.Context, n int, feedback string) (*Round, *Ve
 		}
 		return round, nil, nil
 	}
+	// The scratch file is read as the file it is: a link put in its place (to the queue, or
+	// to a file the planner may not read) is not followed.
+	if info, err := os.Lstat(r.scratch); err == nil && !info.Mode().IsRegular() {
+		round.Problem = fmt.Sprintf("the scratch file %s is not a regular file (%s): write the tasks into it", r.scratch, info.Mode().Type())
+		return round, nil, nil
+	}
 	src, err := os.ReadFile(r.scratch)
 	if err != nil {
 		round.Problem = fmt.Sprintf("the scratch file %s cannot be read: %v", r.scratch, err)
