@@ -37,13 +37,15 @@ func realClaude(t *testing.T) string {
 }
 
 // TestRealClaudePlans runs `orchestrator plan` with the real claude as the planner, in the
-// sandbox, for one round: the scripted model makes it write its tasks to the scratch file
-// and try to append a completed task to the queue itself. The write to the queue fails
-// (read-only), the tasks pass the gate, and the queue gets them, with the matrix.
+// sandbox. In its first round the scripted model makes it write tasks that leave out
+// UNIT-002 and try to append a completed task to the queue itself: the write to the queue
+// fails (read-only), and the output is rejected. The second round's prompt holds the
+// finding; claude edits its scratch file, the tasks pass the gate, and the queue gets
+// them, with the matrix.
 func TestRealClaudePlans(t *testing.T) {
 	bin := realClaude(t)
 	requireBwrap(t)
-	r := newRepo(t, `{"tests": {"unit": [{"id": "UNIT-001", "name": "adds two numbers", "priority": "high"}]}}`+"\n",
+	r := newRepo(t, `{"tests": {"unit": [{"id": "UNIT-001", "name": "adds two numbers", "priority": "high"}, {"id": "UNIT-002", "name": "adds negative numbers"}]}}`+"\n",
 		"sandbox: bwrap", "task_timeout: 3m")
 	r.write(t, ".orchestrator/config.yaml", "agent: claude\nsandbox: bwrap\ntask_timeout: 3m\n")
 	// HOME outside the temporary folder (private in the sandbox); claude keeps its state in
@@ -83,12 +85,12 @@ func TestRealClaudePlans(t *testing.T) {
 		}
 		t.Fatalf("orchestrator plan: %v\nagent.log:\n%s", err, r.read(t, ".orchestrator/runs/plan/1/1/agent.log"))
 	}
-	if !strings.Contains(string(out), "2 tasks appended to") || !strings.Contains(string(out), "coverage: 100% (1/1)") {
+	if !strings.Contains(string(out), "plan round 1 rejected: 1 error") || !strings.Contains(string(out), "2 tasks appended to") || !strings.Contains(string(out), "coverage: 100% (2/2)") {
 		t.Errorf("output:\n%s", out)
 	}
 	after := r.read(t, ".orchestrator/task_queue.md")
 	if !strings.HasPrefix(after, before) || strings.Contains(after, "TASK-999") ||
-		!strings.Contains(after, "### TASK-T01: Tests for Add") || !strings.HasSuffix(after, "**Coverage: 100% (1/1)**\n") {
+		!strings.Contains(after, "| Test IDs | UNIT-001, UNIT-002 |") || !strings.HasSuffix(after, "**Coverage: 100% (2/2)**\n") {
 		t.Errorf("queue:\n%s", after)
 	}
 	for i, req := range srv.Requests() {
@@ -100,14 +102,16 @@ func TestRealClaudePlans(t *testing.T) {
 	if u := srv.Unused(); len(u) > 0 {
 		t.Errorf("%d turns of the scenario were not used", len(u))
 	}
-	prompt := r.read(t, ".orchestrator/runs/plan/1/1/prompt.md")
-	found := false
-	for _, req := range srv.Requests() {
-		if strings.Contains(req.UserText, strings.TrimSpace(prompt)) {
-			found = true
+	for _, n := range []string{"1", "2"} {
+		prompt := r.read(t, ".orchestrator/runs/plan/1/"+n+"/prompt.md")
+		found := false
+		for _, req := range srv.Requests() {
+			if strings.Contains(req.UserText, strings.TrimSpace(prompt)) {
+				found = true
+			}
 		}
-	}
-	if !found {
-		t.Error("no request holds prompt.md as its user message")
+		if !found {
+			t.Errorf("no request holds round %s's prompt.md as its user message", n)
+		}
 	}
 }
