@@ -32,6 +32,10 @@ type Sandbox struct {
 	// config's sandbox_writable adds; a file may be named too, which makes that one file
 	// writable. Each must exist (bwrap refuses to start otherwise).
 	Writable []string
+	// ReadOnly are more files or folders the agent may read that the private /tmp would
+	// hide (everything else outside /tmp is readable anyway): bound read-only, before Dir
+	// and Writable, which stay writable inside them.
+	ReadOnly []string
 	// Home is the home folder whose agent state (HomeState) stays writable; "" for none.
 	Home string
 	// Env holds NAME=value settings for inside, on top of the environment that Start
@@ -63,6 +67,7 @@ var HomeState = []string{".claude", ".codex"}
 //
 //	bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp
 //	      --ro-bind-try PROGRAM PROGRAM         argv[0], if absolute: visible even in /tmp
+//	      --ro-bind-try R R                     each of ReadOnly
 //	      --bind-try HOME/.claude HOME/.claude  each of HomeState, if Home is set
 //	      --bind DIR DIR --bind W W             the worktree (--ro-bind with ReadOnlyDir),
 //	                                            then each of Writable
@@ -94,6 +99,9 @@ func (s Sandbox) Wrap(argv []string) []string {
 		if filepath.IsAbs(arg) && strings.HasPrefix(filepath.Clean(arg), "/tmp/") {
 			w = append(w, "--ro-bind-try", arg, arg)
 		}
+	}
+	for _, p := range s.ReadOnly {
+		w = append(w, "--ro-bind-try", p, p)
 	}
 	if s.Home != "" {
 		for _, rel := range HomeState {

@@ -188,3 +188,23 @@ func TestPlanPersonEditsMeanwhile(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanInputsOutsideTheRepo: requirements and a plan in a folder of their own under the
+// temporary folder (private in the sandbox) stay readable to the planner there, which
+// reads its tasks from beside them.
+func TestPlanInputsOutsideTheRepo(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	r := newRepo(t, calcPlan, "sandbox: bwrap")
+	specs := t.TempDir()
+	for name, text := range map[string]string{"prd.md": "# Calculator\n", "plan.json": calcPlan, "tasks.md": calcGood} {
+		if err := os.WriteFile(filepath.Join(specs, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, code := r.orch(t, []string{"TESTAGENT_MODE=planner", "TESTAGENT_FROMFILE=" + filepath.Join(specs, "tasks.md")},
+		"plan", "--prd", filepath.Join(specs, "prd.md"), "--plan", filepath.Join(specs, "plan.json"))
+	if code != 0 || !strings.Contains(out, "6 tasks appended") {
+		t.Errorf("exit %d\n%s\n%s", code, out, r.read(t, ".orchestrator/runs/plan/1/1/agent.log"))
+	}
+}

@@ -279,7 +279,7 @@ func (r *runner) round(ctx context.Context, n int, feedback string) (*Round, *Ve
 	start := time.Now()
 	p, err := agents.Start(agents.StartOptions{
 		Command: argv, Dir: o.Layout.Root, Prompt: prompt, Env: env,
-		LogPath: filepath.Join(dir, "agent.log"), Sandbox: r.sandbox(),
+		LogPath: filepath.Join(dir, "agent.log"), Sandbox: r.sandbox(argv),
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("start agent %s: %w", name, err)
@@ -442,11 +442,24 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // sandbox returns the planner's jail: the tree read-only, the scratch file's folder
 // writable, the agent program's own state in the home folder.
-func (r *runner) sandbox() *agents.Sandbox {
+func (r *runner) sandbox(argv []string) *agents.Sandbox {
 	if !r.o.Sandbox {
 		return nil
 	}
 	sb := &agents.Sandbox{Dir: r.o.Layout.Root, ReadOnlyDir: true, Writable: []string{filepath.Dir(r.scratch)}}
+	// Its inputs stay readable where they live, even in the temporary folder (private in
+	// the sandbox): the requirements' and the plan's folders, and its own program's.
+	read := []string{r.o.PRDPath, r.o.Plan.Path}
+	if len(argv) > 0 && filepath.IsAbs(argv[0]) {
+		read = append(read, argv[0])
+	}
+	for _, p := range read {
+		if abs, err := filepath.Abs(p); err == nil && strings.HasPrefix(abs, "/tmp/") {
+			if dir := filepath.Dir(abs); !slices.Contains(sb.ReadOnly, dir) {
+				sb.ReadOnly = append(sb.ReadOnly, dir)
+			}
+		}
+	}
 	for _, d := range r.o.Config.SandboxWritable {
 		if !filepath.IsAbs(d) {
 			d = filepath.Join(r.o.Layout.Root, d)
