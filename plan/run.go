@@ -268,7 +268,7 @@ func (r *runner) round(ctx context.Context, n int, feedback string) (*Round, *Ve
 	var before snapshot
 	var kept map[string]keptFile
 	if !o.Sandbox {
-		before = takeSnapshot(o.Layout.Root, []string{r.dir})
+		before = takeSnapshot(o.Layout.Root, r.unwatched())
 		kept = keepFiles(r.guarded())
 	}
 	env := o.Env
@@ -306,7 +306,7 @@ func (r *runner) round(ctx context.Context, n int, feedback string) (*Round, *Ve
 		return round, nil, stopErr
 	}
 	if !o.Sandbox {
-		round.Changed = changed(before, takeSnapshot(o.Layout.Root, []string{r.dir}))
+		round.Changed = changed(before, takeSnapshot(o.Layout.Root, r.unwatched()))
 		if len(round.Changed) > 0 {
 			if err := restore(kept, dir); err != nil {
 				return round, nil, err
@@ -363,6 +363,16 @@ func (r *runner) round(ctx context.Context, n int, feedback string) (*Round, *Ve
 		return round, nil, err
 	}
 	return round, v, nil
+}
+
+// unwatched are the folders the outside check does not list: this run's records, which the
+// orchestrator writes while the planner runs, and the folders a `watch` running beside it
+// writes (attempt records, markers, reports), none of which the gate reads back. (The
+// queue files are listed: without a sandbox, a change of the queue while the planner works
+// is the planner's.)
+func (r *runner) unwatched() []string {
+	l := r.o.Layout
+	return []string{r.dir, l.Runs(), l.Markers(), filepath.Join(l.Dir(), "reports")}
 }
 
 // record writes the round's record, result.json, for people.
