@@ -22,6 +22,9 @@ const (
 	RoleQA          = "qa"
 	RoleReviewer    = "reviewer"
 	RoleJudge       = "judge"
+	// RolePlanner is the decomposition agent of `orchestrator plan` (SPEC §17): it turns
+	// a requirements document and the test plan into tasks.
+	RolePlanner = "planner"
 )
 
 // The values of a result's status.
