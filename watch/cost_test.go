@@ -310,3 +310,28 @@ func TestRunAndTokenBudgets(t *testing.T) {
 		})
 	}
 }
+
+// TestNotifyHaltOnRepeatedFailure: a task that halts on the same failure a third time
+// (SPEC §8.4) is told to the halt notifier, with the halt's reason.
+func TestNotifyHaltOnRepeatedFailure(t *testing.T) {
+	t.Parallel()
+	halt := filepath.Join(t.TempDir(), "halt.json")
+	r := failingRepo(t, 99, false, "notify: {halt: [sh, -c, 'cat > \"$0\"', "+quoteAll([]string{halt})+"]}\n")
+	code, out := r.run("watch", "--once")
+	if code != 3 {
+		t.Fatalf("exit %d, want 3\n%s", code, out)
+	}
+	var ev map[string]any
+	b, err := os.ReadFile(halt)
+	if err != nil || json.Unmarshal(b, &ev) != nil {
+		t.Fatalf("halt notifier's input %q: %v\n%s", b, err, out)
+	}
+	if ev["event"] != "halt" || ev["task"] != "TASK-001" || ev["status"] != "halted" || ev["attempt"] != 3.0 ||
+		!strings.Contains(ev["reason"].(string), "Repeated identical failure (3x)") {
+		t.Errorf("halt event %v", ev)
+	}
+	// The honest test agent reports no usage: unknown, null.
+	if v, ok := ev["cost_usd"]; !ok || v != nil {
+		t.Errorf("cost_usd %v, want null", v)
+	}
+}
