@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/orchestrator/orchestrator/agents"
+	"github.com/orchestrator/orchestrator/prompts"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/retry"
 	"github.com/orchestrator/orchestrator/worktree"
@@ -78,15 +79,10 @@ func (r *runner) readAgentUsage(a *attempt) {
 	a.limit = agents.RateLimitOf(a.adapter.Name(), out, time.Now())
 }
 
-// roleOf is the role the attempt's agent was invoked as.
+// roleOf is the role the attempt's agent was invoked as: its prompt's.
 func roleOf(a *attempt) string {
-	switch a.task.Kind {
-	case queue.KindTest:
-		return agents.RoleTestWriter
-	case queue.KindVerify:
-		return agents.RoleVerifier
-	case queue.KindQA:
-		return agents.RoleQA
+	if role := prompts.RoleFor(a.task.Kind.String()); role != "" {
+		return role
 	}
 	return agents.RoleImplementer
 }
