@@ -6,7 +6,7 @@ BIN := bin/orchestrator
 VERSION ?= $(shell git describe --tags --dirty 2>/dev/null || echo dev)
 FUZZTIME ?= 30s
 
-.PHONY: build test test-deps bench fuzz lint bench-data demo demo-tdd clean
+.PHONY: build test test-deps bench fuzz lint bench-data demo demo-tdd demo-plan clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/orchestrator
@@ -18,6 +18,10 @@ demo: build
 # Build, then run the TDD cycle of the promo example's requirement with replayed agents.
 demo-tdd: build
 	./examples/tdd-demo.sh $(BIN)
+# Build, then go from a requirements file and a test plan to a running `watch`: a scripted
+# planner's tasks, checked by `orchestrator plan`, built by replayed agents.
+demo-plan: build
+	./examples/plan-demo.sh $(BIN)
 
 test: test-deps
 	$(GO) vet ./...
@@ -44,6 +48,7 @@ fuzz:
 	$(GO) test ./queue -run '^$$' -fuzz '^FuzzParsePlan$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./queue -run '^$$' -fuzz '^FuzzQuickValid$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./agents -run '^$$' -fuzz '^FuzzParseResult$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./agents -run '^$$' -fuzz '^FuzzUsageReports$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./testrun -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./testrun -run '^$$' -fuzz '^FuzzDetect$$' -fuzztime $(FUZZTIME)
 

@@ -10,6 +10,11 @@
 // the same loop: their FR and AC fields give them their role, their isolated prompts, their
 // per-AC and refactor gates, the re-emit prompt of a format violation and their budgets.
 //
+// What agents spend is its concern too (SPEC §16, cost.go): each attempt's agent runs and
+// their usage, as the agent programs reported it, in result.json; the task's Cost and
+// Tokens fields; budgets checked before an attempt starts; rate limits that hold an agent
+// program back; and the notifiers of halts and completions.
+//
 // The package owns scheduling, attempt folders, reading the agent's claim and putting the
 // pieces together. It does not parse markdown (package queue), start or kill processes itself
 // (package agents), read markers (package markers), write prompts (package prompts), judge

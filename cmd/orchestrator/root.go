@@ -151,6 +151,8 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 		newSignatureCommand(g),
 		newIssuesCommand(g),
 		newTDDCommand(g),
+		newPlanCommand(g),
+		newCostCommand(g),
 	)
 	return root
 }
