@@ -87,7 +87,24 @@ func Parse(path, id string, src []byte) (*FR, error) {
 	var errs queue.ParseErrors
 	seen := map[string]int{}
 	nums := map[int]string{}
+	kind := 0 // how the current criterion was written (kindList, …)
+	begin := func(text string, n, k int) {
+		idm := acID.FindStringSubmatch(text)
+		num, _ := strconv.Atoi(idm[2])
+		ac := AC{ID: idm[0], N: num, Text: text, Line: n}
+		if first, dup := seen[ac.ID]; dup {
+			errs = append(errs, &queue.ParseError{Path: path, Line: n, Msg: fmt.Sprintf("duplicate AC ID %s (first at line %d)", ac.ID, first)})
+			return
+		}
+		if other, dup := nums[num]; dup {
+			errs = append(errs, &queue.ParseError{Path: path, Line: n, Msg: fmt.Sprintf("%s has the number of %s: each AC's number names its task (TASK-%s-AC%d)", ac.ID, other, TaskStem(id), num)})
+			return
+		}
+		seen[ac.ID], nums[num] = n, ac.ID
+		cur, kind = &ac, k
+	}
 	end := func() {
+		kind = 0
 		if cur == nil {
 			return
 		}
@@ -137,48 +154,56 @@ func Parse(path, id string, src []byte) (*FR, error) {
 				in, found = true, n
 			} else if in {
 				end() // a sub-heading ends the item before it
+				if text := strings.TrimSpace(m[2]); leadingID(text) {
+					// A criterion as a sub-heading: "### AC-STE.1: Title", its text below.
+					begin(text, n, kindHeading)
+				}
 			}
 			continue
 		}
 		if !in {
 			continue
 		}
-		if m := listItem.FindStringSubmatch(line); m != nil && !(cur != nil && indentOf(line) >= content) {
+		if m := listItem.FindStringSubmatch(line); m != nil && !(cur != nil && indentOf(line) >= content) && !(kind == kindHeading && !leadingID(m[4])) {
 			end()
 			content = len(m[1]) + len(m[2]) + 1
 			text := m[4]
-			ids := acID.FindAllStringSubmatch(text, -1)
-			switch {
-			case len(ids) == 0:
+			if !acID.MatchString(text) {
 				errs = append(errs, &queue.ParseError{Path: path, Line: n, Msg: fmt.Sprintf("acceptance criterion without an AC ID (AC-<PREFIX>.<N>): %q", clip(trimmed, 60))})
 				continue
 			}
-			// The item's own ID is the first one in it; later ones are references.
-			idm := ids[0]
-			num, _ := strconv.Atoi(idm[2])
-			ac := AC{ID: idm[0], N: num, Text: text, Line: n}
-			if first, dup := seen[ac.ID]; dup {
-				errs = append(errs, &queue.ParseError{Path: path, Line: n, Msg: fmt.Sprintf("duplicate AC ID %s (first at line %d)", ac.ID, first)})
-				continue
-			}
-			if other, dup := nums[num]; dup {
-				errs = append(errs, &queue.ParseError{Path: path, Line: n, Msg: fmt.Sprintf("%s has the number of %s: each AC's number names its task (TASK-%s-AC%d)", ac.ID, other, TaskStem(id), num)})
-				continue
-			}
-			seen[ac.ID], nums[num] = n, ac.ID
-			cur = &ac
+			begin(text, n, kindList)
 			continue
 		}
-		if cur != nil && (trimmed == "" || strings.HasPrefix(line, " ") || strings.HasPrefix(line, "\t")) {
-			// A continuation of the item (its own lines, a nested list, a blank line).
+		if strings.HasPrefix(trimmed, "|") {
+			// A table of criteria: a row whose first cell holds an AC ID is one.
+			cells := strings.Split(strings.Trim(trimmed, "|"), "|")
+			if leadingID(strings.TrimSpace(cells[0])) {
+				end()
+				begin(strings.Join(strings.Fields(strings.ReplaceAll(strings.Trim(trimmed, "|"), "|", " ")), " "), n, kindRow)
+				continue
+			}
+			if kind == kindRow {
+				continue // the header or the separator row
+			}
+		}
+		if leadingID(trimmed) && indentOf(line) < 4 {
+			// A criterion as a line of its own: "AC-STE.1: text" or "**AC-STE.1** text".
+			end()
+			begin(trimmed, n, kindPara)
+			continue
+		}
+		switch {
+		case cur == nil:
+		case kind == kindHeading, kind == kindList && (trimmed == "" || indentOf(line) > 0),
+			kind == kindPara && trimmed != "":
+			// A continuation of the criterion: its own lines, a nested list, its text
+			// below its heading.
 			cur.Text += "\n" + line
 			continue
 		}
-		if trimmed != "" {
+		if trimmed != "" || kind == kindPara || kind == kindRow {
 			end()
-			if acID.MatchString(trimmed) && strings.HasPrefix(strings.TrimLeft(trimmed, "*_`"), "AC-") {
-				errs = append(errs, &queue.ParseError{Path: path, Line: n, Msg: "acceptance criterion outside a list item: write it as \"- " + clip(trimmed, 40) + "\""})
-			}
 		}
 	}
 	end()
@@ -194,6 +219,22 @@ func Parse(path, id string, src []byte) (*FR, error) {
 		return nil, errs
 	}
 	return fr, nil
+}
+
+// How a criterion is written in the section.
+const (
+	kindList    = iota + 1 // a list item (its own ID first in it)
+	kindPara               // a line that starts with its ID
+	kindHeading            // a sub-heading that starts with its ID, its text below
+	kindRow                // a table row whose first cell holds its ID
+)
+
+// leadingID reports whether text starts with an AC ID, after emphasis, code marks or a
+// task-list box.
+func leadingID(text string) bool {
+	text = strings.TrimLeft(strings.TrimPrefix(strings.TrimPrefix(text, "[ ] "), "[x] "), "*_`[ ")
+	m := acID.FindStringIndex(text)
+	return m != nil && m[0] == 0
 }
 
 // indentOf returns the width of a line's leading white space, a tab counted as four.

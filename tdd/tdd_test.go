@@ -24,7 +24,14 @@ func TestParse(t *testing.T) {
 		{name: "no ID", src: "## Acceptance Criteria\n- AC-X.1 one\n- two\n", err: "f.md:3: acceptance criterion without an AC ID"},
 		{name: "ID without number", src: "## Acceptance Criteria\n- AC-X one\n", err: "f.md:2: acceptance criterion without an AC ID"},
 		{name: "duplicate", src: "## Acceptance Criteria\n- AC-X.1 one\n- AC-X.1 again\n", err: "f.md:3: duplicate AC ID AC-X.1 (first at line 2)"},
-		{name: "outside a list", src: "## Acceptance Criteria\nAC-X.1 one\n", err: "f.md:2: acceptance criterion outside a list item"},
+		{name: "lines of their own", src: "## Acceptance Criteria\nSome prose first.\n\nAC-X.1: one\ngoes on\n\n**AC-X.2** two\n\nMore prose.\n",
+			want: []string{"AC-X.1|AC-X.1: one\ngoes on", "AC-X.2|**AC-X.2** two"}},
+		{name: "sub-headings", src: "## Acceptance Criteria\n\n### AC-X.1: Adds\n\nGiven two numbers,\n- it adds them\n\n### AC-X.2 — Subtracts\nthe second.\n## Notes\n",
+			want: []string{"AC-X.1|AC-X.1: Adds\n\nGiven two numbers,\n- it adds them", "AC-X.2|AC-X.2 — Subtracts\nthe second."}},
+		{name: "table", src: "## Acceptance Criteria\n\n| ID | Criterion |\n|----|-----------|\n| AC-X.1 | one |\n| AC-X.2 | two |\n",
+			want: []string{"AC-X.1|AC-X.1 one", "AC-X.2|AC-X.2 two"}},
+		{name: "task list", src: "## Acceptance Criteria\n- [ ] AC-X.1 one\n- [x] AC-X.2 two\n",
+			want: []string{"AC-X.1|[ ] AC-X.1 one", "AC-X.2|[x] AC-X.2 two"}},
 		{name: "two sections", src: "## Acceptance Criteria\n- AC-X.1 one\n## Acceptance Criteria\n- AC-X.2 two\n", err: "f.md:3: a second ## Acceptance Criteria section (the first is at line 1)"},
 	}
 	for _, tt := range tests {
