@@ -149,6 +149,9 @@ type result struct {
 	ExitCode    *int        `json:"agent_exit_code,omitempty"`
 	Gate        *gateResult `json:"gate,omitempty"`
 	Elapsed     string      `json:"elapsed,omitempty"`
+	// BudgetSpent marks the attempt that spent a TDD cycle task's budget (it halted or was
+	// dropped): a person who sets the task going again gives it a new budget (tdd.go).
+	BudgetSpent bool `json:"budget_spent,omitempty"`
 	// Usage is what each agent run of the attempt spent, Spent their sum (SPEC §16).
 	Usage []RunUsage    `json:"usage,omitempty"`
 	Spent *agents.Usage `json:"spent,omitempty"`

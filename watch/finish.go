@@ -268,6 +268,7 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 	}
 	if d := fin.decision; d != nil && fin.applied {
 		r.capped = r.capped || d.Deferred
+		r.spendBudget(a, res, *d, f)
 		if d.Halt || d.Deferred {
 			text, err := retry.WriteHaltReport(l, *d, f)
 			if err != nil {
@@ -747,7 +748,8 @@ func (r *runner) statusAfter(a *attempt, res result) (string, []queue.Op, string
 		}
 		return queue.StatusBlocked, []queue.Op{queue.SetField{ID: a.id, Field: "Blocked-Reason", Value: oneLine(why)}}, ""
 	}
-	if res.Claim == "done" && res.Gate != nil && !res.Gate.Pass {
+	// A TDD cycle's task has its own, smaller budget (cycleBudget).
+	if a.cycle == nil && res.Claim == "done" && res.Gate != nil && !res.Gate.Pass {
 		n := r.countAttempts(a, func(p result) bool { return p.Claim == "done" && p.Gate != nil && !p.Gate.Pass })
 		if n >= falseSuccessHalt {
 			return queue.StatusFailed, nil, fmt.Sprintf("False success (%dx): the agent claimed done and the gate disagreed", n)

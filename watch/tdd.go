@@ -350,7 +350,7 @@ func reemitDue(runs, id string, attempt int) bool {
 		return false
 	}
 	n := 0
-	for i := 1; i < attempt; i++ {
+	for i := budgetStart(runs, id, attempt-1); i < attempt; i++ {
 		if res, ok := readResult(filepath.Join(runs, id, strconv.Itoa(i))); ok && res.Type == "format_violation" {
 			n++
 		}
@@ -471,12 +471,12 @@ func (r *runner) cycleBudget(a *attempt, res result, f *retry.Failure) {
 	f.LastBlock = resultBlock(a.final)
 	if mode == "D" {
 		f.Output = "the agent's last message (it holds no valid tdd-result block):\n" + orNone(a.final)
-		if n := r.countAttempts(a, func(p result) bool { return p.Type == "format_violation" }); n >= cycleFormatBudget {
+		if n := r.countBudget(a, func(p result) bool { return p.Type == "format_violation" }); n >= cycleFormatBudget {
 			f.Halt = fmt.Sprintf("failure mode D (%s), role %s, %s: %d format violations, the second after the re-emit prompt", what, c.role, f.AC, n)
 		}
 		return
 	}
-	n := r.countAttempts(a, func(p result) bool {
+	n := r.countBudget(a, func(p result) bool {
 		return (p.Outcome == "failed") && p.Type != "format_violation"
 	})
 	if n < cycleSemanticBudget {
@@ -502,4 +502,37 @@ func resultBlock(final string) string {
 		return rest[:3+j+4]
 	}
 	return rest
+}
+
+// budgetStart returns the first attempt, up to last, that counts against a cycle task's
+// budget: the one after the last attempt that spent it (a halt a person has since lifted).
+func budgetStart(runs, id string, last int) int {
+	for i := last; i >= 1; i-- {
+		if res, ok := readResult(filepath.Join(runs, id, strconv.Itoa(i))); ok && res.BudgetSpent {
+			return i + 1
+		}
+	}
+	return 1
+}
+
+// countBudget counts the task's attempts of its current budget (this one included) that
+// match.
+func (r *runner) countBudget(a *attempt, match func(result) bool) int {
+	n := 0
+	for i := budgetStart(r.runs, a.id, a.n-1); i <= a.n; i++ {
+		if res, ok := readResult(filepath.Join(r.runs, a.id, strconv.Itoa(i))); ok && match(res) {
+			n++
+		}
+	}
+	return n
+}
+
+// spendBudget records, in the attempt's record, that it spent its cycle task's budget:
+// the task halted, or was dropped, on it.
+func (r *runner) spendBudget(a *attempt, res result, d retry.Decision, f retry.Failure) {
+	if a.cycle == nil || !d.Halt && f.Stop == "" {
+		return
+	}
+	res.BudgetSpent = true
+	a.record(res)
 }

@@ -356,6 +356,25 @@ func TestTDDImplementerBreaksEarlierAC(t *testing.T) {
 		if strings.Contains(r.log(), "AC2") {
 			t.Errorf("AC2 landed:\n%s", r.log())
 		}
+		// A person lifts the halt, as the report says, from the task and its issue: the
+		// task gets a new budget of two attempts (its third tampers with a test and is
+		// retried, its fourth is honest), and the cycle goes on.
+		r.agent("AC2", r.plan("implementer", "1=ac2-breaks-ac1", "3=ac2+tamper-ac2-test", "4=ac2")...)
+		if out, err := r.cmd("set", r.id("AC2"), "Halted=false", "Status=pending").CombinedOutput(); err != nil {
+			t.Fatalf("orchestrator set: %v\n%s", err, out)
+		}
+		if out, err := r.cmd("set", fmt.Sprint(h["issue"]), "Halted=false", "Auto-Retry=true").CombinedOutput(); err != nil {
+			t.Fatalf("orchestrator set: %v\n%s", err, out)
+		}
+		code, out = r.tdd()
+		if code != 0 {
+			t.Fatalf("after the halt was lifted: exit %d, want 0\n%s", code, out)
+		}
+		r.wantStatuses(out, map[string]string{"AC2": "completed", "AC3": "completed", "REFACTOR": "completed"})
+		if d := r.attemptDirs(r.id("AC2")); len(d) != 4 {
+			t.Errorf("AC2: attempts %v, want 4%s", d, r.describeAttempts(r.id("AC2")))
+		}
+		r.tasksOnce(3)
 		r.noneLeft()
 	})
 }
