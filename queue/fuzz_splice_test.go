@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // spliceQueue builds a queue file around fuzzed text. The bits of shape choose where the
@@ -95,7 +96,7 @@ func cellInterior(d *Doc, f Field) Span {
 // the file parses, the edit must change nothing but the interior of the field's value cell,
 // the result must parse with every field as before but the one set, which reads back as the
 // value (with `|` escaped and unescaped), and the same edit made again changes nothing. A
-// value with a line break is refused.
+// value with a line break or a NUL byte, or that is not UTF-8, is refused.
 func FuzzSplice(f *testing.F) {
 	for _, s := range []struct {
 		text  string
@@ -151,9 +152,9 @@ func FuzzSplice(f *testing.F) {
 		before := fieldValues(d)
 		op := SetField{ID: "TASK-1", Field: field, Value: value}
 		out, err := Apply(d, op)
-		if strings.ContainsAny(value, "\r\n") {
+		if strings.ContainsAny(value, "\r\n\x00") || !utf8.ValidString(value) {
 			if err == nil || !bytes.Equal(out, src) {
-				t.Fatalf("value %q with a line break: err = %v, file changed: %v", value, err, !bytes.Equal(out, src))
+				t.Fatalf("value %q with a line break, a NUL or not UTF-8: err = %v, file changed: %v", value, err, !bytes.Equal(out, src))
 			}
 			return
 		}

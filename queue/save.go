@@ -50,11 +50,11 @@ type EditFunc func(d *Doc) ([]Op, error)
 // Editors take no lock, so a person may save the file between our read and our swap. Update
 // checks the file just before the swap, and swaps with RENAME_EXCHANGE, which hands back
 // what it displaced: if that is not the file we read, a person saved in the moment between
-// check and swap, and their version goes straight back, before anything else is done. Only
-// then are the edits applied to their version, and the same steps taken again. So a
-// person's edit is never lost, and a version without it is never visible for longer than
-// one system call: an editor that read it could save on top of it, and the edit would be
-// gone. An edit that no longer applies (a compare-and-set that declines) leaves their
+// check and swap, and their version goes straight back, before anything else is done (the
+// one system call between the two swaps tells what was displaced). Only then are the edits
+// applied to their version, and the same steps taken again. So a person's edit is never
+// lost, and a version without it is never visible for longer than that one system call: an
+// editor that read it could save on top of it, and the edit would be gone. An edit that no longer applies (a compare-and-set that declines) leaves their
 // version in place.
 func Update(ctx context.Context, path string, kind Kind, edit EditFunc) (bool, error) {
 	return UpdateRecords(ctx, path, kind, nil, edit)
@@ -139,13 +139,14 @@ func updateLocked(path string, kind Kind, ids []string, edit EditFunc) (bool, er
 			return false, fmt.Errorf("replace %s: %w", path, err)
 		}
 		// ours.name now holds what we displaced.
-		if still, _ := base.still(ours.name); still {
+		still, displaced, err := base.stillID(ours.name)
+		if still && err == nil {
 			os.Remove(ours.name)
 			ours = nil
 			return true, syncDir(dir)
 		}
 		// A person saved between the check and the swap: their version goes back first.
-		back, err := putBack(ours.name, path, ours.id)
+		back, err := putBack(ours.name, path, ours.id, displaced)
 		if err != nil {
 			return false, err
 		}
@@ -158,16 +159,19 @@ func updateLocked(path string, kind Kind, ids []string, edit EditFunc) (bool, er
 }
 
 // putBack undoes the exchange of tmp and path just made, so that path holds again what the
-// exchange displaced (now at tmp), and tmp the file identified by ours, which it reports.
-// Should someone save over ours in the moment it was at path, their file comes back to tmp
-// instead: it is the newest save, so it is exchanged back in turn, and so on. It then
-// reports false.
-func putBack(tmp, path string, ours fileID) (bool, error) {
+// exchange displaced (now at tmp, identified by displaced when known), and tmp the file
+// identified by ours, which it reports. Should someone save over ours in the moment it was
+// at path, their file comes back to tmp instead: it is the newest save, so it is exchanged
+// back in turn, and so on. It then reports false.
+func putBack(tmp, path string, ours, displaced fileID) (bool, error) {
 	var st unix.Stat_t
-	if err := unix.Stat(tmp, &st); err != nil {
-		return false, fmt.Errorf("put back %s: %w", path, err)
+	if displaced == (fileID{}) {
+		if err := unix.Stat(tmp, &st); err != nil {
+			return false, fmt.Errorf("put back %s: %w", path, err)
+		}
+		displaced = idOf(&st)
 	}
-	want, atTmp := ours, idOf(&st)
+	want, atTmp := ours, displaced
 	for range maxRounds {
 		if err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, path, unix.RENAME_EXCHANGE); err != nil {
 			return false, fmt.Errorf("put back %s: %w", path, err)
@@ -227,25 +231,33 @@ func readBasis(path string) (*basis, error) {
 // writes close together can have the same one; when the time is not settled, the bytes are
 // compared.
 func (b *basis) still(name string) (bool, error) {
-	same, err := b.sameStat(name)
+	still, _, err := b.stillID(name)
+	return still, err
+}
+
+// stillID is still that also returns the identity of the file at name, when it got it.
+func (b *basis) stillID(name string) (bool, fileID, error) {
+	same, id, err := b.sameStat(name)
 	if err != nil || !same || settled(b.mtime, b.readAt) {
-		return same, err
+		return same, id, err
 	}
 	now, err := os.ReadFile(name)
 	if err != nil || !bytes.Equal(now, b.src) {
-		return false, err
+		return false, id, err
 	}
-	// Once more, as the last thing: the caller swaps right after.
+	// Once more, as the last thing: a caller may swap right after.
 	return b.sameStat(name)
 }
 
-// sameStat reports whether the file at name has b's inode, size and modification time.
-func (b *basis) sameStat(name string) (bool, error) {
+// sameStat reports whether the file at name has b's inode, size and modification time, and
+// returns its identity.
+func (b *basis) sameStat(name string) (bool, fileID, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(name, &st); err != nil {
-		return false, err
+		return false, fileID{}, err
 	}
-	return idOf(&st) == b.id && st.Size == b.size && st.Mtim == b.mtime, nil
+	id := idOf(&st)
+	return id == b.id && st.Size == b.size && st.Mtim == b.mtime, id, nil
 }
 
 // settled reports whether a file modification time is older than the granularity of file
