@@ -17,11 +17,11 @@
 //
 //	lost ID: have "X", want "Y"
 //
-// once for each edit lost, and "stale ID: ..." for a version it read that lacked one of its values
-// (a moment's stale version that it read again before saving loses nothing). Every version
-// read must also parse as a task queue (a reader never sees a half-written file). At the end
-// it prints "final ID VALUE" for each cell and "saves N", and exits 1 if it lost an edit, 2
-// on any other error, 0 otherwise.
+// once for each edit lost, and "stale ID: ..." for each version it read that lacked one of
+// its values (a moment's stale version, read again before a save, loses nothing). Every
+// version read must also parse as a task queue (a reader never sees a half-written file). At
+// the end it prints "final ID VALUE" for each cell and "saves N", and exits 1 if it lost an
+// edit, 2 on any other error, 0 otherwise.
 package main
 
 import (
