@@ -308,10 +308,10 @@ func (d *Doc) columnWidth(row Span, inStart, inEnd int) (int, bool) {
 
 // tableAt returns the table holding the line that starts at off, or nil.
 func (d *Doc) tableAt(off int) *Table {
-	for i := range d.Tables {
-		if t := &d.Tables[i]; off >= t.Start && off <= t.End {
-			return t
-		}
+	// Tables are in the order of the file: the last one starting at or before off.
+	i := sort.Search(len(d.Tables), func(i int) bool { return d.Tables[i].Start > off }) - 1
+	if i >= 0 && off <= d.Tables[i].End {
+		return &d.Tables[i]
 	}
 	return nil
 }
