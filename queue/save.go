@@ -85,7 +85,7 @@ func updateLocked(path string, kind Kind, ids []string, edit EditFunc) (bool, er
 	)
 	defer func() {
 		if ours != nil {
-			os.Remove(ours.name)
+			os.Remove(ours.name) // our version, or the one we displaced
 		}
 	}()
 	for round := 0; ; round++ {
@@ -141,8 +141,8 @@ func updateLocked(path string, kind Kind, ids []string, edit EditFunc) (bool, er
 		// ours.name now holds what we displaced.
 		still, displaced, err := base.stillID(ours.name)
 		if still && err == nil {
-			os.Remove(ours.name)
-			ours = nil
+			// The folder is synced first, and the old file removed after (deferred):
+			// syncing its removal too would cost a few milliseconds for a large file.
 			return true, syncDir(dir)
 		}
 		// A person saved between the check and the swap: their version goes back first.
