@@ -6,7 +6,7 @@ BIN := bin/orchestrator
 VERSION ?= $(shell git describe --tags --dirty 2>/dev/null || echo dev)
 FUZZTIME ?= 30s
 
-.PHONY: build test test-deps bench fuzz lint bench-data demo clean
+.PHONY: build test test-deps bench fuzz lint bench-data demo demo-plan clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/orchestrator
@@ -14,6 +14,11 @@ build:
 # Build, then run the bundled example through `watch --once` with replayed agents.
 demo: build
 	./examples/demo.sh $(BIN)
+
+# Build, then go from a requirements file and a test plan to a running `watch`: a scripted
+# planner's tasks, checked by `orchestrator plan`, built by replayed agents.
+demo-plan: build
+	./examples/plan-demo.sh $(BIN)
 
 test: test-deps
 	$(GO) vet ./...
@@ -40,6 +45,7 @@ fuzz:
 	$(GO) test ./queue -run '^$$' -fuzz '^FuzzParsePlan$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./queue -run '^$$' -fuzz '^FuzzQuickValid$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./agents -run '^$$' -fuzz '^FuzzParseResult$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./agents -run '^$$' -fuzz '^FuzzUsageReports$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./testrun -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./testrun -run '^$$' -fuzz '^FuzzDetect$$' -fuzztime $(FUZZTIME)
 

@@ -233,6 +233,15 @@ type claudeResult struct {
 	TerminalReason string          `json:"terminal_reason"`
 	APIErrorStatus json.RawMessage `json:"api_error_status"`
 	Errors         []string        `json:"errors"`
+	// What the run spent (SPEC §16): see ReadUsage.
+	TotalCostUSD  *float64 `json:"total_cost_usd"`
+	DurationAPIMS *int64   `json:"duration_api_ms"`
+	Usage         *struct {
+		InputTokens              *int64 `json:"input_tokens"`
+		OutputTokens             *int64 `json:"output_tokens"`
+		CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+		CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+	} `json:"usage"`
 }
 
 // claudeFinalText reads the result object. As Claude Code 2.1.197 does it (SPEC §10.1,

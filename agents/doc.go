@@ -43,6 +43,17 @@
 // testdata/install-agents.sh), driven by the scripted model server of internal/modelserver;
 // the outputs of those runs are kept in testdata/recorded for the unit tests.
 //
+// # Usage and rate limits
+//
+// [ReadUsage] reads what a run spent from the program's own final report (SPEC §16):
+// Claude Code's result object (total_cost_usd, usage, num_turns, duration_api_ms), the
+// usage of Codex's turn.completed events summed over turns, or an exec agent's usage line
+// ([ParseUsageLine]). A figure not reported is nil in [Usage]: unknown, never 0.
+// [Usage.Priced] prices tokens for a program that reports no money. [RateLimitOf] finds a
+// rate or usage limit in the same structured output (Claude Code's error result with
+// api_error_status 429, Codex's error events), with the reset time where the program
+// gives one; the model's text and what the agent wrote never make one.
+//
 // # The hand-off contract
 //
 // Every agent ends its final message with one tdd-result block (SPEC §10.3). [ParseResult]

@@ -22,6 +22,9 @@ const (
 	RoleQA          = "qa"
 	RoleReviewer    = "reviewer"
 	RoleJudge       = "judge"
+	// RolePlanner is the decomposition agent of `orchestrator plan` (SPEC §17): it turns
+	// a requirements document and the test plan into tasks.
+	RolePlanner = "planner"
 )
 
 // The values of a result's status.
@@ -50,6 +53,7 @@ type Result struct {
 	OutputExcerpt string   // the first lines of that command's output
 	Notes         string   // optional
 	Message       string   // optional: the question (issue) or the need (dependency)
+	Usage         string   // optional: an exec agent's usage line (see ParseUsageLine)
 	Files         []string // the files it wrote or changed; empty, never nil, after ParseResult
 }
 
@@ -356,6 +360,7 @@ func resultFromFields(fields map[string]any, wantRole string) (*Result, error) {
 		OutputExcerpt: str("output_excerpt"),
 		Notes:         str("notes"),
 		Message:       str("message"),
+		Usage:         str("usage"),
 		Files:         []string{},
 	}
 	for _, f := range fields["files"].([]any) {
@@ -426,6 +431,9 @@ func (r *Result) Render() string {
 	}
 	if r.Message != "" {
 		writeField(&b, "message", r.Message)
+	}
+	if r.Usage != "" {
+		writeField(&b, "usage", r.Usage)
 	}
 	b.WriteString(closeFence + "\n")
 	return b.String()

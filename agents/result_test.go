@@ -192,7 +192,7 @@ func TestParseResultErrors(t *testing.T) {
 		{"missing command", without("command"), "", RuleMissing, `missing required field "command"`},
 		{"missing output_excerpt", without("output_excerpt"), "", RuleMissing, `missing required field "output_excerpt"`},
 		{"empty block", block(), "", RuleMissing, `missing required fields "role", "status", "files", "command", "output_excerpt"`},
-		{"unknown role", strings.Replace(block(minimal...), "role: implementer", "role: coder", 1), "", RuleUnknownRole, `unknown role "coder" (want one of test-writer, implementer, refactorer, verifier, qa, reviewer, judge)`},
+		{"unknown role", strings.Replace(block(minimal...), "role: implementer", "role: coder", 1), "", RuleUnknownRole, `unknown role "coder" (want one of test-writer, implementer, refactorer, verifier, qa, reviewer, judge, planner)`},
 		{"role case matters", strings.Replace(block(minimal...), "role: implementer", "role: Implementer", 1), "", RuleUnknownRole, `unknown role "Implementer"`},
 		{"unknown status", strings.Replace(block(minimal...), "status: ok", "status: done", 1), "", RuleUnknownStatus, `unknown status "done" (want one of ok, failed)`},
 		{"unknown state", with("state: Success"), "", RuleUnknownState, `unknown state "Success" (want one of success, failure, issue, dependency)`},
@@ -284,7 +284,7 @@ func TestSchemaFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := loadSchema()
-	want := []string{RoleTestWriter, RoleImplementer, RoleRefactorer, RoleVerifier, RoleQA, RoleReviewer, RoleJudge}
+	want := []string{RoleTestWriter, RoleImplementer, RoleRefactorer, RoleVerifier, RoleQA, RoleReviewer, RoleJudge, RolePlanner}
 	if !reflect.DeepEqual(s.roles, want) {
 		t.Errorf("roles = %v, want %v", s.roles, want)
 	}

@@ -24,9 +24,18 @@ type Sandbox struct {
 	// Dir is the agent's working folder, its worktree: writable, and where it starts.
 	// Start uses StartOptions.Dir when it is "".
 	Dir string
+	// ReadOnlyDir makes Dir read-only too: the agent starts there and reads it, and writes
+	// only what Writable names. (The planner of `orchestrator plan` works so in the
+	// person's tree: it may write its one scratch file and nothing else.)
+	ReadOnlyDir bool
 	// Writable are the other folders the agent may write: its marker folder, and what the
-	// config's sandbox_writable adds. Each must exist (bwrap refuses to start otherwise).
+	// config's sandbox_writable adds; a file may be named too, which makes that one file
+	// writable. Each must exist (bwrap refuses to start otherwise).
 	Writable []string
+	// ReadOnly are more files or folders the agent may read that the private /tmp would
+	// hide (everything else outside /tmp is readable anyway): bound read-only, before Dir
+	// and Writable, which stay writable inside them.
+	ReadOnly []string
 	// Home is the home folder whose agent state (HomeState) stays writable; "" for none.
 	Home string
 	// Env holds NAME=value settings for inside, on top of the environment that Start
@@ -58,8 +67,10 @@ var HomeState = []string{".claude", ".codex"}
 //
 //	bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp
 //	      --ro-bind-try PROGRAM PROGRAM         argv[0], if absolute: visible even in /tmp
+//	      --ro-bind-try R R                     each of ReadOnly
 //	      --bind-try HOME/.claude HOME/.claude  each of HomeState, if Home is set
-//	      --bind DIR DIR --bind W W             the worktree, then each of Writable
+//	      --bind DIR DIR --bind W W             the worktree (--ro-bind with ReadOnlyDir),
+//	                                            then each of Writable
 //	      --unshare-pid --as-pid-1 --chdir DIR
 //	      --setenv TMPDIR /tmp --setenv NAME VALUE ...
 //	      -- /bin/sh -c '"$@"; exit $?' sh argv...
@@ -89,13 +100,20 @@ func (s Sandbox) Wrap(argv []string) []string {
 			w = append(w, "--ro-bind-try", arg, arg)
 		}
 	}
+	for _, p := range s.ReadOnly {
+		w = append(w, "--ro-bind-try", p, p)
+	}
 	if s.Home != "" {
 		for _, rel := range HomeState {
 			p := filepath.Join(s.Home, rel)
 			w = append(w, "--bind-try", p, p) // Start creates them; -try for other callers
 		}
 	}
-	if s.Dir != "" {
+	switch {
+	case s.Dir != "" && s.ReadOnlyDir:
+		// Bound all the same: a folder under /tmp would be hidden by the private /tmp.
+		w = append(w, "--ro-bind", s.Dir, s.Dir)
+	case s.Dir != "":
 		w = append(w, "--bind", s.Dir, s.Dir)
 	}
 	for _, d := range s.Writable {

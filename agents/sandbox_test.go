@@ -57,6 +57,12 @@ func TestSandboxWrap(t *testing.T) {
 	if want := "bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind /w /w --unshare-pid --as-pid-1 --chdir /w --setenv TMPDIR /tmp -- /bin/sh -c " + initScript + " sh claude"; got != want {
 		t.Errorf("Wrap =\n%s\nwant\n%s", got, want)
 	}
+	// A read-only working folder is bound read-only (under /tmp it would be hidden), and
+	// only what Writable names is writable, on top of it.
+	got = strings.Join(Sandbox{Dir: "/tmp/repo", ReadOnlyDir: true, ReadOnly: []string{"/tmp/specs"}, Writable: []string{"/tmp/repo/.orchestrator/runs/plan/1/scratch"}}.Wrap([]string{"claude"}), " ")
+	if want := "bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --ro-bind-try /tmp/specs /tmp/specs --ro-bind /tmp/repo /tmp/repo --bind /tmp/repo/.orchestrator/runs/plan/1/scratch /tmp/repo/.orchestrator/runs/plan/1/scratch --unshare-pid --as-pid-1 --chdir /tmp/repo --setenv TMPDIR /tmp -- /bin/sh -c " + initScript + " sh claude"; got != want {
+		t.Errorf("Wrap =\n%s\nwant\n%s", got, want)
+	}
 }
 
 func TestCheckBwrap(t *testing.T) {

@@ -77,6 +77,12 @@ type Config struct {
 	// ReplayDir is where the replay agent finds its recordings (relative to the root).
 	ReplayDir string `yaml:"replay_dir"`
 
+	// Cost, budgets, rate limits and notifications (SPEC §16): see cost.go.
+	Budget        Budget                  `yaml:"budget"`
+	Prices        map[string]agents.Price `yaml:"prices"`
+	RateLimitWait Duration                `yaml:"rate_limit_wait"`
+	Notify        Notify                  `yaml:"notify"`
+
 	// path and doc are the file read and its YAML tree, for the line of a setting; a key in
 	// overridden was set by a flag since, so the file no longer says where it came from.
 	path       string
@@ -113,6 +119,7 @@ func Default() *Config {
 		StopGrace:     Duration{5 * time.Second},
 		Sandbox:       "auto",
 		ReplayDir:     agents.DefaultReplayDir,
+		RateLimitWait: Duration{DefaultRateLimitWait},
 	}
 }
 
@@ -311,6 +318,7 @@ func (c *Config) check() Errors {
 			bad(fmt.Sprintf("agents.%s.command is empty", name), keys...)
 		}
 	}
+	errs = append(errs, c.checkCost()...)
 	slices.SortFunc(errs, func(a, b *Error) int {
 		if a.Line != b.Line {
 			return a.Line - b.Line

@@ -63,6 +63,11 @@ type attempt struct {
 	graceTimer *time.Timer // set when its marker is seen
 	timeout    *time.Timer
 	stopReason string
+
+	// What its agent runs spent, and a rate limit its program reported (cost.go).
+	usage     []RunUsage
+	usageRead bool
+	limit     *agents.RateLimit
 }
 
 // stop ends the attempt's whole process group: SIGTERM, then SIGKILL after grace. An
@@ -139,6 +144,9 @@ type result struct {
 	ExitCode    *int        `json:"agent_exit_code,omitempty"`
 	Gate        *gateResult `json:"gate,omitempty"`
 	Elapsed     string      `json:"elapsed,omitempty"`
+	// Usage is what each agent run of the attempt spent, Spent their sum (SPEC §16).
+	Usage []RunUsage    `json:"usage,omitempty"`
+	Spent *agents.Usage `json:"spent,omitempty"`
 }
 
 func (a *attempt) record(res result) {
@@ -147,6 +155,11 @@ func (a *attempt) record(res result) {
 	res.Base, res.Candidate = a.base, a.candidate
 	if a.slot != nil {
 		res.Slot = a.slot.Name
+	}
+	if len(a.usage) > 0 {
+		res.Usage = a.usage
+		spent := attemptUsage(res)
+		res.Spent = &spent
 	}
 	if !a.started.IsZero() && res.Outcome != "running" {
 		res.Elapsed = time.Since(a.started).Round(time.Millisecond).String()
@@ -215,6 +228,9 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 		r.report.event(t.ID, "blocked", why)
 		_, err := r.setStatus(ctx, t.ID, queue.StatusInProgress, queue.StatusBlocked, queue.SetField{ID: t.ID, Field: "Blocked-Reason", Value: why})
 		return err
+	}
+	if why := r.overBudget(tasks, t); why != "" {
+		return r.haltForBudget(ctx, tasks, t, why) // before the attempt, which would pass it
 	}
 	n := nextAttempt(r.runs, t.ID)
 	a := &attempt{id: t.ID, n: n, dir: filepath.Join(r.runs, t.ID, strconv.Itoa(n)), mirror: filepath.Join(l.Runs(), t.ID, strconv.Itoa(n)), task: t, started: time.Now()}

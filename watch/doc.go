@@ -6,6 +6,11 @@
 // It also recovers from its own crash: a task left in_progress whose agent is gone counts as
 // a lost attempt, and one whose agent still runs is adopted and waited for.
 //
+// What agents spend is its concern too (SPEC §16, cost.go): each attempt's agent runs and
+// their usage, as the agent programs reported it, in result.json; the task's Cost and
+// Tokens fields; budgets checked before an attempt starts; rate limits that hold an agent
+// program back; and the notifiers of halts and completions.
+//
 // The package owns scheduling, attempt folders, reading the agent's claim and putting the
 // pieces together. It does not parse markdown (package queue), start or kill processes itself
 // (package agents), read markers (package markers), write prompts (package prompts), judge

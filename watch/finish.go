@@ -50,6 +50,7 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 	// is what left its group and lost its parent (ours now, as the child subreaper).
 	a.stop(r.o.Config.StopGrace.Duration)
 	r.reapOrphans()
+	r.readAgentUsage(a)
 	switch a.stopReason {
 	case reasonSignal:
 		return nil // interrupt puts the task back to pending
@@ -173,7 +174,7 @@ type decided struct {
 // without using a retry.
 func (r *runner) putBack(a *attempt, why string) {
 	a.record(result{Outcome: "interrupted", Reason: why})
-	if _, err := r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusPending); err != nil {
+	if _, err := r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusPending, r.costOps(a)...); err != nil {
 		r.report.event(a.id, "warning", err.Error())
 	}
 }
@@ -217,6 +218,7 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 	a, res, log := d.a, d.res, d.log
 	l := r.o.Layout
 	status, more, halt := r.statusAfter(a, res)
+	more = append(more, r.costOps(a)...) // Cost and Tokens, in the same write as the status
 	if res.Outcome == "issue" && status == queue.StatusBlocked {
 		// Asked again as often as it may be: the question goes to a person as an issue.
 		id, err := retry.Ask(ctx, l, a.id, a.task.Category, res.Message, time.Now())
@@ -273,6 +275,9 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 			}
 			r.report.block(a.id, "halted", d.HaltReason, text)
 		}
+		r.notifyAfter(ctx, a, status, res, d.Halt, d.HaltReason)
+	} else if fin.applied {
+		r.notifyAfter(ctx, a, status, res, false, "")
 	}
 	if m, _ := markers.Find(l.Markers(), a.id); m != nil {
 		if err := m.Consume(a.dir); err != nil {
@@ -286,6 +291,9 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 	case queue.StatusCompleted:
 		r.report.event(a.id, "completed", fmt.Sprintf("attempt %d: %s", a.n, res.Reason))
 	case queue.StatusPending:
+		if res.Outcome == "rate_limited" {
+			break // holdAgent said why, and how long it waits
+		}
 		if r.o.Only != "" {
 			r.report.event(a.id, "failed", fmt.Sprintf("attempt %d: %s; its next attempt is due (watch, or run it again)", a.n, res.Reason))
 		} else {
@@ -338,6 +346,9 @@ func (r *runner) decide(ctx context.Context, a *attempt, candErr error) (result,
 	case claimErr != nil:
 		res.Type, res.Reason = "format_violation", "format_violation: "+claimErr.Error()
 		res.Primary = "format_violation: " + retry.Normalize(claimErr.Error())
+	case r.limitedFor(a, claim) != nil:
+		// Not the agent's failure, and no retry: see cost.go.
+		res.Outcome, res.Type, res.Reason = "rate_limited", "rate_limit", r.holdAgent(a)
 	case claim == "" && a.stopReason == reasonTimeout:
 		res.Type, res.Reason = "timeout", fmt.Sprintf("timeout: no marker after %v; the process group was killed", r.o.Config.TaskTimeout.Duration)
 		res.Primary = "timeout: no marker within the task timeout"
@@ -703,6 +714,8 @@ const (
 // "failed" here: the retry rules then make it pending (a retry), failed or halted.
 func (r *runner) statusAfter(a *attempt, res result) (string, []queue.Op, string) {
 	switch res.Outcome {
+	case "rate_limited":
+		return queue.StatusPending, nil, ""
 	case "completed":
 		// The status and the commit that verifies it, in one write.
 		return queue.StatusCompleted, []queue.Op{queue.SetField{ID: a.id, Field: "Commit", Value: res.Commit}}, ""

@@ -37,6 +37,7 @@ type reporter struct {
 // row is one task's line in the live table.
 type row struct {
 	id, state, agent string
+	cost             string // what the task's attempts cost so far
 	attempt          int
 	since            time.Time
 }
@@ -118,6 +119,8 @@ func (r *reporter) event(id, kind, msg string) {
 			}
 		case "marker":
 			rw.state = "checking"
+		case "rate_limited":
+			rw.state = "waiting" // for its agent's rate limit to lift
 		case "completed", "failed", "stopped", "timeout":
 			rw.state = kind
 			if kind == "failed" {
@@ -128,6 +131,23 @@ func (r *reporter) event(id, kind, msg string) {
 		}
 		r.draw()
 	}
+}
+
+// cost sets what a task's attempts cost so far, for the live table's cost column.
+func (r *reporter) cost(id, cost string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rw := r.rows[id]; rw != nil {
+		rw.cost = cost
+	}
+}
+
+// orDash returns s, or "-" for nothing yet.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // clear removes the live table from the screen.
@@ -146,14 +166,14 @@ func (r *reporter) draw() {
 	r.clear()
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tSTATUS\tATTEMPT\tELAPSED\tAGENT")
+	fmt.Fprintln(tw, "TASK\tSTATUS\tATTEMPT\tELAPSED\tAGENT\tCOST")
 	for _, id := range r.order {
 		rw := r.rows[id]
 		elapsed := ""
 		if !rw.since.IsZero() && (rw.state == "in_progress" || rw.state == "checking") {
 			elapsed = time.Since(rw.since).Round(time.Second).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", rw.id, rw.state, rw.attempt, elapsed, rw.agent)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", rw.id, rw.state, rw.attempt, elapsed, rw.agent, orDash(rw.cost))
 	}
 	tw.Flush()
 	fmt.Fprint(r.w, b.String())

@@ -25,6 +25,15 @@ func TestLiveTable(t *testing.T) {
 	if !strings.Contains(out, "TASK-001 failed: attempt 1: claim rejected") || !strings.Contains(out, "TASK-001  failed") {
 		t.Errorf("after the failure:\n%s", out)
 	}
+	// The cost column: "-" before anything is known, then what the attempts cost.
+	if !strings.Contains(first, "AGENT   COST") || !strings.Contains(first, "claude  -") {
+		t.Errorf("no cost column:\n%s", first)
+	}
+	r.cost("TASK-001", "$0.0420")
+	r.event("TASK-001", "started", "attempt 2, BUILD task, agent claude (pid 43)")
+	if last := b.String(); !strings.Contains(last[strings.LastIndex(last, "TASK      "):], "claude  $0.0420") {
+		t.Errorf("the cost column does not show the task's cost:\n%s", last)
+	}
 }
 
 // TestJSONLines: --json prints one JSON object a line.

@@ -226,6 +226,11 @@ type runner struct {
 	// env is the environment of every test command the gate runs, pinned when the run
 	// started (SPEC §7.6): nothing an agent writes later changes it.
 	env []string
+	// limits hold agents back until a rate limit lifts; limitWake hears it lift (cost.go).
+	limits    map[string]time.Time
+	limitWake chan struct{}
+	// spentCache holds each task's spending for the run budget (cost.go).
+	spentCache map[string]spent
 }
 
 func newRunner(o Options) *runner {
@@ -331,6 +336,11 @@ func (r *runner) loop(ctx context.Context, w *fsnotify.Watcher) (Summary, error)
 			if err := r.queueChanged(ctx); err != nil {
 				return r.stopAll(err)
 			}
+		case <-r.limitWake:
+			// A rate limit lifted: its agents may start again.
+			if err := r.schedule(ctx); err != nil {
+				return r.stopAll(err)
+			}
 		}
 	}
 }
@@ -340,7 +350,7 @@ func (r *runner) finishedRun() bool {
 	if !r.o.Once && r.o.Only == "" {
 		return false
 	}
-	return len(r.running) == 0 && len(r.deferred) == 0 // and scheduling found nothing to start
+	return len(r.running) == 0 && len(r.deferred) == 0 && !r.waitingForLimit() // and scheduling found nothing to start
 }
 
 // markerSeen handles a new completion marker: the agent has a grace period to exit on its
@@ -526,7 +536,7 @@ func (r *runner) advance(ctx context.Context, fin *transition) (*queue.Doc, []qu
 			if len(r.running)+len(picks) >= r.o.Jobs {
 				break
 			}
-			if _, bad := refused[t.ID]; bad {
+			if _, bad := refused[t.ID]; bad || r.heldBack(d, t) {
 				continue
 			}
 			if _, moved := changed[t.ID]; moved {
@@ -661,8 +671,9 @@ func (r *runner) interrupt() (Summary, error) {
 	r.report.event("", "interrupt", "stopping agents; their tasks go back to pending")
 	r.stopRunning()
 	for _, a := range r.running {
+		r.readAgentUsage(a) // what it spent until it was stopped counts too
 		a.record(result{Outcome: "interrupted", Reason: "orchestrator interrupted"})
-		if _, err := r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusPending); err != nil {
+		if _, err := r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusPending, r.costOps(a)...); err != nil {
 			r.report.event(a.id, "warning", err.Error())
 		}
 	}

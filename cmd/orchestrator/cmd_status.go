@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/orchestrator/orchestrator/queue"
+	"github.com/orchestrator/orchestrator/watch"
 	"github.com/spf13/cobra"
 )
 
@@ -46,6 +47,9 @@ type statusTask struct {
 	Attempts  int               `json:"attempts"`
 	DependsOn []string          `json:"depends_on"`
 	Fields    map[string]string `json:"fields"`
+	// CostUSD and Tokens are what its attempts spent (SPEC §16): null when unknown.
+	CostUSD *float64 `json:"cost_usd"`
+	Tokens  *int64   `json:"tokens"`
 }
 
 // statusReport is the whole of `status --json`.
@@ -58,6 +62,8 @@ type statusReport struct {
 	// Coverage is the coverage matrix (as `coverage --json` prints it) when there is a test
 	// plan.
 	Coverage *coverageJSON `json:"coverage,omitempty"`
+	// Cost is what every task's attempts spent, as `orchestrator cost` sums it.
+	Cost watch.CostBucket `json:"cost"`
 }
 
 func runStatus(_ context.Context, opts *statusOptions) error {
@@ -70,6 +76,13 @@ func runStatus(_ context.Context, opts *statusOptions) error {
 		return err
 	}
 	rep := buildStatus(q)
+	costs := watch.BuildCostReport(l, q.tasks)
+	for i, tc := range costs.Tasks {
+		if i < len(rep.Tasks) && rep.Tasks[i].ID == tc.Task {
+			rep.Tasks[i].CostUSD, rep.Tasks[i].Tokens = tc.TotalUSD, tc.Tokens
+		}
+	}
+	rep.Cost = costs.Run
 	plan, err := loadPlan(l, opts.Plan, false)
 	if err != nil {
 		return err
@@ -84,7 +97,7 @@ func runStatus(_ context.Context, opts *statusOptions) error {
 		return writeJSON(opts.Stdout, rep)
 	}
 	w := tabwriter.NewWriter(opts.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "TASK\tSTATUS\tKIND\tATTEMPTS\tDEPENDS ON")
+	fmt.Fprintln(w, "TASK\tSTATUS\tKIND\tATTEMPTS\tCOST\tDEPENDS ON")
 	for _, t := range rep.Tasks {
 		deps := strings.Join(t.DependsOn, ", ")
 		if deps == "" {
@@ -97,7 +110,11 @@ func runStatus(_ context.Context, opts *statusOptions) error {
 		case status == queue.StatusCompleted && !t.Verified:
 			status = queue.StatusByHand
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", t.ID, status, t.Kind, t.Attempts, deps)
+		cost := "-"
+		if t.Attempts > 0 {
+			cost = watch.FormatUSD(t.CostUSD)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, status, t.Kind, t.Attempts, cost, deps)
 	}
 	if err := w.Flush(); err != nil {
 		return err
@@ -112,6 +129,8 @@ func runStatus(_ context.Context, opts *statusOptions) error {
 	fmt.Fprintf(opts.Stdout, "ready: %s\n", joinOr(rep.Ready, "none"))
 	fmt.Fprintf(opts.Stdout, "running: %s\n", joinOr(rep.Running, "none"))
 	fmt.Fprintf(opts.Stdout, "halted: %s\n", joinOr(rep.Halted, "none"))
+	fmt.Fprintf(opts.Stdout, "cost: %s (verified work %s, rejected attempts %s), %s tokens\n",
+		watch.FormatUSD(rep.Cost.TotalUSD), watch.FormatUSD(rep.Cost.VerifiedUSD), watch.FormatUSD(rep.Cost.RejectedUSD), watch.FormatTokens(rep.Cost.Tokens))
 	if cov != nil {
 		fmt.Fprintln(opts.Stdout, coverageLine(cov))
 	}

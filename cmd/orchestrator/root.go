@@ -150,6 +150,8 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 		newReplayCommand(g),
 		newSignatureCommand(g),
 		newIssuesCommand(g),
+		newPlanCommand(g),
+		newCostCommand(g),
 	)
 	return root
 }

@@ -88,6 +88,7 @@ func (s *Server) anthropicMessage(model string, n int, turn Turn) map[string]any
 		name, input := claudeTool(tool)
 		content = append(content, map[string]any{"type": "tool_use", "id": ids[i], "name": name, "input": input})
 	}
+	u := turn.usage()
 	stop := "end_turn"
 	if len(turn.Tools) > 0 {
 		stop = "tool_use"
@@ -95,7 +96,7 @@ func (s *Server) anthropicMessage(model string, n int, turn Turn) map[string]any
 	return map[string]any{
 		"id": fmt.Sprintf("msg_%03d", n), "type": "message", "role": "assistant", "model": model,
 		"content": content, "stop_reason": stop, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": 100, "output_tokens": 50, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+		"usage": map[string]any{"input_tokens": u.Input, "output_tokens": u.Output, "cache_creation_input_tokens": u.CacheWrite, "cache_read_input_tokens": u.CacheRead},
 	}
 }
 
@@ -104,7 +105,10 @@ func streamAnthropic(e *sse, msg map[string]any) {
 	start := maps.Clone(msg)
 	start["content"] = []any{}
 	start["stop_reason"] = nil
-	start["usage"] = map[string]any{"input_tokens": 100, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+	// The stream reports the input side at its start and the output tokens at its end,
+	// as the Messages API does.
+	u := msg["usage"].(map[string]any)
+	start["usage"] = map[string]any{"input_tokens": u["input_tokens"], "output_tokens": 1, "cache_creation_input_tokens": u["cache_creation_input_tokens"], "cache_read_input_tokens": u["cache_read_input_tokens"]}
 	e.event("message_start", map[string]any{"type": "message_start", "message": start})
 	for i, block := range msg["content"].([]map[string]any) {
 		switch block["type"] {
@@ -122,7 +126,7 @@ func streamAnthropic(e *sse, msg map[string]any) {
 		}
 		e.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
 	}
-	e.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": msg["stop_reason"], "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 50}})
+	e.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": msg["stop_reason"], "stop_sequence": nil}, "usage": map[string]any{"output_tokens": u["output_tokens"]}})
 	e.event("message_stop", map[string]any{"type": "message_stop"})
 }
 

@@ -26,6 +26,11 @@
 // calls contain. A request that breaks an expectation, or that comes when the script is used
 // up, fails the test and gets an HTTP 400 answer, which the agents do not retry.
 //
+// Each answer reports token usage ([Turn].Usage; 100 input and 50 output tokens unless the
+// turn says), in each API's own fields, so that tests can check what the agents sum from
+// it. An error answer may carry headers and fields of its own ([Error]), as a 429 with
+// retry-after or a usage limit with its reset time does.
+//
 // Every request is recorded ([Server.Requests]): the API, the model, the tools offered, the
 // text of the user messages and the tool results, so that a test can check what the agent
 // sent.

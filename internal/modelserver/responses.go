@@ -77,10 +77,11 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	}
 	id := fmt.Sprintf("resp_%03d", req.Turn)
 	output := s.responsesOutput(req.Turn, turn, req.Tools)
+	u := turn.usage()
 	usage := map[string]any{
-		"input_tokens": 100, "input_tokens_details": map[string]any{"cached_tokens": 0},
-		"output_tokens": 50, "output_tokens_details": map[string]any{"reasoning_tokens": 0},
-		"total_tokens": 150,
+		"input_tokens": u.Input + u.CacheRead, "input_tokens_details": map[string]any{"cached_tokens": u.CacheRead},
+		"output_tokens": u.Output, "output_tokens_details": map[string]any{"reasoning_tokens": 0},
+		"total_tokens": u.Input + u.CacheRead + u.Output,
 	}
 	done := map[string]any{"id": id, "object": "response", "status": "completed", "model": in.Model, "output": output, "usage": usage}
 	if !in.Stream {

@@ -31,6 +31,28 @@ type Turn struct {
 	Tools []Tool `yaml:"tools" json:"tools"`
 	// Error, when set, makes the answer an HTTP error instead.
 	Error *Error `yaml:"error" json:"error"`
+	// Usage, when set, is the token usage the answer reports; without it, every answer
+	// reports 100 input and 50 output tokens.
+	Usage *Usage `yaml:"usage" json:"usage"`
+}
+
+// Usage is the token usage of one answer, as both APIs report it: Anthropic's
+// input_tokens, output_tokens, cache_read_input_tokens and cache_creation_input_tokens;
+// the Responses API's input_tokens (cached ones included, as OpenAI counts them),
+// input_tokens_details.cached_tokens and output_tokens.
+type Usage struct {
+	Input      int64 `yaml:"input" json:"input"`
+	Output     int64 `yaml:"output" json:"output"`
+	CacheRead  int64 `yaml:"cache_read" json:"cache_read"`
+	CacheWrite int64 `yaml:"cache_write" json:"cache_write"`
+}
+
+// usage returns the turn's usage, or the default one.
+func (t Turn) usage() Usage {
+	if t.Usage != nil {
+		return *t.Usage
+	}
+	return Usage{Input: 100, Output: 50}
 }
 
 // Expect is what a request must hold for the turn to answer it. Empty fields check nothing.
@@ -50,6 +72,12 @@ type Error struct {
 	Status  int    `yaml:"status" json:"status"`
 	Type    string `yaml:"type" json:"type"` // e.g. invalid_request_error, overloaded_error
 	Message string `yaml:"message" json:"message"`
+	// Headers are sent with the error, for example retry-after or
+	// anthropic-ratelimit-requests-reset for a 429.
+	Headers map[string]string `yaml:"headers" json:"headers"`
+	// Fields are added to the error object of the body, for example resets_in_seconds
+	// of a usage limit.
+	Fields map[string]any `yaml:"fields" json:"fields"`
 }
 
 // A Tool is one tool call. Exactly one field is set. Write, Edit, Read and Run are

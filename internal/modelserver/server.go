@@ -197,10 +197,18 @@ func writeError(w http.ResponseWriter, api string, e Error) {
 		e.Type = "api_error"
 	}
 	var body any
+	obj := map[string]any{"type": e.Type, "message": e.Message}
 	if api == APIResponses {
-		body = map[string]any{"error": map[string]any{"message": e.Message, "type": e.Type, "code": e.Type}}
+		obj["code"] = e.Type
+		body = map[string]any{"error": obj}
 	} else {
-		body = map[string]any{"type": "error", "error": map[string]any{"type": e.Type, "message": e.Message}}
+		body = map[string]any{"type": "error", "error": obj}
+	}
+	for k, v := range e.Fields {
+		obj[k] = v
+	}
+	for k, v := range e.Headers {
+		w.Header().Set(k, v)
 	}
 	writeJSON(w, e.Status, body)
 }

@@ -390,3 +390,55 @@ func TestChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestUsageAndErrorExtras: a turn's usage is what each API reports (the Responses API
+// counts cached tokens inside the input), in the stream and in a JSON answer; an error
+// carries its headers and its extra fields.
+func TestUsageAndErrorExtras(t *testing.T) {
+	s := New(t, parse(t, `
+turns:
+  - usage: {input: 7, output: 3, cache_read: 5, cache_write: 2}
+    text: one
+  - usage: {input: 7, output: 3, cache_read: 5, cache_write: 2}
+    text: two
+  - usage: {input: 7, output: 3, cache_read: 5}
+    text: three
+  - error: {status: 429, type: usage_limit_reached, message: limit, headers: {retry-after: "3"}, fields: {resets_in_seconds: 3}}
+`))
+	_, b := post(t, s, "/v1/messages", `{"model":"m","stream":false,"messages":[{"role":"user","content":"hi"}]}`)
+	var msg struct{ Usage map[string]float64 }
+	json.Unmarshal(b, &msg)
+	if want := map[string]float64{"input_tokens": 7, "output_tokens": 3, "cache_read_input_tokens": 5, "cache_creation_input_tokens": 2}; !reflect.DeepEqual(msg.Usage, want) {
+		t.Errorf("anthropic JSON usage %v, want %v", msg.Usage, want)
+	}
+	_, b = post(t, s, "/v1/messages", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	evs := events(t, b)
+	start := evs[0].data["message"].(map[string]any)["usage"].(map[string]any)
+	end := evs[len(evs)-2].data["usage"].(map[string]any)
+	if start["input_tokens"] != 7.0 || start["cache_read_input_tokens"] != 5.0 || start["cache_creation_input_tokens"] != 2.0 || end["output_tokens"] != 3.0 {
+		t.Errorf("anthropic stream usage: start %v, end %v", start, end)
+	}
+	_, b = post(t, s, "/v1/responses", `{"model":"m","stream":false,"input":[{"type":"message","role":"user","content":"hi"}]}`)
+	var resp struct {
+		Usage struct {
+			Input   float64 `json:"input_tokens"`
+			Output  float64 `json:"output_tokens"`
+			Details struct {
+				Cached float64 `json:"cached_tokens"`
+			} `json:"input_tokens_details"`
+		}
+	}
+	json.Unmarshal(b, &resp)
+	if resp.Usage.Input != 12 || resp.Usage.Details.Cached != 5 || resp.Usage.Output != 3 {
+		t.Errorf("responses usage %+v", resp.Usage)
+	}
+	r, err := http.Post(s.URL()+"/v1/responses", "application/json", strings.NewReader(`{"model":"m","input":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	body, _ := io.ReadAll(r.Body)
+	if r.StatusCode != 429 || r.Header.Get("Retry-After") != "3" || !strings.Contains(string(body), `"resets_in_seconds":3`) || !strings.Contains(string(body), `"type":"usage_limit_reached"`) {
+		t.Errorf("error answer %d %v %s", r.StatusCode, r.Header, body)
+	}
+}

@@ -28,6 +28,12 @@
 //	            TESTAGENT_AFTER (a duration) and only then prints its final message with
 //	            the result block (honest mode's, or TESTAGENT_STATE's) and exits 0
 //	plan        behaves per attempt, as TESTAGENT_PLAN says (below)
+//	planner     the planner of `orchestrator plan`: prints the SHA-256 of its prompt, waits
+//	            TESTAGENT_WORK, copies the file TESTAGENT_FROMFILE (relative to
+//	            ORCHESTRATOR_ROOT) to ORCHESTRATOR_PLAN_FILE, runs TESTAGENT_SH if set (its
+//	            failure is printed, not fatal: a cheat the sandbox stops goes on), and prints
+//	            a result block of role planner; with TESTAGENT_STATE=issue, a failed one
+//	            with TESTAGENT_MESSAGE
 //	script      a cheat, or any agent a test spells out in shell: writes the files of
 //	            TESTAGENT_WRITE and TESTAGENT_FROM, runs TESTAGENT_SH with /bin/sh in
 //	            ORCHESTRATOR_ROOT (the ORCHESTRATOR_* variables in its environment, its
@@ -40,6 +46,9 @@
 // ORCHESTRATOR_ATTEMPT_DIR; an attempt the plan does not list takes the entry of the highest
 // attempt number below it. So one task can lie on its first attempt and be honest on its
 // second.
+//
+// TESTAGENT_USAGE is the usage line of the result block (SPEC §16), with "," for spaces
+// so that a plan entry can set it: "input_tokens=100,cost_usd=0.4".
 //
 // TESTAGENT_STARTLOG, in every mode, names a file to which each start appends one line,
 // "<task ID> <attempt number> <PID>", so that a test can count the agents each attempt
@@ -59,6 +68,7 @@
 package main
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"io/fs"
@@ -147,6 +157,8 @@ func run(mode string) error {
 	case "cat":
 		_, err := os.Stdout.Write(prompt)
 		return err
+	case "planner":
+		return planner(prompt)
 	case "env":
 		var lines []string
 		for _, kv := range os.Environ() {
@@ -190,6 +202,7 @@ func result(files []string, promptLen int) *agents.Result {
 		Command:       "go test ./...",
 		OutputExcerpt: "ok  \texample.com/calc\t0.01s",
 		Notes:         "prompt of " + strconv.Itoa(promptLen) + " bytes",
+		Usage:         strings.ReplaceAll(os.Getenv("TESTAGENT_USAGE"), ",", " "),
 	}
 }
 
@@ -439,4 +452,44 @@ func script(promptLen int) error {
 	}
 	fmt.Print("I did the work.\n\n" + result(files, promptLen).Render())
 	return marker()
+}
+
+// planner plays the planner of `orchestrator plan` (see the package comment).
+func planner(prompt []byte) error {
+	fmt.Printf("prompt sha256 %x\n", sha256.Sum256(prompt))
+	work, err := duration("TESTAGENT_WORK")
+	if err != nil {
+		return err
+	}
+	time.Sleep(work)
+	root := os.Getenv("ORCHESTRATOR_ROOT")
+	scratch := os.Getenv("ORCHESTRATOR_PLAN_FILE")
+	if from := os.Getenv("TESTAGENT_FROMFILE"); from != "" {
+		if !filepath.IsAbs(from) {
+			from = filepath.Join(root, from)
+		}
+		b, err := os.ReadFile(from)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(scratch, b, 0o644); err != nil {
+			return err
+		}
+		fmt.Printf("wrote %d bytes of tasks to the scratch file\n", len(b))
+	}
+	if snippet := os.Getenv("TESTAGENT_SH"); snippet != "" {
+		sh := exec.Command("/bin/sh", "-c", snippet)
+		sh.Dir = root
+		sh.Stdout, sh.Stderr = os.Stdout, os.Stderr
+		if err := sh.Run(); err != nil {
+			fmt.Printf("my script failed (%v); going on\n", err)
+		}
+	}
+	r := &agents.Result{Role: agents.RolePlanner, Status: agents.StatusOK, State: agents.StateSuccess,
+		Files: []string{scratch}, Command: "none", OutputExcerpt: "tasks written"}
+	if os.Getenv("TESTAGENT_STATE") == agents.StateIssue {
+		r.Status, r.State, r.Message = agents.StatusFailed, agents.StateIssue, os.Getenv("TESTAGENT_MESSAGE")
+	}
+	fmt.Print("My tasks are in the scratch file.\n\n" + r.Render())
+	return nil
 }
