@@ -98,7 +98,7 @@ func updateLocked(path string, kind Kind, ids []string, edit EditFunc) (bool, er
 		}
 		// The same bytes give the same version: a save that changed nothing but the
 		// file's stat costs no new temp file.
-		if ours == nil || !bytes.Equal(b.src, base.src) {
+		if ours == nil || b.mode != base.mode || !bytes.Equal(b.src, base.src) {
 			if ours != nil {
 				os.Remove(ours.name)
 				ours = nil
