@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -257,14 +258,14 @@ func (d *Doc) spliceCell(f Field, value string) []splice {
 	if f.Value().Start == f.Value().Stop {
 		left, right = " ", " "
 	}
-	width := utf8.RuneCount(src[inStart:inEnd])
 	text := left + value + right
-	if d.alignedAt(row.Start, inEnd) {
-		need := utf8.RuneCountInString(left) + utf8.RuneCountInString(value) + 1
-		if need <= width {
+	if width, ok := d.columnWidth(row, inStart, inEnd); ok {
+		// In an aligned table, a value that fits keeps the column's width; a longer one
+		// is written as ` value `.
+		if need := utf8.RuneCountInString(left) + utf8.RuneCountInString(value) + 1; need <= width {
 			text = left + value + strings.Repeat(" ", width-need+1)
 		} else {
-			text = left + value + " "
+			text = " " + value + " "
 		}
 	}
 	if strings.HasSuffix(value, `\`) && inEnd < row.Stop && !strings.HasSuffix(text, " ") {
@@ -283,46 +284,85 @@ func (d *Doc) spliceCell(f Field, value string) []splice {
 	return []splice{{start: inStart, end: inEnd, text: text}}
 }
 
-// alignedAt reports whether every line of the table holding the row that starts at rowStart
-// has a pipe at the same column as offset pipe.
-func (d *Doc) alignedAt(rowStart, pipe int) bool {
-	src := d.Src
-	col := utf8.RuneCount(src[rowStart:pipe])
-	for i := range d.Tables {
-		t := &d.Tables[i]
-		if rowStart < t.Start || rowStart > t.End {
-			continue
-		}
-		for off := t.Start; off <= t.End; {
-			e := bytes.IndexByte(src[off:], '\n')
-			line := src[off:]
-			if e >= 0 {
-				line = src[off : off+e]
-			}
-			if !pipeAtColumn(line, col) {
-				return false
-			}
-			if e < 0 {
-				break
-			}
-			off += e + 1
-		}
-		return true
+// columnWidth returns the width of the value column of an aligned table, for the row
+// spanning row whose value cell's interior is src[inStart:inEnd]: the row's value cell must
+// start at the column's left pipe and have a closing pipe of its own. A row that outgrew the
+// column, or this row itself, may end at another column.
+func (d *Doc) columnWidth(row Span, inStart, inEnd int) (int, bool) {
+	if inEnd >= row.Stop {
+		return 0, false
 	}
-	return false
+	t := d.tableAt(row.Start)
+	if t == nil {
+		return 0, false
+	}
+	grid := d.grid(t)
+	open := utf8.RuneCount(d.Src[row.Start : inStart-1])
+	for j := 0; j+1 < len(grid); j++ {
+		if grid[j] == open {
+			return grid[j+1] - grid[j] - 1, true
+		}
+	}
+	return 0, false
 }
 
-func pipeAtColumn(line []byte, col int) bool {
+// tableAt returns the table holding the line that starts at off, or nil.
+func (d *Doc) tableAt(off int) *Table {
+	// Tables are in the order of the file: the last one starting at or before off.
+	i := sort.Search(len(d.Tables), func(i int) bool { return d.Tables[i].Start > off }) - 1
+	if i >= 0 && off <= d.Tables[i].End {
+		return &d.Tables[i]
+	}
+	return nil
+}
+
+// grid returns the columns of the pipes of table t when t is aligned, or nil. A table is
+// aligned when its header's pipes stand at the same columns as those of at least half of its
+// data rows (or, when it has none, as those of its delimiter row): a row that outgrew its
+// column (a longer value written into the table) does not keep the others from being
+// aligned, nor does a short delimiter row such as `|---|---|`. Columns are counted in
+// characters.
+func (d *Doc) grid(t *Table) []int {
+	src := d.Src
+	var header, cols []int
+	rows, same, delimiter := 0, 0, false
+	for i, off := 0, t.Start; off <= t.End; i++ {
+		end := t.End
+		if e := bytes.IndexByte(src[off:t.End], '\n'); e >= 0 {
+			end = off + e
+		}
+		cols = pipeColumns(src[off:end], cols[:0])
+		switch i {
+		case 0:
+			header = append([]int(nil), cols...)
+		case 1:
+			delimiter = slices.Equal(cols, header)
+		default:
+			rows++
+			if slices.Equal(cols, header) {
+				same++
+			}
+		}
+		off = end + 1
+	}
+	if len(header) < 2 || rows == 0 && !delimiter || 2*same < rows {
+		return nil
+	}
+	return header
+}
+
+// pipeColumns appends to cols the columns of the pipes of line that separate cells (not
+// those escaped as `\|`), counted in characters from the line's start.
+func pipeColumns(line []byte, cols []int) []int {
 	c := 0
-	for i := 0; i < len(line); {
-		if c == col {
-			return line[i] == '|'
+	for i := 0; i < len(line); c++ {
+		if line[i] == '|' && (i == 0 || line[i-1] != '\\') {
+			cols = append(cols, c)
 		}
 		_, n := utf8.DecodeRune(line[i:])
 		i += n
-		c++
 	}
-	return false
+	return cols
 }
 
 // addRow adds `| name | value |` at the end of r's first field table, in the table's style.
@@ -337,10 +377,10 @@ func (d *Doc) addRow(r *Record, name, value string) ([]splice, error) {
 	lead := len(bytes.TrimLeft(header, " ")) > 0 && bytes.TrimLeft(header, " ")[0] == '|'
 	trail := bytes.HasSuffix(bytes.TrimRight(header, " \t"), []byte("|"))
 	nameCell, valueCell := " "+name+" ", " "+value+" "
-	if w := d.columnWidths(t); w != nil && utf8.RuneCountInString(name)+2 <= w[0] {
+	if g := d.grid(t); len(g) == 3 && utf8.RuneCountInString(name)+2 <= g[1]-g[0]-1 {
 		// Padding the value keeps the table aligned only if the name fits its column.
-		nameCell = padCell(name, w[0])
-		valueCell = padCell(value, w[1])
+		nameCell = padCell(name, g[1]-g[0]-1)
+		valueCell = padCell(value, g[2]-g[1]-1)
 	} else if d.compactHeader(t) {
 		nameCell, valueCell = name, value
 	}
@@ -367,45 +407,6 @@ func (d *Doc) compactHeader(t *Table) bool {
 		}
 	}
 	return true
-}
-
-// columnWidths returns the interior widths of an aligned two-column table's cells, or nil
-// when its rows are not aligned.
-func (d *Doc) columnWidths(t *Table) []int {
-	src := d.Src
-	header := src[t.Header.Start:t.Header.End]
-	var pipes []int
-	c := 0
-	for i := 0; i < len(header); {
-		if header[i] == '|' {
-			pipes = append(pipes, c)
-		}
-		_, n := utf8.DecodeRune(header[i:])
-		i += n
-		c++
-	}
-	if len(pipes) != 3 {
-		return nil
-	}
-	for _, p := range pipes {
-		if !d.alignedAt(t.Header.Start, t.Header.Start+byteOffsetOfColumn(header, p)) {
-			return nil
-		}
-	}
-	return []int{pipes[1] - pipes[0] - 1, pipes[2] - pipes[1] - 1}
-}
-
-func byteOffsetOfColumn(line []byte, col int) int {
-	c := 0
-	for i := 0; i < len(line); {
-		if c == col {
-			return i
-		}
-		_, n := utf8.DecodeRune(line[i:])
-		i += n
-		c++
-	}
-	return len(line)
 }
 
 func padCell(v string, width int) string {

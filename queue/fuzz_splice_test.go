@@ -2,8 +2,10 @@ package queue
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // spliceQueue builds a queue file around fuzzed text. The bits of shape choose where the
@@ -95,7 +97,7 @@ func cellInterior(d *Doc, f Field) Span {
 // the file parses, the edit must change nothing but the interior of the field's value cell,
 // the result must parse with every field as before but the one set, which reads back as the
 // value (with `|` escaped and unescaped), and the same edit made again changes nothing. A
-// value with a line break is refused.
+// value with a line break or a NUL byte, or that is not UTF-8, is refused.
 func FuzzSplice(f *testing.F) {
 	for _, s := range []struct {
 		text  string
@@ -151,9 +153,9 @@ func FuzzSplice(f *testing.F) {
 		before := fieldValues(d)
 		op := SetField{ID: "TASK-1", Field: field, Value: value}
 		out, err := Apply(d, op)
-		if strings.ContainsAny(value, "\r\n") {
+		if strings.ContainsAny(value, "\r\n\x00") || !utf8.ValidString(value) {
 			if err == nil || !bytes.Equal(out, src) {
-				t.Fatalf("value %q with a line break: err = %v, file changed: %v", value, err, !bytes.Equal(out, src))
+				t.Fatalf("value %q with a line break, a NUL or not UTF-8: err = %v, file changed: %v", value, err, !bytes.Equal(out, src))
 			}
 			return
 		}
@@ -183,6 +185,7 @@ func FuzzSplice(f *testing.F) {
 		if got, want := d2.Get(r2, field), strings.TrimSpace(value); got != want {
 			t.Fatalf("%s reads back %q, want %q\nafter %q", field, got, want, out)
 		}
+		checkAligned(t, d, d2, target, field, value)
 		after := fieldValues(d2)
 		before["TASK-1\x00"+normalizeName(field)] = strings.TrimSpace(value)
 		if !equalMaps(before, after) {
@@ -194,6 +197,49 @@ func FuzzSplice(f *testing.F) {
 			t.Fatalf("the same edit again: err %v, changed: %q -> %q", err, out, again)
 		}
 	})
+}
+
+// checkAligned checks SPEC §3.5 for a table that was aligned (every line's pipes at the same
+// columns as the header's) before field f was set to value: a value that fits keeps the
+// column's width, so the row's pipes still stand under the header's; a longer one is
+// written as ` value `.
+func checkAligned(t *testing.T, before, after *Doc, f Field, field, value string) {
+	t.Helper()
+	row := before.RowSpan(f)
+	tb := before.tableAt(row.Start)
+	if tb == nil {
+		return
+	}
+	lines := bytes.Split(before.Src[tb.Start:tb.End], []byte("\n"))
+	header := pipeColumns(bytes.TrimSuffix(lines[0], []byte("\r")), nil)
+	if len(header) != 3 {
+		return // no closing pipe: the value column has no width
+	}
+	for _, l := range lines {
+		if !slices.Equal(pipeColumns(bytes.TrimSuffix(l, []byte("\r")), nil), header) {
+			return // not aligned
+		}
+	}
+	r, _ := after.Record("TASK-1")
+	var got Field
+	for _, fl := range after.Fields(r) {
+		if SameName(after.Name(fl), field) {
+			got = fl
+		}
+	}
+	line := after.RowSpan(got).Bytes(after.Src)
+	esc := EscapeCell(strings.TrimSpace(value))
+	cols := pipeColumns(line, nil)
+	if len(cols) != 3 || cols[1] != header[1] {
+		t.Fatalf("row %q of an aligned table lost its shape (header pipes at %v)", line, header)
+	}
+	if width := header[2] - header[1] - 1; utf8.RuneCountInString(esc)+2 <= width {
+		if !slices.Equal(cols, header) {
+			t.Fatalf("value %q fits the aligned column, but the row is %q (header pipes at %v)", value, line, header)
+		}
+	} else if cell := string(line[bytes.IndexByte(line[1:], '|')+2:]); cell != " "+esc+" |" {
+		t.Fatalf("value %q longer than the aligned column: cell %q, want %q", value, cell, " "+esc+" |")
+	}
 }
 
 // fieldValues maps "ID\x00field" to the value of every table field of d.

@@ -204,18 +204,25 @@ func LoadOnly(path string, ids ...string) (*Doc, error) {
 // at once: in a fresh process most of the time goes into the kernel mapping the buffer's
 // new pages, which two cores do in half the time.
 func ReadFile(path string) ([]byte, error) {
+	src, _, err := readStat(path)
+	return src, err
+}
+
+// readStat is ReadFile that also returns the stat of the file it read, taken before reading.
+func readStat(path string) ([]byte, os.FileInfo, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	size := st.Size()
 	if !st.Mode().IsRegular() || size < parallelMin || int64(int(size)) != size {
-		return io.ReadAll(f)
+		src, err := io.ReadAll(f)
+		return src, st, err
 	}
 	buf := make([]byte, size+1)
 	half := size / 2
@@ -232,11 +239,12 @@ func ReadFile(path string) ([]byte, error) {
 	n, err3 := f.ReadAt(buf[size:], size)
 	for _, err := range []error{err1, err2, err3} {
 		if err != nil && err != io.EOF {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if err1 != nil || err2 != nil || n != 0 {
-		return os.ReadFile(path)
+		src, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<62))
+		return src, st, err
 	}
-	return buf[:size], nil
+	return buf[:size], st, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -46,10 +47,15 @@ type EditFunc func(d *Doc) ([]Op, error)
 // a temp file, fsyncs it and swaps it in, then fsyncs the folder. It reports whether the file
 // changed. A file that does not parse is left alone and its ParseErrors returned.
 //
-// Editors take no lock. If a person saved the file between our read and our swap, the swap
-// hands us their version back: we apply the edits to it instead and swap again, so a
-// person's edit is never lost. An edit that no longer applies (a compare-and-set that
-// declines) leaves their version in place.
+// Editors take no lock, so a person may save the file between our read and our swap. Update
+// checks the file just before the swap, and swaps with RENAME_EXCHANGE, which hands back
+// what it displaced: if that is not the file we read, a person saved in the moment between
+// check and swap, and their version goes straight back, before anything else is done (the
+// one system call between the two swaps tells what was displaced). Only then are the edits
+// applied to their version, and the same steps taken again. So a person's edit is never
+// lost, and a version without it is never visible for longer than that one system call: an
+// editor that read it could save on top of it, and the edit would be gone. An edit that no longer applies (a compare-and-set that declines) leaves their
+// version in place.
 func Update(ctx context.Context, path string, kind Kind, edit EditFunc) (bool, error) {
 	return UpdateRecords(ctx, path, kind, nil, edit)
 }
@@ -65,52 +71,240 @@ func UpdateRecords(ctx context.Context, path string, kind Kind, ids []string, ed
 	return updateLocked(path, kind, ids, edit)
 }
 
+// Tests set these to act in the moment just before and just after the swap.
+var beforeSwap, afterSwap func()
+
+// maxRounds bounds how often Update starts again because the file changed under it.
+const maxRounds = 50
+
 func updateLocked(path string, kind Kind, ids []string, edit EditFunc) (bool, error) {
-	info, err := os.Stat(path)
-	if err != nil {
-		return false, err
-	}
-	readAt := time.Now()
-	base, err := ReadFile(path)
-	if err != nil {
-		return false, err
-	}
-	p, err := compute(path, base, kind, ids, edit)
-	if err != nil || p == nil {
-		return false, err
-	}
-	displaced, same, err := swapIn(path, p, info.Mode(), base, info, readAt)
-	if err != nil || same {
-		return err == nil, err
-	}
-	// Someone saved the file after we read it, and their bytes came back to us. From here
-	// on, work with whole copies: this is rare.
-	atPath := p.Bytes()
-	base = displaced
+	dir := filepath.Dir(path)
+	var (
+		base *basis    // the file our version is computed from
+		ours *tempFile // our version, in a temp file beside path
+	)
+	defer func() {
+		if ours != nil {
+			os.Remove(ours.name) // our version, or the one we displaced
+		}
+	}()
 	for round := 0; ; round++ {
-		if round > 50 {
-			return true, fmt.Errorf("%s: the file keeps changing; giving up", path)
+		if round == maxRounds {
+			return false, fmt.Errorf("%s: the file keeps changing; giving up", path)
 		}
-		var want []byte
-		p, editErr := compute(path, base, kind, ids, edit)
-		switch {
-		case editErr != nil || p == nil:
-			want = base // put the person's version back as it is
-		default:
-			want = p.Bytes()
-		}
-		if bytes.Equal(want, atPath) {
-			return true, editErr
-		}
-		displaced, same, err := swapIn(path, &patched{src: want}, info.Mode(), atPath, nil, readAt)
+		b, err := readBasis(path)
 		if err != nil {
-			return true, err
+			return false, err
 		}
-		if same {
-			return !bytes.Equal(want, base), editErr
+		// The same bytes give the same version: a save that changed nothing but the
+		// file's stat costs no new temp file.
+		if ours == nil || b.mode != base.mode || !bytes.Equal(b.src, base.src) {
+			if ours != nil {
+				os.Remove(ours.name)
+				ours = nil
+			}
+			p, err := compute(path, b.src, kind, ids, edit)
+			if err != nil || p == nil {
+				return false, err
+			}
+			if ours, err = writeTemp(path, p, b.mode); err != nil {
+				return false, err
+			}
 		}
-		base, atPath = displaced, want
+		base = b
+		// Writing and syncing the temp file took a while: look again before the swap, so
+		// that a save made meanwhile is found without ever being displaced.
+		if still, err := base.still(path); err != nil || !still {
+			if err != nil {
+				return false, err
+			}
+			continue
+		}
+		if beforeSwap != nil {
+			beforeSwap()
+		}
+		err = unix.Renameat2(unix.AT_FDCWD, ours.name, unix.AT_FDCWD, path, unix.RENAME_EXCHANGE)
+		if afterSwap != nil && err == nil {
+			afterSwap()
+		}
+		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
+			// No exchange on this file system: the check above is all there is.
+			if err := os.Rename(ours.name, path); err != nil {
+				return false, err
+			}
+			ours = nil
+			return true, syncDir(dir)
+		}
+		if err != nil {
+			return false, fmt.Errorf("replace %s: %w", path, err)
+		}
+		// ours.name now holds what we displaced.
+		still, displaced, err := base.stillID(ours.name)
+		if still && err == nil {
+			// The folder is synced first, and the old file removed after (deferred):
+			// syncing its removal too would cost a few milliseconds for a large file.
+			return true, syncDir(dir)
+		}
+		// A person saved between the check and the swap: their version goes back first.
+		back, err := putBack(ours.name, path, ours.id, displaced)
+		if err != nil {
+			return false, err
+		}
+		if !back {
+			// Ours was replaced while it was at path: what came back is an older save.
+			os.Remove(ours.name)
+			ours = nil
+		}
 	}
+}
+
+// putBack undoes the exchange of tmp and path just made, so that path holds again what the
+// exchange displaced (now at tmp, identified by displaced when known), and tmp the file
+// identified by ours, which it reports. Should someone save over ours in the moment it was
+// at path, their file comes back to tmp instead: it is the newest save, so it is exchanged
+// back in turn, and so on. It then reports false.
+func putBack(tmp, path string, ours, displaced fileID) (bool, error) {
+	var st unix.Stat_t
+	if displaced == (fileID{}) {
+		if err := unix.Stat(tmp, &st); err != nil {
+			return false, fmt.Errorf("put back %s: %w", path, err)
+		}
+		displaced = idOf(&st)
+	}
+	want, atTmp := ours, displaced
+	for range maxRounds {
+		if err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, path, unix.RENAME_EXCHANGE); err != nil {
+			return false, fmt.Errorf("put back %s: %w", path, err)
+		}
+		if err := unix.Stat(tmp, &st); err != nil {
+			return false, fmt.Errorf("put back %s: %w", path, err)
+		}
+		got := idOf(&st)
+		if got == want {
+			return got == ours, nil
+		}
+		want, atTmp = atTmp, got
+	}
+	return false, fmt.Errorf("%s: the file keeps changing; giving up", path)
+}
+
+// A fileID identifies a file: its device and inode numbers.
+type fileID struct{ dev, ino uint64 }
+
+func idOf(st *unix.Stat_t) fileID { return fileID{uint64(st.Dev), st.Ino} }
+
+// A basis is the file an edit is computed from: its bytes, and its stat from before they
+// were read.
+type basis struct {
+	src    []byte
+	id     fileID
+	size   int64
+	mtime  unix.Timespec
+	mode   os.FileMode
+	readAt time.Time // when we started reading: before the stat
+}
+
+// readBasis reads the file at path and its stat.
+func readBasis(path string) (*basis, error) {
+	readAt := time.Now()
+	src, fi, err := readStat(path)
+	if err != nil {
+		return nil, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil, fmt.Errorf("%s: no file status", path)
+	}
+	return &basis{
+		src:    src,
+		id:     fileID{uint64(st.Dev), st.Ino},
+		size:   st.Size,
+		mtime:  unix.Timespec{Sec: st.Mtim.Sec, Nsec: st.Mtim.Nsec},
+		mode:   fi.Mode(),
+		readAt: readAt,
+	}, nil
+}
+
+// still reports whether the file at name is the one b was read from, unchanged. The same
+// inode, size and modification time tell, when that time is settled: far enough before we
+// read that a write since would have moved it. File times come from a coarse clock, so two
+// writes close together can have the same one; when the time is not settled, the bytes are
+// compared.
+func (b *basis) still(name string) (bool, error) {
+	still, _, err := b.stillID(name)
+	return still, err
+}
+
+// stillID is still that also returns the identity of the file at name, when it got it.
+func (b *basis) stillID(name string) (bool, fileID, error) {
+	same, id, err := b.sameStat(name)
+	if err != nil || !same || settled(b.mtime, b.readAt) {
+		return same, id, err
+	}
+	now, err := os.ReadFile(name)
+	if err != nil || !bytes.Equal(now, b.src) {
+		return false, id, err
+	}
+	// Once more, as the last thing: a caller may swap right after.
+	return b.sameStat(name)
+}
+
+// sameStat reports whether the file at name has b's inode, size and modification time, and
+// returns its identity.
+func (b *basis) sameStat(name string) (bool, fileID, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(name, &st); err != nil {
+		return false, fileID{}, err
+	}
+	id := idOf(&st)
+	return id == b.id && st.Size == b.size && st.Mtim == b.mtime, id, nil
+}
+
+// settled reports whether a file modification time is older than the granularity of file
+// times before readAt, so that a write after readAt cannot have left it as it is. A time in
+// the future (a server's clock ahead of ours) is not settled.
+func settled(mtime unix.Timespec, readAt time.Time) bool {
+	return time.Unix(mtime.Unix()).Add(granularity(mtime)).Before(readAt)
+}
+
+// granularity returns how far apart two writes can be and still get the same modification
+// time. Local file systems stamp times from the kernel's coarse clock, which ticks every 1 to
+// 10 ms. Some keep whole seconds only (ext3 with small inodes, HFS+, many network file
+// systems) or even two (FAT): on those, every time has no nanoseconds, and one that has none
+// is taken to come from such a file system. (One in a billion fine times is rounded too, and
+// costs only a comparison of bytes.)
+func granularity(mtime unix.Timespec) time.Duration {
+	if mtime.Nsec == 0 {
+		return 2 * time.Second
+	}
+	return coarseClock
+}
+
+// A tempFile is a version written beside the queue file, synced, ready to be swapped in.
+type tempFile struct {
+	name string
+	id   fileID
+}
+
+// writeTemp writes p to a temp file beside path with the given mode and fsyncs it.
+func writeTemp(path string, p *patched, mode os.FileMode) (*tempFile, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	err = writeAll(f, p, mode)
+	if err == nil {
+		err = unix.Fstat(int(f.Fd()), &st)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return &tempFile{name: f.Name(), id: idOf(&st)}, nil
 }
 
 // compute parses src and applies the edits. It returns nil when nothing changes.
@@ -154,70 +348,6 @@ func needsReparse(ops []Op) bool {
 	return false
 }
 
-// swapIn writes p to a temp file beside path, fsyncs it and atomically exchanges it with
-// path. It reports whether what it displaced is expect (the bytes we based the edit on); when
-// it is not, it returns those bytes. expectInfo, when given, is the file's stat from before
-// reading expect: an untouched file is recognised by it without reading it back. Where the
-// file system cannot exchange, swapIn checks the file and renames instead.
-func swapIn(path string, p *patched, mode os.FileMode, expect []byte, expectInfo os.FileInfo, readAt time.Time) ([]byte, bool, error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return nil, false, err
-	}
-	name := tmp.Name()
-	defer os.Remove(name)
-	if err := writeAll(tmp, p, mode); err != nil {
-		tmp.Close()
-		return nil, false, err
-	}
-	if err := tmp.Close(); err != nil {
-		return nil, false, err
-	}
-	err = unix.Renameat2(unix.AT_FDCWD, name, unix.AT_FDCWD, path, unix.RENAME_EXCHANGE)
-	switch {
-	case err == nil:
-		if unchanged(name, expectInfo, readAt) {
-			return nil, true, syncDir(dir)
-		}
-		displaced, err := os.ReadFile(name)
-		if err != nil {
-			return nil, false, err
-		}
-		if bytes.Equal(displaced, expect) {
-			return nil, true, syncDir(dir)
-		}
-		return displaced, false, syncDir(dir)
-	case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP):
-		// No exchange here: check the file just before renaming over it.
-		displaced, err := os.ReadFile(path)
-		if err != nil {
-			return nil, false, err
-		}
-		if err := os.Rename(name, path); err != nil {
-			return nil, false, err
-		}
-		return displaced, bytes.Equal(displaced, expect), syncDir(dir)
-	default:
-		return nil, false, fmt.Errorf("replace %s: %w", path, err)
-	}
-}
-
-// unchanged reports whether the file now at name is provably the one stat'ed as before:
-// the same inode, size and modification time, and that time is well before we read it, so
-// a write during our read would have moved it (the kernel's file clock is coarse, a few ms).
-func unchanged(name string, before os.FileInfo, readAt time.Time) bool {
-	if before == nil {
-		return false
-	}
-	now, err := os.Stat(name)
-	if err != nil {
-		return false
-	}
-	return os.SameFile(before, now) && now.Size() == before.Size() &&
-		now.ModTime().Equal(before.ModTime()) && before.ModTime().Before(readAt.Add(-coarseClock))
-}
-
 // writeAll writes p in moderate chunks, sets the mode and fsyncs. (Measured here: one
 // multi-megabyte write(2) into a new file is sometimes ten times slower than 64 KiB ones.)
 func writeAll(f *os.File, p *patched, mode os.FileMode) error {
@@ -247,6 +377,6 @@ func syncDir(dir string) error {
 	return f.Sync()
 }
 
-// coarseClock bounds the granularity of file modification times (the kernel stamps them from
-// a clock that ticks every 1–10 ms).
+// coarseClock bounds the granularity of file modification times on a local file system (the
+// kernel stamps them from a clock that ticks every 1–10 ms).
 const coarseClock = 15 * time.Millisecond

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // IDPattern is the shape of a record ID (SPEC §3.1).
@@ -279,6 +280,13 @@ var hex16 = regexp.MustCompile(`^[0-9a-f]{16}$`)
 func CheckValue(k Kind, name, v string) error {
 	if strings.ContainsAny(v, "\r\n") {
 		return fmt.Errorf("value of %s has a line break", name)
+	}
+	// A queue file is text (SPEC §4.1): a value must not make it one that does not parse.
+	if strings.IndexByte(v, 0) >= 0 {
+		return fmt.Errorf("value of %s has a NUL byte", name)
+	}
+	if !utf8.ValidString(v) {
+		return fmt.Errorf("value of %s is not valid UTF-8", name)
 	}
 	return checkSyntax(k, name, v)
 }

@@ -26,8 +26,9 @@ func newSetCommand(g *globalOptions) *cobra.Command {
 		Use:   "set ID Field=Value...",
 		Short: "Edit fields of a task or issue in place",
 		Long: `Set fields of the record ID in the task queue (or, for ISSUE- IDs, the issue queue).
-An existing row has only its value cell rewritten, keeping its padding; a missing field gets a
-new row at the end of the record's field table. With --if, the edit is made only when the
+An existing row has only its value cell rewritten, keeping its padding (in an aligned table, the
+column's width, when the value fits); a missing field gets a new row at the end of the
+record's field table. With --if, the edit is made only when the
 fields already hold the given values (compare-and-set); otherwise it exits 1 and changes
 nothing.`,
 		Example: `  orchestrator set TASK-001 Status=completed

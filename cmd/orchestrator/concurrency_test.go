@@ -26,9 +26,10 @@ import (
 //
 // At the end every cell holds its last value, the file parses, and no temp file is left.
 //
-// The orchestrator's guarantee is one-way: it never overwrites a person's edit. Before its
-// rename it swaps its file in with RENAME_EXCHANGE and checks what it displaced; if a person
-// saved in between, it applies its edit to their version and swaps again (queue/save.go). The
+// The orchestrator's guarantee is one-way: it never overwrites a person's edit. It checks the
+// file just before swapping its version in with RENAME_EXCHANGE, and checks what the swap
+// displaced; if a person saved in between, their version goes straight back and the edit is
+// applied to it (queue/save.go; TestEditorSaveRace is the stress of that). The
 // other way round, no program can stop an editor that renames its buffer over the file
 // blindly from dropping an orchestrator write made since the editor read the file. So that the
 // test checks the guarantee the orchestrator makes and does not depend on luck, the editor
