@@ -42,6 +42,15 @@ type Commands struct {
 	Build string `yaml:"build"`
 }
 
+// Review is config review: the reviewer's and the judge's agents.
+type Review struct {
+	Reviewer string `yaml:"reviewer"`
+	Judge    string `yaml:"judge"`
+}
+
+// Reviewing reports whether a reviewer or a judge is configured.
+func (r Review) Reviewing() bool { return r.Reviewer != "" || r.Judge != "" }
+
 // Config holds every setting, defaults filled in.
 type Config struct {
 	Jobs        int               `yaml:"jobs"`
@@ -58,6 +67,9 @@ type Config struct {
 	HarnessGlobs  []string `yaml:"harness_globs"`
 	Retries       Retries  `yaml:"retries"`
 	RetryFeedback string   `yaml:"retry_feedback"`
+	// Review names the agents that review and judge a change after its GREEN gate passed
+	// and before it lands (SPEC §11.2); either may be empty.
+	Review Review `yaml:"review"`
 	// Grace is how long an agent may go on after writing its marker: the prompt asks it to
 	// write the marker and then end its final message with the result block, and a model's
 	// last turn takes time. An agent that exits on its own does not wait for it.

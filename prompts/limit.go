@@ -63,6 +63,14 @@ func bound(in Input) Input {
 	in.Body = head(in.Body, "\n")
 	in.TestCommand = head(in.TestCommand, "\n")
 	in.LastGateOutput = tail(in.LastGateOutput)
+	in.Feedback = head(in.Feedback, "\n")
+	if len(in.Evidence) > 0 {
+		ev := make([]Evidence, len(in.Evidence))
+		for i, e := range in.Evidence {
+			ev[i] = Evidence{Title: head(e.Title, " "), Content: head(e.Content, "\n")}
+		}
+		in.Evidence = ev
+	}
 	return in
 }
 

@@ -103,6 +103,18 @@ type Input struct {
 	Excerpts []Excerpt
 	// RedOutput is the raw output of the tests at RED that the prompt is about ("" if none).
 	RedOutput string
+	// Evidence is what a reviewer or a judge examines (SPEC §11.2): the change, its tests,
+	// their results, the pre-checks, the reviewer's notes; each part shown fenced under its
+	// title.
+	Evidence []Evidence
+	// Feedback is the judge's reasons for rejecting the previous attempt, given to the next
+	// implementer only under retry_feedback: review ("" otherwise).
+	Feedback string
+}
+
+// An Evidence is one titled part of what a reviewer or a judge examines.
+type Evidence struct {
+	Title, Content string
 }
 
 // An Excerpt is a part of a file: Name says which (e.g. the tests it holds).
@@ -122,6 +134,8 @@ type Data struct {
 	TestCommand    string
 	Attempt        int
 	RedOutput      string
+	Evidence       []Evidence
+	Feedback       string
 }
 
 // A NotAllowedError reports a file that a prompt may not include: one that is not on the
@@ -188,6 +202,8 @@ func Render(in Input, overrideDir string) (string, error) {
 		TestCommand:    in.TestCommand,
 		Attempt:        in.Attempt,
 		RedOutput:      in.RedOutput,
+		Evidence:       in.Evidence,
+		Feedback:       in.Feedback,
 	})
 	if err != nil {
 		return "", fmt.Errorf("render %s: %w", src, err)

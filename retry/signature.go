@@ -30,6 +30,7 @@ const (
 	ScopeViolation  Type = "scope_violation"  // the agent changed files it may not change
 	QAFailure       Type = "qa_failure"       // the spot check failed (§11.1)
 	VerifyFails     Type = "verify_fails"     // a VERIFY task's tests failed (§7.4)
+	ReviewRejected  Type = "review_rejected"  // the judge failed a change whose tests pass (§11.2)
 	// ForgedResults: the test runner's report cannot be trusted (§7.6). The gate plants two
 	// tests of its own beside the tests it runs, one that must pass and one that must fail,
 	// named at random for the run; the report got them wrong, so something in the run (a
@@ -41,7 +42,7 @@ const (
 // Types lists every Type, in the order of SPEC §8.1, then forged_results (§7.6).
 var Types = []Type{
 	BuildFails, TestFails, FalseRed, BrokenTest, NoMarker, Timeout, AgentLost, TestTampered, Regression,
-	FormatViolation, ScopeViolation, QAFailure, VerifyFails, ForgedResults,
+	FormatViolation, ScopeViolation, QAFailure, VerifyFails, ForgedResults, ReviewRejected,
 }
 
 // Valid reports whether t is one of Types.

@@ -50,15 +50,22 @@ type attempt struct {
 	// nothing), changes what git says it changed.
 	candidate  string
 	changes    []worktree.Change
-	strays     []string      // files the agent left under .orchestrator/ that git ignores
-	title      string        // the task's title, for the landed commit's subject
-	verdict    *gate.Verdict // the gate's verdict on the candidate
-	gateOutput string        // raw output of the command that failed the gate
-	proc       *agents.Process
-	pid        int  // for an adopted agent
-	adopted    bool // an agent of an earlier run that crash recovery waited for
-	start      uint64
-	started    time.Time
+	strays     []string // files the agent left under .orchestrator/ that git ignores
+	title      string   // the task's title, for the landed commit's subject
+	body       string   // the task's prose, for the reviewer and the judge
+	complexity string   // the task's Complexity, which picks the model
+	// ruling is the reviewer's or the judge's pass, for the landed commit's trailers.
+	ruling string
+	// reviewTests: the change's test_tampered finding goes to the judge (SPEC §7.3), and
+	// the gate runs the changed tests instead of refusing them.
+	reviewTests bool
+	verdict     *gate.Verdict // the gate's verdict on the candidate
+	gateOutput  string        // raw output of the command that failed the gate
+	proc        *agents.Process
+	pid         int  // for an adopted agent
+	adopted     bool // an agent of an earlier run that crash recovery waited for
+	start       uint64
+	started     time.Time
 
 	// cycle is the task's place in a TDD cycle (nil for other tasks); final is the
 	// agent's final message, once read.
@@ -252,6 +259,8 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 	a.testCmd = testCommand(r.o.Config, tasks, rec)
 	a.depTests = depTests(tasks, t)
 	a.title = tasks.TitleText(rec)
+	a.body = strings.TrimSpace(proseBody(tasks, rec))
+	a.complexity = tasks.Get(rec, "Complexity")
 	a.setCycle(tasks)
 	fail := func(reason, detail string) error {
 		r.releaseSlot(a)
@@ -270,7 +279,7 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 		return fail("worktree", err.Error())
 	}
 	root := r.projectDir(a.slot.Dir)
-	prompt, err := renderPrompt(l, place{root: root, runs: r.runs}, tasks, t, a.testCmd, n)
+	prompt, err := renderPrompt(l, place{root: root, runs: r.runs, feedback: r.o.Config.RetryFeedback == "review"}, tasks, t, a.testCmd, n)
 	if err != nil {
 		return fail("prompt", err.Error())
 	}
@@ -359,7 +368,12 @@ func (r *runner) command(name, complexity string) ([]string, agents.Adapter, err
 
 // A place is where a prompt's files come from: root, the tree the agent will work in, and
 // runs, the attempt records of the orchestrator's state.
-type place struct{ root, runs string }
+type place struct {
+	root, runs string
+	// feedback gives the judge's reasons for rejecting the previous attempt to the next
+	// implementer (config retry_feedback: review).
+	feedback bool
+}
 
 // placeOf is the place of `orchestrator prompt`: the person's tree, and the repository's
 // attempt records (the readable copies outside a git repository).
@@ -385,6 +399,9 @@ func renderPrompt(l queue.Layout, at place, tasks *queue.Doc, t queue.Task, test
 		TestCommand:    testCmd,
 		Attempt:        attempt,
 		LastGateOutput: lastGateOutput(at.runs, t.ID, attempt),
+	}
+	if at.feedback {
+		in.Feedback = judgeReasons(at.runs, t.ID, attempt)
 	}
 	for _, f := range tasks.Fields(rec) {
 		in.Fields = append(in.Fields, prompts.Field{Name: tasks.Name(f), Value: tasks.Value(f)})
@@ -458,7 +475,8 @@ func lastGateOutput(runs, id string, attempt int) string {
 	}
 	dir := filepath.Join(runs, id, strconv.Itoa(n))
 	res, ok := readResult(dir)
-	if !ok || res.Outcome != "failed" || res.Gate == nil {
+	if !ok || res.Outcome != "failed" || res.Gate == nil || res.Gate.Pass {
+		// A change the judge failed passed its tests: there is no failed check to show.
 		return ""
 	}
 	log, err := os.ReadFile(filepath.Join(dir, "gate.log"))

@@ -89,10 +89,13 @@ func roleOf(a *attempt) string {
 
 // modelOf returns the model the attempt's command line asked for ("" when it named none:
 // Codex then uses its own configuration's model, which the orchestrator does not know).
-func (r *runner) modelOf(a *attempt) string {
-	for i, arg := range a.argv {
-		if (arg == "--model" || arg == "-m") && i+1 < len(a.argv) {
-			return a.argv[i+1]
+func (r *runner) modelOf(a *attempt) string { return argModel(a.argv) }
+
+// argModel is the model an agent's command line names ("" for none).
+func argModel(argv []string) string {
+	for i, arg := range argv {
+		if (arg == "--model" || arg == "-m") && i+1 < len(argv) {
+			return argv[i+1]
 		}
 	}
 	return ""

@@ -181,6 +181,9 @@ func landingMessage(a *attempt, title string, v *gate.Verdict, red string) strin
 	if red != "" {
 		fmt.Fprintf(&b, "Orchestrator-Red: %s\n", red)
 	}
+	if a.ruling != "" {
+		fmt.Fprintf(&b, "Orchestrator-Review: %s\n", oneLine(a.ruling))
+	}
 	return b.String()
 }
 

@@ -66,6 +66,9 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 	// What the agent did, as git sees it, whatever it claims.
 	candErr := r.makeCandidate(ctx, a)
 	res, log := r.decide(ctx, a, candErr)
+	if r.reviewing(a) && ctx.Err() == nil {
+		log += r.review(ctx, a, &res)
+	}
 	if res.Outcome == "completed" {
 		// Nothing lands for a task whose status someone else moved while it ran (the
 		// agent itself, with `orchestrator set` or sed, or a person).
@@ -218,6 +221,14 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 	l := r.o.Layout
 	status, more, halt := r.statusAfter(a, res)
 	more = append(more, r.costOps(a)...) // Cost and Tokens, in the same write as the status
+	if res.Type == typeRewriteTests {
+		// The judge says the tests are wrong: a person rewrites them, not the implementer.
+		id, err := retry.Ask(ctx, l, a.id, a.task.Category, res.Reason, time.Now())
+		if err != nil {
+			return err
+		}
+		more = append(more, queue.SetField{ID: a.id, Field: "Remediation", Value: id})
+	}
 	if res.Outcome == "issue" && status == queue.StatusBlocked {
 		// Asked again as often as it may be: the question goes to a person as an issue.
 		id, err := retry.Ask(ctx, l, a.id, a.task.Category, res.Message, time.Now())
@@ -486,6 +497,7 @@ func (r *runner) judge(ctx context.Context, a *attempt, commit string) (*gate.Ve
 		TestIDs: a.task.TestIDs, TestCommand: a.testCmd, Globs: r.o.Config.TestGlobs,
 		Timeout: r.o.Config.TaskTimeout.Duration, Changed: changed,
 		Env: r.env, Harness: r.harness(a), Contents: r.contents(ctx, a, commit),
+		ReviewTestChange: a.reviewTests,
 	}
 	switch a.task.Kind {
 	case queue.KindTest:
@@ -515,7 +527,7 @@ func (r *runner) judge(ctx context.Context, a *attempt, commit string) (*gate.Ve
 			if red != "" {
 				if f, what, err := r.touchedRed(ctx, a, red); err != nil {
 					return nil, err
-				} else if f != "" {
+				} else if f != "" && !a.reviewTests {
 					v := gate.Refuse(gate.TypeTampered, "test_tampered: %s was %s after RED (%s, landed as %.12s)", f, what, dep, red)
 					v.File = f
 					return v, nil
@@ -743,7 +755,7 @@ func (r *runner) statusAfter(a *attempt, res result) (string, []queue.Op, string
 			Value: oneLine("unclear requirement, needs a person: " + res.Message)}}, ""
 	case "blocked":
 		why := "dependency: " + res.Message
-		if res.Type == "landing_conflict" {
+		if res.Type == "landing_conflict" || res.Type == typeRewriteTests {
 			why = res.Reason
 		}
 		return queue.StatusBlocked, []queue.Op{queue.SetField{ID: a.id, Field: "Blocked-Reason", Value: oneLine(why)}}, ""
@@ -799,6 +811,7 @@ func projectTestCommand(cfg *config.Config, tasks *queue.Doc) string {
 var failureTypes = map[string]retry.Type{
 	"agent_failed":         retry.TestFails,
 	"gate_error":           retry.BuildFails,
+	"review_error":         retry.BuildFails,
 	gate.TypeNoTestCommand: retry.BuildFails,
 }
 

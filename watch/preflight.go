@@ -134,16 +134,24 @@ func checkAgents(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only []st
 		}
 	}
 	// The config's names: the ladder, when there is one, picks every attempt's agent.
+	// The reviewer and the judge, when configured, run after every GREEN gate that passes.
 	type ref struct {
-		name string
-		keys []string
+		name   string
+		keys   []string
+		always bool
 	}
-	refs := []ref{{cfg.Agent, []string{"agent"}}}
+	refs := []ref{{cfg.Agent, []string{"agent"}, false}}
 	for i, name := range cfg.Ladder {
-		refs = append(refs, ref{name, []string{"ladder", strconv.Itoa(i)}})
+		refs = append(refs, ref{name, []string{"ladder", strconv.Itoa(i)}, false})
+	}
+	if cfg.Review.Reviewer != "" {
+		refs = append(refs, ref{cfg.Review.Reviewer, []string{"review", "reviewer"}, true})
+	}
+	if cfg.Review.Judge != "" {
+		refs = append(refs, ref{cfg.Review.Judge, []string{"review", "judge"}, true})
 	}
 	for i, ref := range refs {
-		used := needDefault && (i > 0 || len(cfg.Ladder) == 0)
+		used := ref.always || needDefault && (i > 0 || len(cfg.Ladder) == 0)
 		if !used && !allNames {
 			continue
 		}

@@ -30,6 +30,7 @@ func PromptInfoFor(l queue.Layout, cfg *config.Config, id string) (*PromptInfo, 
 	}
 	t := tasks.Task(rec)
 	at := placeOf(l)
+	at.feedback = cfg.RetryFeedback == "review"
 	n := nextAttempt(at.runs, id)
 	text, err := renderPrompt(l, at, tasks, t, testCommand(cfg, tasks, rec), n)
 	if err != nil {

@@ -102,6 +102,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "testagent:", err)
 		os.Exit(2)
 	}
+	if role := os.Getenv("ORCHESTRATOR_ROLE"); role == agents.RoleReviewer || role == agents.RoleJudge {
+		if err := reviewRole(role); err != nil {
+			fmt.Fprintln(os.Stderr, "testagent:", err)
+			os.Exit(2)
+		}
+		return
+	}
 	mode := os.Getenv("TESTAGENT_MODE")
 	if mode == "plan" {
 		var err error
