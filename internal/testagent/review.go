@@ -18,7 +18,7 @@ import (
 // judge (ORCHESTRATOR_ROLE), it plays that role whatever TESTAGENT_MODE says:
 //
 //	TESTAGENT_REVIEWER_NOTES, TESTAGENT_JUDGE_NOTES   the JSON the block's notes hold; a
-//	    _<N> suffix gives the one for attempt N. In the judge's, {{PRECHECKS}} stands for
+//	    _<N> suffix gives the one for attempt N. In the judge's, @PRECHECKS@ stands for
 //	    the pre-check lines of its prompt that name a finding (hard_coded, env_switch...),
 //	    as a JSON string, so that a test sees the evidence reach the judge.
 //	    A judge's block status follows its verdict.
@@ -67,7 +67,7 @@ func reviewRole(role string) error {
 	if notes == "" {
 		notes = os.Getenv(key)
 	}
-	if strings.Contains(notes, "{{PRECHECKS}}") {
+	if strings.Contains(notes, "@PRECHECKS@") {
 		var found []string
 		for _, line := range strings.Split(string(prompt), "\n") {
 			for _, k := range []string{"hard_coded", "env_switch", "test_skipped", "test_deleted", "assertion_removed"} {
@@ -78,7 +78,7 @@ func reviewRole(role string) error {
 			}
 		}
 		q, _ := json.Marshal(strings.Join(found, " | "))
-		notes = strings.ReplaceAll(notes, "{{PRECHECKS}}", strings.Trim(string(q), `"`))
+		notes = strings.ReplaceAll(notes, "@PRECHECKS@", strings.Trim(string(q), `"`))
 	}
 	status := agents.StatusOK
 	if role == agents.RoleJudge && strings.Contains(notes, `"verdict": "fail"`) || strings.Contains(notes, `"verdict":"fail"`) {
