@@ -321,8 +321,10 @@ func (r *runner) runOnce(ctx context.Context, a *attempt, role, name, prompt str
 	var sb *agents.Sandbox
 	if r.jail {
 		sb = r.sandbox(a)
+		// The checkout read-only; of what the agent may write, its own marker folder
+		// instead of the task's (config sandbox_writable and its program's state stay).
 		sb.Dir, sb.ReadOnlyDir = dir, true
-		sb.Writable = []string{markerDir}
+		sb.Writable[0] = markerDir
 	}
 	env := append(os.Environ(),
 		"ORCHESTRATOR_TASK_ID="+a.id,
