@@ -72,6 +72,7 @@ func (r *runner) reviewChange(ctx context.Context, a *attempt, res *result, tamp
 		rec.Reason = reason
 		return fmt.Sprintf("review: %s: %s\n", rec.Decision, reason)
 	}
+	r.report.event(a.id, "review", fmt.Sprintf("attempt %d: its tests pass; to the %s", a.n, reviewers(r.o.Config.Review.Reviewer, r.o.Config.Review.Judge)))
 	ev, err := r.evidence(ctx, a, rec)
 	if err != nil {
 		rec.Decision = "error"
@@ -115,6 +116,7 @@ func (r *runner) reviewChange(ctx context.Context, a *attempt, res *result, tamp
 		rec.Decision = "pass"
 		rec.Reason = "the reviewer answered yes to all four questions"
 		a.ruling = "reviewer " + r.o.Config.Review.Reviewer + ": yes to all four questions"
+		res.Reason += "; " + a.ruling
 		return "review: pass: " + rec.Reason + "\n"
 	}
 	var verdict *review.Verdict
@@ -150,7 +152,19 @@ func (r *runner) reviewChange(ctx context.Context, a *attempt, res *result, tamp
 	if tampered != "" {
 		a.ruling = fmt.Sprintf("judge %s: test change justified: %s", name, reasons)
 	}
+	res.Reason += "; " + a.ruling
 	return fmt.Sprintf("review: pass: judge %s\n", name)
+}
+
+// reviewers names who reviews: "reviewer claude and judge codex".
+func reviewers(reviewer, judge string) string {
+	switch {
+	case reviewer == "":
+		return "judge " + judge
+	case judge == "":
+		return "reviewer " + reviewer
+	}
+	return "reviewer " + reviewer + " and judge " + judge
 }
 
 // notesText shows the reviewer's answers, one question per line.
