@@ -70,6 +70,9 @@ type Config struct {
 	// Review names the agents that review and judge a change after its GREEN gate passed
 	// and before it lands (SPEC §11.2); either may be empty.
 	Review Review `yaml:"review"`
+	// MutantsPerTask bounds the mutants of one task's landed change in a spot check
+	// (SPEC §11.1).
+	MutantsPerTask int `yaml:"mutants_per_task"`
 	// Grace is how long an agent may go on after writing its marker: the prompt asks it to
 	// write the marker and then end its final message with the result block, and a model's
 	// last turn takes time. An agent that exits on its own does not wait for it.
@@ -118,20 +121,21 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 // Default returns the settings used when config.yaml says nothing.
 func Default() *Config {
 	return &Config{
-		Jobs:          1,
-		TaskTimeout:   Duration{30 * time.Minute},
-		Agent:         "claude",
-		Models:        map[string]string{"easy": "haiku", "normal": "sonnet", "complex": "opus"},
-		MaxTurns:      50,
-		Agents:        map[string]Agent{},
-		TestGlobs:     []string{"**/*_test.go", "tests/**", "test/**", "**/test_*.py", "**/*_test.py", "**/*.test.ts", "**/*.test.js", "**/*.spec.ts", "**/*.spec.js", "**/tests/*.rs"},
-		Retries:       Retries(retry.DefaultLimits()),
-		RetryFeedback: "raw",
-		Grace:         Duration{2 * time.Minute},
-		StopGrace:     Duration{5 * time.Second},
-		Sandbox:       "auto",
-		ReplayDir:     agents.DefaultReplayDir,
-		RateLimitWait: Duration{DefaultRateLimitWait},
+		Jobs:           1,
+		TaskTimeout:    Duration{30 * time.Minute},
+		Agent:          "claude",
+		Models:         map[string]string{"easy": "haiku", "normal": "sonnet", "complex": "opus"},
+		MaxTurns:       50,
+		Agents:         map[string]Agent{},
+		TestGlobs:      []string{"**/*_test.go", "tests/**", "test/**", "**/test_*.py", "**/*_test.py", "**/*.test.ts", "**/*.test.js", "**/*.spec.ts", "**/*.spec.js", "**/tests/*.rs"},
+		Retries:        Retries(retry.DefaultLimits()),
+		RetryFeedback:  "raw",
+		MutantsPerTask: 20,
+		Grace:          Duration{2 * time.Minute},
+		StopGrace:      Duration{5 * time.Second},
+		Sandbox:        "auto",
+		ReplayDir:      agents.DefaultReplayDir,
+		RateLimitWait:  Duration{DefaultRateLimitWait},
 	}
 }
 
@@ -301,6 +305,9 @@ func (c *Config) check() Errors {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			bad(fmt.Sprintf("services.%s: %q is not host:port", name, addr), "services", name)
 		}
+	}
+	if c.MutantsPerTask < 1 {
+		bad(fmt.Sprintf("mutants_per_task: %d: must be at least 1", c.MutantsPerTask), "mutants_per_task")
 	}
 	if c.MaxTurns < 0 {
 		bad(fmt.Sprintf("max_turns: %d: must not be negative", c.MaxTurns), "max_turns")

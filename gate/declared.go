@@ -312,3 +312,9 @@ func topName(id string) string {
 	}
 	return name
 }
+
+// Declared returns the names of the tests declared in a test file's source (see declared).
+func Declared(file, src string) []string { return declared(file, src) }
+
+// NamedBy reports whether a test's name names a Test ID (SPEC §7.2; see namedBy).
+func NamedBy(name, id string) bool { return namedBy(name, id) }

@@ -153,6 +153,7 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 		newTDDCommand(g),
 		newPlanCommand(g),
 		newCostCommand(g),
+		newSpotcheckCommand(g),
 	)
 	return root
 }
