@@ -202,7 +202,7 @@ func pyMutants(ctx context.Context, src []byte, lines map[int]bool) ([]Mutant, e
 
 // jsOperator finds the operators of a line of JavaScript or TypeScript, outside strings.
 var jsOperator = regexp.MustCompile(`===|!==|==|!=|<=|>=|&&|\|\||[-+*/%<>]`)
-var jsString = regexp.MustCompile("\"(?:[^\"\\\\]|\\\\.)*\"|'(?:[^'\\\\]|\\\\.)*'|`(?:[^`\\\\]|\\\\.)*`|//.*$")
+var jsString = regexp.MustCompile("\"(?:[^\"\\\\]|\\\\.)*\"|'(?:[^'\\\\]|\\\\.)*'|`(?:[^`\\\\]|\\\\.)*`|//[^\n]*")
 var jsReturn = regexp.MustCompile(`\breturn\s+([^;]+);`)
 
 // jsMutants makes mutants at the token level: operators with a space on each side

@@ -18,6 +18,7 @@ import (
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/retry"
 	"github.com/orchestrator/orchestrator/review"
+	"github.com/orchestrator/orchestrator/spotcheck"
 	"github.com/orchestrator/orchestrator/testrun"
 )
 
@@ -246,11 +247,11 @@ func (r *runner) evidence(ctx context.Context, a *attempt, rec *reviewRecord) ([
 // mutationSummary is the last mutation result of a task's QA spot check, "none" when no
 // spot check with mutation ran.
 func (r *runner) mutationSummary(id string) string {
-	b, err := os.ReadFile(filepath.Join(r.repo.State(), "qa", id+".json"))
-	if err != nil {
+	m := spotcheck.LastMutation(r.repo.State(), id)
+	if m == nil {
 		return "none"
 	}
-	return capText(strings.TrimSpace(string(b)))
+	return m.Summary()
 }
 
 func capText(s string) string {
