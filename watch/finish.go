@@ -548,6 +548,8 @@ func (r *runner) judge(ctx context.Context, a *attempt, commit string) (*gate.Ve
 			return r.judgeCycle(ctx, a, in)
 		}
 		return gate.Green(ctx, in)
+	case queue.KindQA:
+		return r.judgeQA(ctx, a, commit, func() (*gate.Verdict, error) { return gate.Verify(ctx, in) })
 	}
 	return gate.Verify(ctx, in)
 }

@@ -9,7 +9,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/orchestrator/orchestrator/queue"
+	"github.com/orchestrator/orchestrator/spotcheck"
 	"github.com/orchestrator/orchestrator/watch"
+	"github.com/orchestrator/orchestrator/worktree"
 	"github.com/spf13/cobra"
 )
 
@@ -50,6 +52,9 @@ type statusTask struct {
 	// CostUSD and Tokens are what its attempts spent (SPEC §16): null when unknown.
 	CostUSD *float64 `json:"cost_usd"`
 	Tokens  *int64   `json:"tokens"`
+	// SpotCheck is a QA task's last spot check decision (PASS, WARN, FAIL, CRITICAL),
+	// omitted when none ran.
+	SpotCheck string `json:"spot_check,omitempty"`
 }
 
 // statusReport is the whole of `status --json`.
@@ -83,6 +88,15 @@ func runStatus(_ context.Context, opts *statusOptions) error {
 		}
 	}
 	rep.Cost = costs.Run
+	var qa []string
+	if repo, err := worktree.Open(context.Background(), l.Root); err == nil {
+		for i, t := range rep.Tasks {
+			if d := spotcheck.LastDecision(repo.State(), t.ID); d != "" {
+				rep.Tasks[i].SpotCheck = d
+				qa = append(qa, t.ID+" "+d)
+			}
+		}
+	}
 	plan, err := loadPlan(l, opts.Plan, false)
 	if err != nil {
 		return err
@@ -131,6 +145,9 @@ func runStatus(_ context.Context, opts *statusOptions) error {
 	fmt.Fprintf(opts.Stdout, "halted: %s\n", joinOr(rep.Halted, "none"))
 	fmt.Fprintf(opts.Stdout, "cost: %s (verified work %s, rejected attempts %s), %s tokens\n",
 		watch.FormatUSD(rep.Cost.TotalUSD), watch.FormatUSD(rep.Cost.VerifiedUSD), watch.FormatUSD(rep.Cost.RejectedUSD), watch.FormatTokens(rep.Cost.Tokens))
+	if len(qa) > 0 {
+		fmt.Fprintf(opts.Stdout, "spot checks: %s\n", strings.Join(qa, ", "))
+	}
 	if cov != nil {
 		fmt.Fprintln(opts.Stdout, coverageLine(cov))
 	}
