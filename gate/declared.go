@@ -318,3 +318,100 @@ func Declared(file, src string) []string { return declared(file, src) }
 
 // NamedBy reports whether a test's name names a Test ID (SPEC §7.2; see namedBy).
 func NamedBy(name, id string) bool { return namedBy(name, id) }
+
+// IDToken is a Test ID as names are compared with it: lower case, every character other
+// than a letter or digit read as "_".
+func IDToken(id string) string {
+	var b strings.Builder // one allocation, and String copies nothing
+	b.Grow(len(id))
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case c >= 0x80:
+			return idToken(id)
+		case c >= 'A' && c <= 'Z':
+			b.WriteByte(c + 'a' - 'A')
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+			b.WriteByte(c)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// NameSpans returns the parts of a test's name, compared as IDs are (IDToken), that start
+// and end on word boundaries: NamedBy(name, id) holds exactly when IDToken(id) is one of
+// them. With it, a plan's IDs are matched to many tests by lookup instead of by trying
+// every pair. It returns nil for a name whose lower case has another number of runes.
+func NameSpans(name string) []string {
+	var out []string
+	if !EachNameSpan(name, func(s string) { out = append(out, s) }) {
+		return nil
+	}
+	return out
+}
+
+// EachNameSpan calls fn with each span NameSpans returns, without making the list; it
+// reports false, calling nothing, where NameSpans returns nil.
+func EachNameSpan(name string, fn func(span string)) bool {
+	var buf [64]int
+	at := buf[:0]
+	ascii := true
+	for i := 0; i < len(name); i++ {
+		if name[i] >= 0x80 {
+			ascii = false
+			break
+		}
+	}
+	var low string
+	if ascii {
+		var b strings.Builder
+		b.Grow(len(name))
+		for i := 0; i < len(name); i++ {
+			c := name[i]
+			isLower, isUpper := c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z'
+			alnum := isLower || isUpper || c >= '0' && c <= '9'
+			if i == 0 {
+				at = append(at, 0)
+			} else {
+				p := name[i-1]
+				pAlnum := p >= 'a' && p <= 'z' || p >= 'A' && p <= 'Z' || p >= '0' && p <= '9'
+				if !alnum || !pAlnum || p >= 'a' && p <= 'z' && isUpper {
+					at = append(at, i)
+				}
+			}
+			switch {
+			case isUpper:
+				b.WriteByte(c + 'a' - 'A')
+			case !alnum:
+				b.WriteByte('_')
+			default:
+				b.WriteByte(c)
+			}
+		}
+		at = append(at, len(name))
+		low = b.String()
+	} else {
+		orig := []rune(name)
+		low = idToken(name)
+		off := make([]int, 0, len(orig)+1)
+		for i := range low {
+			off = append(off, i)
+		}
+		if len(off) != len(orig) {
+			return false
+		}
+		off = append(off, len(low))
+		for i := 0; i <= len(orig); i++ {
+			if boundary(orig, i) {
+				at = append(at, off[i])
+			}
+		}
+	}
+	for a := 0; a < len(at); a++ {
+		for b := a + 1; b < len(at); b++ {
+			fn(low[at[a]:at[b]])
+		}
+	}
+	return true
+}

@@ -65,3 +65,21 @@ func TestTopName(t *testing.T) {
 		}
 	}
 }
+
+// TestNameSpansAgreeWithNamedBy: an ID names a test exactly when its token is one of the
+// test name's spans.
+func TestNameSpansAgreeWithNamedBy(t *testing.T) {
+	names := []string{"TestAdd_UNIT_001", "test_unit_001_adds", "TestUNIT_001", "test_unit_0010", "testunit_001", "TestAddUNIT_001", "it adds UNIT-002 > x", "TestAC_STE_1", "test_ac_ste_12"}
+	ids := []string{"UNIT-001", "UNIT-002", "AC-STE.1", "AC-STE.12", "UNIT-0010", "ADD-UNIT"}
+	for _, n := range names {
+		spans := map[string]bool{}
+		for _, s := range NameSpans(n) {
+			spans[s] = true
+		}
+		for _, id := range ids {
+			if got, want := spans[IDToken(id)], NamedBy(n, id); got != want {
+				t.Errorf("%s, %s: spans say %v, NamedBy %v", n, id, got, want)
+			}
+		}
+	}
+}

@@ -139,11 +139,36 @@ func Select(task string, plan *queue.Plan, feature []string, tests []ProjectTest
 
 // namedIndex maps each plan test ID to the project tests named after it.
 func namedIndex(plan *queue.Plan, tests []ProjectTest) map[string][]ProjectTest {
-	out := map[string][]ProjectTest{}
+	byToken := make(map[string][]string, plan.Len())
+	longest := 0
 	for _, p := range plan.Tests() {
-		for _, t := range tests {
-			if gate.NamedBy(t.Name, p.ID) {
-				out[p.ID] = append(out[p.ID], t)
+		tok := gate.IDToken(p.ID)
+		byToken[tok] = append(byToken[tok], p.ID)
+		longest = max(longest, len(tok))
+	}
+	out := make(map[string][]ProjectTest, plan.Len())
+	for _, t := range tests {
+		var seen []string
+		ok := gate.EachNameSpan(t.Name, func(s string) {
+			// Every ID has a "-" (its token a "_") and is no longer than the longest.
+			if len(s) > longest || !strings.Contains(s, "_") {
+				return
+			}
+			// A span is a name's part on word boundaries: its token matching an ID's is
+			// what NamedBy checks (gate's TestNameSpansAgreeWithNamedBy). An ID is counted
+			// once per test.
+			for _, id := range byToken[s] {
+				if !slices.Contains(seen, id) {
+					seen = append(seen, id)
+					out[id] = append(out[id], t)
+				}
+			}
+		})
+		if !ok { // a name whose case mapping changes its length: compare the slow way
+			for _, p := range plan.Tests() {
+				if gate.NamedBy(t.Name, p.ID) {
+					out[p.ID] = append(out[p.ID], t)
+				}
 			}
 		}
 	}
