@@ -221,8 +221,8 @@ func TestParseType(t *testing.T) {
 			t.Errorf("ParseType(%q) = %q, %v", typ, got, err)
 		}
 	}
-	if len(Types) != 14 {
-		t.Errorf("%d types, want 14: the 12 of SPEC §8.1, broken_test and forged_results (§7.6)", len(Types))
+	if len(Types) != 15 {
+		t.Errorf("%d types, want 15: the 12 of SPEC §8.1, broken_test, forged_results (§7.6) and review_rejected (§11.2)", len(Types))
 	}
 	if _, err := ParseType("flaky"); err == nil || !strings.Contains(err.Error(), "build_fails") {
 		t.Errorf("ParseType(flaky) = %v, want an error that lists the types", err)

@@ -29,14 +29,19 @@ func TestDiscount_UNIT_001(t *testing.T) {
 		name   string
 		red    map[string]string
 		status string
-	}{{"honest tests", goRedFiles, "completed"}, {"tests that assert nothing", vacuous, "failed"}} {
+		qaSays []string // the QA agent's own files: a QA agent changes none
+	}{
+		{"honest tests", goRedFiles, "completed", nil},
+		{"tests that assert nothing", vacuous, "failed", nil},
+		{"a QA agent that edits a test", goRedFiles, "failed", []string{"TESTAGENT_WRITE=cart/discount_test.go=package cart"}},
+	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			tasks := append(redGreenVerify()[:2], realTask{id: "TASK-Q01", category: "qa", agent: "qa", deps: "TASK-001", testIDs: "UNIT-001"})
 			r := newRealRepo(t, "gomod", goTest, tasks, map[string][]string{
 				"writer":  slowAgent("test-writer", 300*time.Millisecond, 0, files(t, c.red)),
 				"builder": slowAgent("implementer", 300*time.Millisecond, 0, files(t, goGreenFiles)),
-				"qa":      slowAgent("qa", time.Second, 0, ""),
+				"qa":      append(slowAgent("qa", time.Second, 0, ""), c.qaSays...),
 			}, "retries: {max_retries: 1, same_signature_halt: 3, global_cap: 15}\n")
 			r.write("projectspec/test-plan-output.json", `{"tests": {"unit": [{"id": "UNIT-001"}]}}`)
 			code, out := r.run("watch", "--once")
@@ -50,8 +55,14 @@ func TestDiscount_UNIT_001(t *testing.T) {
 			}
 			res := r.result("TASK-Q01", 1)
 			reason, _ := res["reason"].(string)
-			if !strings.Contains(reason, "spot check") || !strings.Contains(reason, "TASK-001") {
+			if c.qaSays == nil && (!strings.Contains(reason, "spot check") || !strings.Contains(reason, "TASK-001")) {
 				t.Errorf("TASK-Q01 was not judged by the spot check: %v", reason)
+			}
+			if c.qaSays != nil {
+				if res["failure_type"] != "scope_violation" || !strings.Contains(reason, "a QA task changes no file") {
+					t.Errorf("attempt 1: %v: %v", res["failure_type"], reason)
+				}
+				return
 			}
 			if c.status == "failed" {
 				if res["failure_type"] != "qa_failure" || !strings.Contains(reason, "killed none of its") {
