@@ -82,7 +82,7 @@ func (r *runner) reviewChange(ctx context.Context, a *attempt, res *result, tamp
 	}
 	var notes review.Notes
 	if name := r.o.Config.Review.Reviewer; name != "" {
-		run, final, failure := r.runRole(ctx, a, agents.RoleReviewer, name, ev, func(text string) error {
+		run, _, failure := r.runRole(ctx, a, agents.RoleReviewer, name, ev, func(text string) error {
 			n, _, err := review.ParseNotes(text)
 			notes = n
 			return err
@@ -94,7 +94,6 @@ func (r *runner) reviewChange(ctx context.Context, a *attempt, res *result, tamp
 			res.Primary = failure.primary
 			return decide("failed", failure.typ, failure.reason)
 		}
-		_ = final
 		ev = append(ev, prompts.Evidence{Title: "The reviewer's notes", Content: notesText(notes)})
 	}
 	name := r.o.Config.Review.Judge
