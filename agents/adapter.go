@@ -225,6 +225,7 @@ func isClaudeModel(model string) bool {
 // "num_turns":3,"terminal_reason":"completed","permission_denials":[],...}. Recordings of
 // real runs are in testdata/recorded.
 type claudeResult struct {
+	SessionID      string          `json:"session_id"`
 	Type           string          `json:"type"`
 	Subtype        string          `json:"subtype"`
 	IsError        bool            `json:"is_error"`
@@ -281,6 +282,22 @@ func claudeFinalText(name string, stdout []byte) (string, error) {
 		return "", &AgentError{Agent: name, Msg: "no result in its JSON output"}
 	}
 	return *r.Result, nil
+}
+
+// ResumeCommand returns argv made to continue the session of a run of the agent program
+// whose output was stdout, so that a prompt such as the re-emit one of mode D reaches an
+// agent that remembers its last message: Claude Code's --resume with the session ID of its
+// result. It returns nil when the program cannot resume (Codex exec --ephemeral keeps no
+// session; an exec agent has none).
+func ResumeCommand(program string, argv []string, stdout []byte) []string {
+	if program != Claude {
+		return nil
+	}
+	r := findClaudeResult(stdout)
+	if r == nil || r.SessionID == "" {
+		return nil
+	}
+	return append(slices.Clone(argv), "--resume", r.SessionID)
 }
 
 func findClaudeResult(stdout []byte) *claudeResult {

@@ -72,3 +72,25 @@ func TestRealReviewerAndJudge(t *testing.T) {
 		t.Errorf("usage recorded for %v, want the implementer, the reviewer and the judge", roles)
 	}
 }
+
+// TestRealReviewerReemits: the real claude as reviewer first answers without a result
+// block (mode D). The one re-emit prompt resumes its Claude Code session: the scripted
+// model sees the reviewer's prompt beside the re-emit sentence (review-reemit.yaml), and
+// the block it then sends lets the change land.
+func TestRealReviewerReemits(t *testing.T) {
+	realAgent(t, agents.Codex)
+	l := newRealLoop(t, agents.Claude, "review-reemit.yaml", "review: {reviewer: claude, judge: codex}\n")
+	l.sb.setPath(filepath.Dir(realAgent(t, agents.Codex)))
+	code, out := l.run(t, "watch", "--once")
+	t.Logf("watch --once (exit %d):\n%s", code, out)
+	if code != 0 || l.field(t, "TASK-001", "Status") != "completed" {
+		t.Fatalf("exit %d, TASK-001 %s", code, l.field(t, "TASK-001", "Status"))
+	}
+	b, err := os.ReadFile(filepath.Join(l.sb.root, ".orchestrator", "runs", "TASK-001", "1", "review.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"reemit": true`) || !strings.Contains(string(b), `"decision": "pass"`) {
+		t.Errorf("review.json:\n%s", b)
+	}
+}

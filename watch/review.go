@@ -280,8 +280,9 @@ func (r *runner) runRole(ctx context.Context, a *attempt, role, name string, ev 
 		return fail("review_error", fmt.Sprintf("the %s's prompt: %v", role, err), "review_error: "+role+" prompt")
 	}
 	a.write(role+"-prompt.md", []byte(prompt))
+	var resume []string
 	for round := 1; round <= 2; round++ {
-		final, err := r.runOnce(ctx, a, role, name, prompt)
+		final, next, err := r.runOnce(ctx, a, role, name, prompt, resume)
 		var scope *scopeChange
 		switch {
 		case errors.As(err, &scope):
@@ -298,9 +299,10 @@ func (r *runner) runRole(ctx context.Context, a *attempt, role, name string, ev 
 			return fail(string(retry.FormatViolation), fmt.Sprintf("format_violation: the %s (%s): %v", role, name, err),
 				"format_violation: the "+role+"'s result block")
 		}
-		// Mode D: one narrow retry, outside every other budget.
+		// Mode D: one narrow retry, outside every other budget: in the same session where
+		// the program can resume one, so that the agent has its last message to re-emit.
 		run.Reemit = true
-		prompt = review.Reemit
+		prompt, resume = review.Reemit, next
 		r.report.event(a.id, "review", fmt.Sprintf("attempt %d: the %s's result block is not valid (%v); asking it once to re-emit it", a.n, role, err))
 	}
 	panic("unreachable")
@@ -311,26 +313,30 @@ type scopeChange struct{ paths string }
 
 func (e *scopeChange) Error() string { return "changed " + e.paths }
 
-// runOnce starts the agent with prompt, waits for it (the task timeout bounds it), and
-// returns its final message. Its marker folder is its own, so that nothing it writes there
-// is taken for the task's marker.
-func (r *runner) runOnce(ctx context.Context, a *attempt, role, name, prompt string) (string, error) {
+// runOnce starts the agent with prompt (with argv resume instead of its command when
+// set), waits for it (the task timeout bounds it), and returns its final message and the
+// command that resumes its session (nil when its program cannot). Its marker folder is its
+// own, so that nothing it writes there is taken for the task's marker.
+func (r *runner) runOnce(ctx context.Context, a *attempt, role, name, prompt string, resume []string) (string, []string, error) {
 	dir, err := r.gateDir(ctx, a.candidate)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	before, err := treeState(ctx, dir)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	argv, adapter, err := r.command(name, a.complexity)
 	if err != nil {
-		return "", err
+		return "", nil, err
+	}
+	if resume != nil {
+		argv = resume
 	}
 	runDir := filepath.Join(a.dir, role)
 	markerDir := filepath.Join(runDir, "markers")
 	if err := os.MkdirAll(markerDir, 0o755); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	var sb *agents.Sandbox
 	if r.jail {
@@ -351,7 +357,7 @@ func (r *runner) runOnce(ctx context.Context, a *attempt, role, name, prompt str
 		Command: argv, Dir: dir, Prompt: prompt, Env: env, LogPath: filepath.Join(a.mirror, role+".log"), Sandbox: sb,
 	})
 	if err != nil {
-		return "", fmt.Errorf("start %s: %w", strings.Join(argv, " "), err)
+		return "", nil, fmt.Errorf("start %s: %w", strings.Join(argv, " "), err)
 	}
 	timeout := time.NewTimer(r.o.Config.TaskTimeout.Duration)
 	defer timeout.Stop()
@@ -368,15 +374,16 @@ func (r *runner) runOnce(ctx context.Context, a *attempt, role, name, prompt str
 	r.addUsage(a, role, name, argModel(argv), []byte(out))
 	after, serr := treeState(ctx, dir)
 	if serr != nil {
-		return "", serr
+		return "", nil, serr
 	}
 	if changed := diffStates(before, after); changed != "" {
-		return "", &scopeChange{paths: changed}
+		return "", nil, &scopeChange{paths: changed}
 	}
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return adapter.FinalText([]byte(out))
+	final, err := adapter.FinalText([]byte(out))
+	return final, agents.ResumeCommand(adapter.Name(), argv, []byte(out)), err
 }
 
 // treeState is what git sees of a checkout: every path that differs from its commit,
