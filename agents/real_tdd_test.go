@@ -27,14 +27,20 @@ const calFR = `# CAL-1: Arithmetic
 // refactorer (testdata/scenarios/tdd-cycle.yaml): each step is verified and lands, and
 // the implementer of AC-CAL.2 is sent nothing of AC-CAL.1's text.
 func TestRealTDD(t *testing.T) {
-	for _, name := range []string{agents.Claude, agents.Codex} {
+	for _, name := range []string{agents.Claude, agents.Codex, "claude re-emits"} {
 		t.Run(name, func(t *testing.T) {
+			scenario := "tdd-cycle.yaml"
+			if name == "claude re-emits" {
+				// The test writer's first answer has no block: its re-emit attempt resumes
+				// its session (tdd-reemit.yaml checks the request).
+				name, scenario = agents.Claude, "tdd-reemit.yaml"
+			}
 			bin := realAgent(t, name)
 			orch, err := orchestratorBin()
 			if err != nil {
 				t.Fatal(err)
 			}
-			sb := newSandboxIn(t, "tdd-cycle.yaml", func(project, base string) string {
+			sb := newSandboxIn(t, scenario, func(project, base string) string {
 				sum := sha256.Sum256([]byte(filepath.Join(project, ".git")))
 				return filepath.Join(base, "worktrees", fmt.Sprintf("project-%x", sum[:6]), "job-1")
 			})

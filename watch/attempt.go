@@ -295,6 +295,16 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 	if err != nil {
 		return fail("agent", err.Error())
 	}
+	if prevRes, ok := readResult(filepath.Join(r.runs, t.ID, strconv.Itoa(n-1))); ok && a.cycle != nil && reemitDue(r.runs, t.ID, n) && prevRes.Slot == a.slot.Name {
+		// The re-emit prompt of mode D reaches the same session where the program can
+		// resume one (in the same worktree folder: Claude Code keeps its sessions by
+		// folder), so that the agent has the message it is asked to re-emit. Elsewhere it
+		// starts afresh with that prompt alone.
+		prev := []byte(tail(filepath.Join(l.Runs(), t.ID, strconv.Itoa(n-1), "agent.log"), agents.MaxStdout))
+		if resume := agents.ResumeCommand(adapter.Name(), argv, prev); resume != nil {
+			argv = resume
+		}
+	}
 	a.adapter, a.argv = adapter, argv
 	// Before the agent starts, the record says where it works: a restart after a crash
 	// between here and the agent's first breath finds its worktree.
