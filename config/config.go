@@ -89,6 +89,13 @@ type Config struct {
 	// SandboxWritable are more folders an agent may write in its sandbox (an agent
 	// program's state folder that is not ~/.claude or ~/.codex).
 	SandboxWritable []string `yaml:"sandbox_writable"`
+	// SandboxReadable are more paths the sandboxes may read that they would not see
+	// otherwise (a toolchain or data folder under the home folder or the person's tree).
+	SandboxReadable []string `yaml:"sandbox_readable"`
+	// GateNetwork is the network of the sandboxed commands that run candidate code
+	// (SPEC §7.6): none (the default) or host, for projects whose tests need Required
+	// Services.
+	GateNetwork string `yaml:"gate_network"`
 	// ReplayDir is where the replay agent finds its recordings (relative to the root).
 	ReplayDir string `yaml:"replay_dir"`
 
@@ -134,6 +141,7 @@ func Default() *Config {
 		Grace:          Duration{2 * time.Minute},
 		StopGrace:      Duration{5 * time.Second},
 		Sandbox:        "auto",
+		GateNetwork:    "none",
 		ReplayDir:      agents.DefaultReplayDir,
 		RateLimitWait:  Duration{DefaultRateLimitWait},
 	}
@@ -297,6 +305,11 @@ func (c *Config) check() Errors {
 	case "auto", "bwrap", "off":
 	default:
 		bad(fmt.Sprintf("sandbox: %q: must be auto, bwrap or off", c.Sandbox), "sandbox")
+	}
+	switch c.GateNetwork {
+	case "none", "host":
+	default:
+		bad(fmt.Sprintf("gate_network: %q: must be none or host", c.GateNetwork), "gate_network")
 	}
 	if c.StopGrace.Duration < 0 {
 		bad(fmt.Sprintf("stop_grace: %s: must not be negative", c.StopGrace.Duration), "stop_grace")

@@ -35,13 +35,13 @@ func (v *Verdict) runTests(ctx context.Context, in Input, command string) (*test
 	}
 	if p.Skip != "" {
 		fmt.Fprintf(&v.Log, "canary: none: %s\n", p.Skip)
-		return testrun.Run(ctx, in.Root, command, in.Timeout, testrun.WithEnv(EnvFor(in.Env, in.Root)))
+		return testrun.Run(ctx, in.Root, command, in.Timeout, in.runOptions()...)
 	}
 	fmt.Fprintf(&v.Log, "canary %s: planted %s\n", p.Token, strings.Join(p.Files, ", "))
 	if p.Command != command {
 		fmt.Fprintf(&v.Log, "canary %s: run as %s\n", p.Token, p.Command)
 	}
-	res, err := testrun.Run(ctx, in.Root, p.Command, in.Timeout, testrun.WithEnv(EnvFor(in.Env, in.Root)))
+	res, err := testrun.Run(ctx, in.Root, p.Command, in.Timeout, in.runOptions()...)
 	if rerr := p.Remove(); rerr != nil {
 		fmt.Fprintf(&v.Log, "canary %s: could not remove: %v\n", p.Token, rerr)
 	}

@@ -79,6 +79,25 @@ type Input struct {
 	// the harness and the existing tests are not checked.
 	Harness  Harness
 	Contents Contents
+	// Jail is the sandbox every test command runs in (SPEC §7.6), nil for none; the
+	// commands then get the Jail's environment, not Env. Checkout is the top of the gate's checkout that holds Root (Root
+	// when ""): the one folder the commands may write, beside their caches and /tmp.
+	Jail     *Jail
+	Checkout string
+}
+
+// RunOptions are the options of a test command of the gate: its environment, and its
+// sandbox. Commands run for the gate outside a gate (the baseline's) use them too.
+func RunOptions(in Input) []testrun.Option { return in.runOptions() }
+
+func (in Input) runOptions() []testrun.Option {
+	if in.Jail == nil {
+		return []testrun.Option{testrun.WithEnv(EnvFor(in.Env, in.Root))}
+	}
+	// In the sandbox, the jail's environment, cleared of secrets, whatever Env says.
+	env := EnvFor(in.Jail.Env, in.Root)
+	p := in.Jail.Profile(cmp.Or(in.Checkout, in.Root), in.Root, env)
+	return []testrun.Option{testrun.WithEnv(env), testrun.WithSandbox(p)}
 }
 
 // A Run is one command a gate ran.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/orchestrator/orchestrator/config"
+	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/retry"
 	"github.com/orchestrator/orchestrator/testrun"
@@ -31,6 +32,9 @@ type Options struct {
 	Commit string
 	// Env, when set, is the environment the tests run in (the gate's pinned one).
 	Env []string
+	// Jail, when set, is the sandbox the tests and the mutants run in (SPEC §7.6); Env
+	// is then the jail's.
+	Jail *gate.Jail
 	// NoIssues leaves the issue queue alone (the watch loop records its own).
 	NoIssues bool
 }
@@ -99,10 +103,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer done()
-	var opts []testrun.Option
-	if o.Env != nil {
-		opts = append(opts, testrun.WithEnv(o.Env))
-	}
+	opts := gate.RunOptions(gate.Input{Root: dir, Checkout: dir, Env: o.Env, Jail: o.Jail})
 	tests, err := Discover(dir, command, cfg.TestGlobs)
 	if err != nil {
 		return nil, err

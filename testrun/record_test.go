@@ -87,7 +87,7 @@ func recordRun(t *testing.T, dir, command string) ([]byte, [][]byte, invocation,
 	t.Helper()
 	inv := instrument(command, Detect(command), t.TempDir())
 	var out bytes.Buffer
-	code, timedOut, err := execute(context.Background(), dir, inv, 5*time.Minute, &out, nil)
+	code, timedOut, err := execute(context.Background(), dir, inv, 5*time.Minute, &out, nil, nil)
 	if err != nil || timedOut {
 		t.Fatalf("%s: %v (timed out: %v)", command, err, timedOut)
 	}

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/orchestrator/orchestrator/internal/lazyre"
+	"github.com/orchestrator/orchestrator/sandbox"
 )
 
 // ErrNoCommand is returned by Run for an empty command line.
@@ -46,7 +47,7 @@ func Run(ctx context.Context, root, command string, timeout time.Duration, opts 
 	inv := instrument(command, r, tmp)
 	f := newFeeder(inv, root)
 	start := time.Now()
-	code, timedOut, err := execute(ctx, root, inv, timeout, f, o.env)
+	code, timedOut, err := execute(ctx, root, inv, timeout, f, o.env, o.jail(tmp))
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +89,25 @@ func readReports(paths []string) [][]byte {
 type Option func(*options)
 
 type options struct {
-	env []string // nil: the orchestrator's own
+	env     []string         // nil: the orchestrator's own
+	sandbox *sandbox.Profile // nil: no sandbox
+}
+
+// jail returns the sandbox the command runs in, with the run's own folder of reports
+// writable in it, or nil.
+func (o options) jail(tmp string) *sandbox.Profile {
+	if o.sandbox == nil {
+		return nil
+	}
+	p := o.sandbox.With(nil, []string{tmp})
+	return &p
+}
+
+// WithSandbox runs the command in the sandbox p (SPEC §7.6): p's environment is the
+// command's, and the orchestrator's own goes to bwrap. The run's report folder is made
+// writable in it.
+func WithSandbox(p *sandbox.Profile) Option {
+	return func(o *options) { o.sandbox = p }
 }
 
 // WithEnv runs the command with exactly the environment env (KEY=VALUE pairs) instead of
@@ -100,7 +119,7 @@ func WithEnv(env []string) Option {
 // execute runs an invocation and copies its combined output to w from one goroutine. It
 // returns the exit code (-1 for a timeout or a signal) and whether it timed out. env is the
 // command's environment (nil: the orchestrator's).
-func execute(ctx context.Context, dir string, inv invocation, timeout time.Duration, w io.Writer, env []string) (int, bool, error) {
+func execute(ctx context.Context, dir string, inv invocation, timeout time.Duration, w io.Writer, env []string, jail *sandbox.Profile) (int, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return -1, false, err
 	}
@@ -111,18 +130,29 @@ func execute(ctx context.Context, dir string, inv invocation, timeout time.Durat
 	if err != nil {
 		return -1, false, fmt.Errorf("run tests: %w", err)
 	}
-	cmd := exec.Command("sh", "-c", inv.command)
+	if env == nil {
+		env = os.Environ()
+	}
+	argv := []string{"sh", "-c", inv.command}
+	if jail != nil {
+		// Inside, the sandbox's environment; bwrap itself runs with the orchestrator's.
+		p := *jail
+		if p.Env == nil {
+			p.Env = env
+		}
+		p.Env = colorOff(inv, p.Env)
+		if p.Dir == "" {
+			p.Dir = dir
+		}
+		argv, env = p.Wrap(argv), os.Environ()
+	} else {
+		env = colorOff(inv, env)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Env = env
-	if cmd.Env == nil {
-		cmd.Env = os.Environ()
-	}
-	if inv.runner == Vitest || inv.runner == Jest {
-		// Node's color libraries turn colors on when CI is set, terminal or not.
-		cmd.Env = append(cmd.Env, "NO_COLOR=1")
-	}
 	if err := cmd.Start(); err != nil {
 		pr.Close()
 		pw.Close()
@@ -179,6 +209,15 @@ func execute(ctx context.Context, dir string, inv invocation, timeout time.Durat
 		return ee.ExitCode(), false, nil
 	}
 	return -1, false, werr
+}
+
+// colorOff returns env with NO_COLOR set for the JavaScript runners: Node's color libraries
+// turn colors on when CI is set, terminal or not.
+func colorOff(inv invocation, env []string) []string {
+	if inv.runner == Vitest || inv.runner == Jest {
+		return append(slices.Clone(env), "NO_COLOR=1")
+	}
+	return env
 }
 
 // killGroup kills a process group; a group that is gone is no error.

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/testrun"
 	"github.com/orchestrator/orchestrator/worktree"
@@ -80,7 +79,7 @@ func (r *runner) firstBaseline(ctx context.Context) {
 		return
 	}
 	r.report.event("", "baseline", "no baseline yet: running "+cmd+" on "+head[:min(12, len(head))])
-	b, err := testrun.MakeBaseline(ctx, root, cmd, r.o.Config.TestGlobs, r.o.Config.TaskTimeout.Duration, testrun.WithEnv(gate.EnvFor(r.env, root)))
+	b, err := testrun.MakeBaseline(ctx, root, cmd, r.o.Config.TestGlobs, r.o.Config.TaskTimeout.Duration, r.runOptions(r.gate.Dir, root)...)
 	if err == nil {
 		err = r.writeBaseline(b)
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/orchestrator/orchestrator/agents"
 	"github.com/orchestrator/orchestrator/gate"
+	"github.com/orchestrator/orchestrator/sandbox"
+	"github.com/orchestrator/orchestrator/testrun"
 	"github.com/orchestrator/orchestrator/worktree"
 )
 
@@ -247,25 +249,75 @@ func (r *runner) land(ctx context.Context, a *attempt, message string, rejudge f
 	}
 }
 
-// openSandbox decides at the start of a run whether agents run in bubblewrap (SPEC §15.2):
-// config sandbox auto uses it where it runs and says once when it does not; bwrap refuses
-// to start without it; off never uses it.
+// openSandbox decides at the start of a run whether agents and the gate's commands run in
+// bubblewrap (SPEC §7.6, §15.2): config sandbox auto uses it where it runs and says once
+// when it does not; bwrap refuses to start without it; off never uses it. Without it, the
+// run says that the gate trusts the candidate's code.
 func (r *runner) openSandbox() error {
 	switch r.o.Config.Sandbox {
 	case "off":
+		r.report.event("", "warning", "sandbox: off: the gate runs the candidates' tests and code with your user's rights, and trusts them")
 		return nil
 	case "bwrap":
-		if err := agents.BwrapAvailable(); err != nil {
+		if err := sandbox.Available(); err != nil {
 			return fmt.Errorf("sandbox: bwrap: %w", err)
 		}
 	default:
-		if err := agents.BwrapAvailable(); err != nil {
-			r.report.event("", "warning", "agents run without a sandbox: "+err.Error())
+		if err := sandbox.Available(); err != nil {
+			r.report.event("", "warning", "agents and the gate's test runs go without a sandbox, and the gate trusts the candidates' code: "+err.Error())
 			return nil
 		}
 	}
 	r.jail = true
+	spec := gate.JailSpec{
+		Env:      r.env,
+		Hide:     []string{r.o.Layout.Root, r.repo.Root, r.repo.Common, r.repo.State()},
+		Readable: r.readable(),
+		Cache:    gate.CacheDir(),
+		Network:  r.o.Config.GateNetwork == "host",
+	}
+	j, err := gate.NewJail(spec)
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	r.gateJail = j
 	return nil
+}
+
+// readable are the paths the sandboxes show read-only that they would hide otherwise: the
+// shared folders of the person's tree that checkouts link to, and config sandbox_readable.
+func (r *runner) readable() []string {
+	var out []string
+	for _, d := range sharedDirs {
+		src := filepath.Join(r.o.Layout.Root, d)
+		if fi, err := os.Stat(src); err == nil && fi.IsDir() {
+			out = append(out, src)
+		}
+	}
+	for _, d := range r.o.Config.SandboxReadable {
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(r.o.Layout.Root, d)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// gateInput fills the sandbox of the gate's commands into in, for a run in checkout: the
+// jail and its environment, or the pinned environment without one.
+func (r *runner) gateInput(in gate.Input, checkout string) gate.Input {
+	in.Env = r.env
+	if r.gateJail != nil {
+		in.Jail, in.Env, in.Checkout = r.gateJail, r.gateJail.Env, checkout
+	}
+	return in
+}
+
+// runOptions are the test-run options of a command run outside the gate proper (the
+// start's baseline): the same sandbox and environment.
+func (r *runner) runOptions(checkout, dir string) []testrun.Option {
+	in := r.gateInput(gate.Input{Root: dir}, checkout)
+	return gate.RunOptions(in)
 }
 
 // sandbox returns the jail of an attempt's agent, or nil when agents run without one: it

@@ -496,9 +496,10 @@ func (r *runner) judge(ctx context.Context, a *attempt, commit string) (*gate.Ve
 		Root: root, AttemptDir: a.dir, Task: a.id, Attempt: a.n,
 		TestIDs: a.task.TestIDs, TestCommand: a.testCmd, Globs: r.o.Config.TestGlobs,
 		Timeout: r.o.Config.TaskTimeout.Duration, Changed: changed,
-		Env: r.env, Harness: r.harness(a), Contents: r.contents(ctx, a, commit),
+		Harness: r.harness(a), Contents: r.contents(ctx, a, commit),
 		ReviewTestChange: a.reviewTests,
 	}
+	in = r.gateInput(in, r.gate.Dir)
 	switch a.task.Kind {
 	case queue.KindTest:
 		in.ProjectCommand, in.TestFile = redTests(r.o.Layout.Tasks(), a.id, a.testCmd)

@@ -25,6 +25,7 @@ func (r *runner) judgeQA(ctx context.Context, a *attempt, commit string, verify 
 	}
 	rep, err := spotcheck.Run(ctx, spotcheck.Options{
 		Layout: r.o.Layout, Config: r.o.Config, Task: a.id, Mutate: true, Commit: commit, Env: r.env, NoIssues: true,
+		Jail: r.gateJail,
 	})
 	if errors.Is(err, spotcheck.ErrNoPlan) {
 		return verify()

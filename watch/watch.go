@@ -227,8 +227,10 @@ type runner struct {
 	rulesSum [32]byte
 	// byHand are the tasks a person set to completed while their attempt ran.
 	byHand []string
-	// jail is set when agents run in the bubblewrap sandbox.
-	jail bool
+	// jail is set when agents run in the bubblewrap sandbox; gateJail is then the sandbox
+	// of every command that runs candidate code (SPEC §7.6).
+	jail     bool
+	gateJail *gate.Jail
 	// capped is set once the run's global auto-retry cap held a retry back: the run ends
 	// as halted, since the failures left need a person or the next run.
 	capped bool

@@ -1,0 +1,237 @@
+package gate
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/orchestrator/orchestrator/sandbox"
+)
+
+// A JailSpec says what the sandbox of the gate's commands hides and shows (SPEC §7.6): it
+// is made once when the orchestrator starts, from the pinned environment.
+type JailSpec struct {
+	// Env is the pinned environment (PinnedEnv).
+	Env []string
+	// Hide are the folders no command running candidate code may see: the person's tree,
+	// the repository's git folder, the orchestrator's state. The home folder is always
+	// hidden.
+	Hide []string
+	// Readable are more paths to show read-only: folders linked into checkouts from the
+	// person's tree (node_modules), config sandbox_readable.
+	Readable []string
+	// Cache is the gate's own folder for the runners' build caches: writable in the
+	// sandbox, never an agent's.
+	Cache string
+	// Network shares the host's network (config gate_network: host).
+	Network bool
+}
+
+// A Jail is the sandbox profile of the gate's commands, less the checkout they run in.
+type Jail struct {
+	profile sandbox.Profile
+	// Env is the environment the gate's commands get inside: the pinned one cleared of
+	// secrets, with the caches and the Python settings of SPEC §7.6. Give it as Input.Env.
+	Env []string
+}
+
+// NewJail makes the gate's sandbox from spec.
+func NewJail(spec JailSpec) (*Jail, error) {
+	home, _ := lookupEnv(spec.Env, "HOME")
+	goCache := filepath.Join(spec.Cache, "go-build")
+	if err := os.MkdirAll(goCache, 0o700); err != nil {
+		return nil, err
+	}
+	env := JailEnv(spec.Env)
+	gov := goEnv(spec.Env)
+	env = setEnv(env, "GOCACHE", goCache)
+	for _, k := range []string{"GOMODCACHE", "GOPATH"} {
+		if v := gov[k]; v != "" {
+			env = setEnv(env, k, v)
+		}
+	}
+	flags, _ := lookupEnv(env, "GOFLAGS")
+	// The checkout's .git names a folder the sandbox hides: Go must not look for version
+	// control information there (SPEC §7.6: never the repository's .git).
+	env = setEnv(env, "GOFLAGS", strings.TrimSpace(flags+" -buildvcs=false"))
+	env = setEnv(env, "GOTELEMETRY", "off")
+	if !spec.Network {
+		env = setEnv(env, "GOPROXY", "off") // fail at once rather than wait for a network there is not
+	}
+	// Python reads no bytecode from the tree (committed __pycache__ is never trusted) and
+	// writes none, has neither the current folder nor the user's site on its path ahead of
+	// the standard library.
+	env = setEnv(env, "PYTHONDONTWRITEBYTECODE", "1")
+	env = setEnv(env, "PYTHONPYCACHEPREFIX", "/tmp/.pycache")
+	env = setEnv(env, "PYTHONSAFEPATH", "1")
+	env = setEnv(env, "PYTHONNOUSERSITE", "1")
+	env = setEnv(env, "TMPDIR", "/tmp")
+	slices.Sort(env)
+
+	hide := slices.Clone(spec.Hide)
+	if home != "" {
+		hide = append(hide, home)
+	}
+	if cfg, err := os.UserConfigDir(); err == nil {
+		hide = append(hide, cfg) // the orchestrator's key lives there
+	}
+	var ro []string
+	for _, k := range []string{"GOROOT", "GOMODCACHE"} {
+		if v := gov[k]; v != "" {
+			ro = append(ro, v)
+		}
+	}
+	ro = append(ro, toolchains(spec.Env, home)...)
+	ro = append(ro, spec.Readable...)
+	j := &Jail{Env: env, profile: sandbox.Profile{
+		Hide: hide, ReadOnly: dedupe(ro), Writable: []string{spec.Cache}, Network: spec.Network,
+	}}
+	return j, nil
+}
+
+// Profile returns the sandbox of one command: checkout (the gate's checkout, or a scratch
+// one) writable, the command starting in dir, with env (Env, as EnvFor made it for dir).
+func (j *Jail) Profile(checkout, dir string, env []string) *sandbox.Profile {
+	p := j.profile.With(nil, []string{checkout})
+	p.Dir, p.Env = dir, env
+	return &p
+}
+
+// CacheDir is the folder of the runners' build caches of the gate's commands:
+// $ORCHESTRATOR_GATE_CACHE, else the user's cache folder (the temporary folder without
+// one), never an agent's cache.
+func CacheDir() string {
+	if d := os.Getenv("ORCHESTRATOR_GATE_CACHE"); d != "" {
+		return d
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	return filepath.Join(cache, "orchestrator", "gate")
+}
+
+// keepEnv are the variables, by name or prefix (ending in "_" or a letter run), that a
+// command running candidate code gets from the pinned environment: the locale, the path,
+// and what the runners read. Everything else (cloud keys, tokens, SSH_AUTH_SOCK, the
+// person's editor) is cleared.
+var keepEnv = []string{
+	"PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TERM", "USER", "LOGNAME", "SHELL", "CI", "NO_COLOR",
+	"SOURCE_DATE_EPOCH", "VIRTUAL_ENV", "JAVA_HOME", "CC", "CXX", "CFLAGS", "CXXFLAGS", "LDFLAGS",
+	"LC_", "GO", "CGO_", "PYTHON", "PYTEST_", "NODE_", "NPM_CONFIG_", "CARGO_", "RUST", "PYENV_",
+}
+
+// secretWords mark a variable as a secret even where its prefix is kept (CARGO_REGISTRY_TOKEN,
+// NPM_CONFIG__AUTH, GOAUTH).
+var secretWords = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "_KEY", "APIKEY", "PRIVATE"}
+
+// JailEnv returns env without the variables a command running candidate code must not see
+// (keepEnv, secretWords). GOPRIVATE and GONOSUMDB name module paths, not secrets, and stay.
+func JailEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if keptName(name) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func keptName(name string) bool {
+	upper := strings.ToUpper(name)
+	if name != "GOPRIVATE" {
+		for _, w := range secretWords {
+			if strings.Contains(upper, w) {
+				return false
+			}
+		}
+	}
+	for _, k := range keepEnv {
+		if name == k || (strings.HasSuffix(k, "_") || k == "GO" || k == "PYTHON" || k == "RUST") && strings.HasPrefix(name, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// goEnv reads GOROOT, GOPATH and GOMODCACHE as the go command sees them with env, so that
+// the sandbox shows them even under the hidden home folder; none when go is not installed.
+func goEnv(env []string) map[string]string {
+	out := map[string]string{}
+	path, _ := lookupEnv(env, "PATH")
+	goBin := ""
+	for _, d := range filepath.SplitList(path) {
+		if fi, err := os.Stat(filepath.Join(d, "go")); err == nil && !fi.IsDir() {
+			goBin = filepath.Join(d, "go")
+			break
+		}
+	}
+	if goBin == "" {
+		return out
+	}
+	cmd := exec.Command(goBin, "env", "GOROOT", "GOPATH", "GOMODCACHE")
+	cmd.Env = env
+	b, err := cmd.Output()
+	if err != nil {
+		return out
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for i, k := range []string{"GOROOT", "GOPATH", "GOMODCACHE"} {
+		if i < len(lines) && lines[i] != "" {
+			out[k] = lines[i]
+		}
+	}
+	return out
+}
+
+// toolchains returns the folders under home that hold the programs the runners need: the
+// folders of PATH under home, with the tool's root where the folder is its bin or shims
+// (pyenv's shims run pyenv from its root), and the toolchain folders people keep there
+// (rustup's, cargo's, pyenv's, nvm's), as the variables name them or by default.
+func toolchains(env []string, home string) []string {
+	if home == "" {
+		return nil
+	}
+	under := func(p string) bool { return strings.HasPrefix(filepath.Clean(p), filepath.Clean(home)+"/") }
+	var out []string
+	path, _ := lookupEnv(env, "PATH")
+	for _, d := range filepath.SplitList(path) {
+		if !filepath.IsAbs(d) || !under(d) {
+			continue
+		}
+		out = append(out, d)
+		switch filepath.Base(d) {
+		case "bin", "shims", ".bin":
+			if parent := filepath.Dir(d); parent != filepath.Clean(home) {
+				out = append(out, parent)
+			}
+		}
+	}
+	defaults := map[string]string{"RUSTUP_HOME": ".rustup", "CARGO_HOME": ".cargo", "PYENV_ROOT": ".pyenv", "NVM_DIR": ".nvm"}
+	for _, k := range []string{"RUSTUP_HOME", "CARGO_HOME", "PYENV_ROOT", "NVM_DIR", "VIRTUAL_ENV"} {
+		d, _ := lookupEnv(env, k)
+		if d == "" && defaults[k] != "" {
+			d = filepath.Join(home, defaults[k])
+		}
+		if d == "" {
+			continue
+		}
+		if _, err := os.Stat(d); err == nil {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func dedupe(list []string) []string {
+	var out []string
+	for _, p := range list {
+		if p != "" && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}

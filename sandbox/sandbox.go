@@ -1,0 +1,179 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// A Profile is what one sandboxed command may see and do. The file system is the host's,
+// read-only, with these changes, applied in this order:
+//
+//   - a private /tmp, and empty /run and /var/run (host UNIX sockets are not visible);
+//   - each folder of Hide replaced by an empty one (the person's tree, the repository's git
+//     folder, the orchestrator's state, the home folder);
+//   - each path of ReadOnly bound read-only at its own path, visible again inside a hidden
+//     folder (a toolchain or module cache under the home folder);
+//   - each path of Writable bound writable (the gate's checkout, the runners' caches).
+//
+// The command gets exactly Env as its environment, runs in Dir, in PID, IPC and UTS
+// namespaces of its own whose init is a shell that ends them when the command exits, and
+// without the network unless Network is set.
+type Profile struct {
+	Hide     []string
+	ReadOnly []string
+	Writable []string
+	// Dir is where the command starts.
+	Dir string
+	// Env is the whole environment inside, NAME=value.
+	Env []string
+	// Network shares the host's network (config gate_network: host).
+	Network bool
+}
+
+// With returns a copy of p that also makes readOnly readable and writable writable.
+func (p Profile) With(readOnly, writable []string) Profile {
+	p.ReadOnly = append(slices.Clone(p.ReadOnly), readOnly...)
+	p.Writable = append(slices.Clone(p.Writable), writable...)
+	return p
+}
+
+// Wrap returns the command line that runs argv in the sandbox:
+//
+//	bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --tmpfs /run
+//	      --tmpfs HIDDEN ...                      each of Hide
+//	      --ro-bind-try R R ...                   each of ReadOnly
+//	      --bind W W ...                          each of Writable
+//	      --unshare-pid --unshare-ipc --unshare-uts [--unshare-net]
+//	      --die-with-parent --as-pid-1 --chdir DIR
+//	      --clearenv --setenv NAME VALUE ...
+//	      -- /bin/sh -c '"$@"; exit $?' sh argv...
+//
+// The shell is the namespace's init: when it exits, with the command's status, the kernel
+// ends every process the command left behind (a daemon, a double fork), before bwrap sees
+// it exit. --die-with-parent ends the sandbox when the orchestrator dies: a test run, unlike
+// an agent, is never adopted by a restarted orchestrator, it is run again.
+func (p Profile) Wrap(argv []string) []string {
+	w := []string{"bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"}
+	for _, d := range []string{"/run", "/var/run"} {
+		if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
+			w = append(w, "--tmpfs", d)
+		}
+	}
+	for _, d := range outermost(p.Hide) {
+		w = append(w, "--tmpfs", d)
+	}
+	for _, d := range p.ReadOnly {
+		w = append(w, "--ro-bind-try", d, d)
+	}
+	for _, d := range p.Writable {
+		w = append(w, "--bind", d, d)
+	}
+	w = append(w, "--unshare-pid", "--unshare-ipc", "--unshare-uts")
+	if !p.Network {
+		w = append(w, "--unshare-net")
+	}
+	w = append(w, "--die-with-parent", "--as-pid-1")
+	if p.Dir != "" {
+		w = append(w, "--chdir", p.Dir)
+	}
+	w = append(w, "--clearenv")
+	for _, kv := range p.Env {
+		name, value, _ := strings.Cut(kv, "=")
+		if name == "" {
+			continue
+		}
+		w = append(w, "--setenv", name, value)
+	}
+	w = append(w, "--", "/bin/sh", "-c", initScript, "sh")
+	return append(w, argv...)
+}
+
+// outermost returns the folders of dirs that exist and are not inside another of them,
+// cleaned, shortest first: hiding a folder hides what is in it, and bwrap could not mount
+// over a path the first hiding removed. The root folder and the system's own folders are
+// never hidden: that would hide the programs the command needs.
+func outermost(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		if d == "" || !filepath.IsAbs(d) {
+			continue
+		}
+		d = filepath.Clean(d)
+		if systemDirs[d] {
+			continue
+		}
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			continue
+		}
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b string) int { return len(a) - len(b) })
+	var keep []string
+	for _, d := range out {
+		inside := false
+		for _, k := range keep {
+			if d == k || strings.HasPrefix(d, k+"/") {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			keep = append(keep, d)
+		}
+	}
+	return keep
+}
+
+// systemDirs are folders a Profile never hides.
+var systemDirs = map[string]bool{
+	"/": true, "/usr": true, "/bin": true, "/sbin": true, "/lib": true, "/lib64": true, "/etc": true,
+	"/opt": true, "/usr/local": true, "/usr/bin": true, "/usr/lib": true, "/var": true, "/dev": true, "/proc": true,
+}
+
+// initScript is the sandbox's init: it runs the command (its arguments) and exits with the
+// command's status. It is not the command itself, which as PID 1 would ignore every signal
+// it has no handler for, SIGTERM included.
+const initScript = `"$@"
+exit $?`
+
+// Available reports whether bubblewrap runs here, by running `true` in a sandbox like
+// Wrap's once; the answer is kept for the life of the program. The error says why not:
+// not Linux, bwrap not installed, or bwrap's own complaint (no user namespaces, no
+// permission to mount).
+func Available() error { return available() }
+
+var available = sync.OnceValue(check)
+
+// check is Available without the memory.
+func check() error {
+	if runtime.GOOS != "linux" {
+		return fmt.Errorf("bubblewrap runs on Linux only, not on %s", runtime.GOOS)
+	}
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		return errors.New("bubblewrap is not installed (no bwrap on PATH)")
+	}
+	argv := Profile{Env: []string{"PATH=/usr/bin:/bin"}}.Wrap([]string{"true"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return fmt.Errorf("bubblewrap does not work here: %s", msg)
+	}
+	return nil
+}

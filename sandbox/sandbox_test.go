@@ -1,0 +1,98 @@
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestWrap(t *testing.T) {
+	home := t.TempDir()
+	inner := filepath.Join(home, ".cache")
+	if err := os.Mkdir(inner, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := Profile{
+		Hide:     []string{inner, home, "/usr", "relative", filepath.Join(home, "missing")},
+		ReadOnly: []string{"/opt/go"},
+		Writable: []string{"/work/checkout"},
+		Dir:      "/work/checkout/sub",
+		Env:      []string{"PATH=/usr/bin", "A=b=c"},
+	}
+	got := strings.Join(p.Wrap([]string{"go", "test"}), " ")
+	for _, want := range []string{
+		"--tmpfs /tmp",
+		"--tmpfs " + home + " --ro-bind-try /opt/go /opt/go --bind /work/checkout /work/checkout",
+		"--unshare-pid --unshare-ipc --unshare-uts --unshare-net --die-with-parent --as-pid-1 --chdir /work/checkout/sub",
+		"--clearenv --setenv PATH /usr/bin --setenv A b=c -- /bin/sh -c",
+		"sh go test",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Wrap = %s\nwant it to hold %q", got, want)
+		}
+	}
+	// A folder inside a hidden one, a system folder, a relative or missing path: not
+	// hidden on their own.
+	for _, bad := range []string{"--tmpfs " + inner, "--tmpfs /usr", "relative", "missing"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("Wrap = %s\nholds %q", got, bad)
+		}
+	}
+	p.Network = true
+	if got := strings.Join(p.Wrap([]string{"true"}), " "); strings.Contains(got, "--unshare-net") {
+		t.Errorf("with Network, Wrap = %s", got)
+	}
+}
+
+// TestWrapRuns runs a command in a real sandbox: a hidden folder is empty, a folder shown
+// again inside it is read-only, a writable one is written, the environment is exactly
+// Env, and a process left running is gone when the command returns.
+func TestWrapRuns(t *testing.T) {
+	need(t)
+	home := t.TempDir()
+	secret := filepath.Join(home, "secret")
+	tools := filepath.Join(home, "tools")
+	work := filepath.Join(home, "work")
+	for _, d := range []string{tools, work} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{secret, filepath.Join(tools, "tool")} {
+		if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := Profile{Hide: []string{home}, ReadOnly: []string{tools}, Writable: []string{work}, Dir: work,
+		Env: []string{"PATH=/usr/bin:/bin", "ONLY=1"}}
+	script := `test -e ` + secret + ` && echo secret-visible
+test -e ` + tools + `/tool || echo tool-missing
+touch ` + tools + `/new 2>/dev/null && echo tool-writable
+echo ok > out || echo work-readonly
+env | grep -v '^PWD=\|^SHLVL=\|^_=' | sort | tr '\n' ' '
+`
+	argv := p.Wrap([]string{"/bin/sh", "-c", script})
+	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got, want := strings.TrimSpace(string(out)), "ONLY=1 PATH=/usr/bin:/bin"; got != want {
+		t.Errorf("the sandboxed command said %q, want %q", got, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(work, "out")); err != nil || string(b) != "ok\n" {
+		t.Errorf("the writable folder was not written: %q, %v", b, err)
+	}
+}
+
+// need skips the test where bubblewrap does not run, and fails it under CI=true.
+func need(t *testing.T) {
+	t.Helper()
+	if err := Available(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("bubblewrap does not run here (CI=true): %v", err)
+		}
+		t.Skipf("bubblewrap does not run here: %v", err)
+	}
+}
