@@ -23,7 +23,9 @@ import (
 //     folder, the orchestrator's state, the home folder);
 //   - each path of ReadOnly bound read-only at its own path, visible again inside a hidden
 //     folder (a toolchain or module cache under the home folder);
-//   - each path of Writable bound writable (the gate's checkout, the runners' caches).
+//   - each path of Writable bound writable (the gate's checkout, the runners' caches);
+//   - each folder of Mask replaced by an empty one, inside what was bound (the git folder
+//     of a working tree that is itself writable).
 //
 // The command gets exactly Env as its environment, runs in Dir, in PID, IPC and UTS
 // namespaces of its own whose init is a shell that ends them when the command exits, and
@@ -32,6 +34,7 @@ type Profile struct {
 	Hide     []string
 	ReadOnly []string
 	Writable []string
+	Mask     []string
 	// Dir is where the command starts.
 	Dir string
 	// Env is the whole environment inside, NAME=value.
@@ -53,6 +56,7 @@ func (p Profile) With(readOnly, writable []string) Profile {
 //	      --tmpfs HIDDEN ...                      each of Hide
 //	      --ro-bind-try R R ...                   each of ReadOnly
 //	      --bind W W ...                          each of Writable
+//	      --tmpfs MASKED ...                      each of Mask
 //	      --unshare-pid --unshare-ipc --unshare-uts [--unshare-net]
 //	      --die-with-parent --as-pid-1 --chdir DIR
 //	      --clearenv --setenv NAME VALUE ...
@@ -77,6 +81,9 @@ func (p Profile) Wrap(argv []string) []string {
 	}
 	for _, d := range p.Writable {
 		w = append(w, "--bind", d, d)
+	}
+	for _, d := range outermost(p.Mask) {
+		w = append(w, "--tmpfs", d)
 	}
 	w = append(w, "--unshare-pid", "--unshare-ipc", "--unshare-uts")
 	if !p.Network {

@@ -138,9 +138,20 @@ func runBaseline(ctx context.Context, opts *baselineOptions) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// The environment the gate runs tests with (SPEC §7.6), so that the baseline is what
-	// the gate will see.
-	res, err := testrun.Run(ctx, l.Root, command, timeout, testrun.WithEnv(gate.EnvFor(gate.PinnedEnv(os.Environ()), l.Root)))
+	// The environment and the sandbox the gate runs tests with (SPEC §7.6), so that the
+	// baseline is what the gate will see. The person's tree stays writable (it is theirs,
+	// and runners write caches in it), its git folder hidden.
+	jail, gitDirs, err := commandJail(l, cfg, opts.Stderr)
+	if err != nil {
+		return err
+	}
+	runOpts := gate.RunOptions(gate.Input{Root: l.Root, Env: gate.PinnedEnv(os.Environ()), Jail: jail})
+	if jail != nil {
+		p := jail.Profile(l.Root, l.Root, gate.EnvFor(jail.Env, l.Root))
+		p.Mask = gitDirs
+		runOpts = append(runOpts, testrun.WithSandbox(p))
+	}
+	res, err := testrun.Run(ctx, l.Root, command, timeout, runOpts...)
 	switch {
 	case ctx.Err() != nil:
 		return &exitError{code: exitInterrupted, err: ctx.Err()}

@@ -57,7 +57,11 @@ func runSpotcheck(ctx context.Context, opts *spotcheckOptions, id string) error 
 	if err != nil {
 		return err
 	}
-	rep, err := spotcheck.Run(ctx, spotcheck.Options{Layout: l, Config: cfg, Task: id, Mutate: opts.Mutate})
+	jail, _, err := commandJail(l, cfg, opts.Stderr)
+	if err != nil {
+		return err
+	}
+	rep, err := spotcheck.Run(ctx, spotcheck.Options{Layout: l, Config: cfg, Task: id, Mutate: opts.Mutate, Jail: jail})
 	switch {
 	case errors.Is(err, queue.ErrNotFound), errors.Is(err, spotcheck.ErrNoPlan):
 		return &exitError{code: exitUsage, err: err}
