@@ -19,6 +19,8 @@ as_root() {
 
 missing=""
 /usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || missing="$missing python3-pytest"
+# pytest-timeout: a plugin that a project names in its configuration (the gate loads it by name).
+/usr/bin/python3 -c "import pytest_timeout" >/dev/null 2>&1 || missing="$missing python3-pytest-timeout"
 # bubblewrap: the agents' sandbox (SPEC §15.2), and the one Codex runs its commands in.
 command -v bwrap >/dev/null 2>&1 || missing="$missing bubblewrap"
 if [ -n "$missing" ]; then
