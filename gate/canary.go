@@ -29,6 +29,9 @@ const forgedHow = "the orchestrator planted two tests of its own beside the test
 // run; they only ever exist in the gate's checkout. A command no runner reads gets no
 // canary, and gate.log says so.
 func (v *Verdict) runTests(ctx context.Context, in Input, command string) (*testrun.Result, error) {
+	if err := RemoveBytecode(in.Root); err != nil {
+		return nil, err
+	}
 	p, err := testrun.PlantCanary(in.Root, command, testrun.NewCanary())
 	if err != nil {
 		return nil, err
