@@ -151,6 +151,11 @@ func (v *Verdict) pass(format string, args ...any) *Verdict {
 // run runs a test command and logs it.
 func (v *Verdict) run(ctx context.Context, in Input, command string) (*testrun.Result, error) {
 	fmt.Fprintf(&v.Log, "$ %s\n", command)
+	if in.Jail != nil {
+		fmt.Fprintf(&v.Log, "sandbox: %s\n", in.Jail.Describe(cmp.Or(in.Checkout, in.Root)))
+	} else {
+		v.Log.WriteString("sandbox: none: the command runs with the orchestrator's rights\n")
+	}
 	res, err := v.runTests(ctx, in, command)
 	if err != nil {
 		fmt.Fprintf(&v.Log, "could not run: %v\n", err)

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -140,6 +141,16 @@ func CacheDir() string {
 	return filepath.Join(cache, "orchestrator", "gate")
 }
 
+// Describe says in one line, for gate.log, what a command in the jail may reach.
+func (j *Jail) Describe(checkout string) string {
+	net := "no network"
+	if j.profile.Network {
+		net = "the host's network"
+	}
+	return fmt.Sprintf("bubblewrap, %s, writable only %s, %s and a private /tmp; hidden: %s; %d environment variables",
+		net, checkout, strings.Join(j.profile.Writable, ", "), strings.Join(sandboxOuter(j.profile.Hide), ", "), len(j.Env))
+}
+
 // keepEnv are the variables, by name or prefix (ending in "_" or a letter run), that a
 // command running candidate code gets from the pinned environment: the locale, the path,
 // and what the runners read. Everything else (cloud keys, tokens, SSH_AUTH_SOCK, the
@@ -247,6 +258,26 @@ func toolchains(env []string, home string) []string {
 			continue
 		}
 		if _, err := os.Stat(d); err == nil {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// sandboxOuter returns the hidden folders that exist, without those inside another.
+func sandboxOuter(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		if _, err := os.Stat(d); err != nil {
+			continue
+		}
+		inside := false
+		for _, o := range dirs {
+			if o != d && strings.HasPrefix(d, o+"/") {
+				inside = true
+			}
+		}
+		if !inside && !slices.Contains(out, d) {
 			out = append(out, d)
 		}
 	}
