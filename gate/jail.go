@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/orchestrator/orchestrator/sandbox"
+	"github.com/orchestrator/orchestrator/testrun"
 )
 
 // A JailSpec says what the sandbox of the gate's commands hides and shows (SPEC §7.6): it
@@ -60,13 +61,10 @@ func NewJail(spec JailSpec) (*Jail, error) {
 	if !spec.Network {
 		env = setEnv(env, "GOPROXY", "off") // fail at once rather than wait for a network there is not
 	}
-	// Python reads no bytecode from the tree (committed __pycache__ is never trusted) and
-	// writes none, has neither the current folder nor the user's site on its path ahead of
-	// the standard library.
-	env = setEnv(env, "PYTHONDONTWRITEBYTECODE", "1")
-	env = setEnv(env, "PYTHONPYCACHEPREFIX", "/tmp/.pycache")
-	env = setEnv(env, "PYTHONSAFEPATH", "1")
-	env = setEnv(env, "PYTHONNOUSERSITE", "1")
+	// Python's settings are testrun's, which Run applies to every command, in the sandbox
+	// or not (with a bytecode folder of the run's own); these are the same for a command
+	// that reads Env otherwise.
+	env = testrun.PythonEnv(env, "/tmp/.pycache")
 	env = setEnv(env, "TMPDIR", "/tmp")
 	slices.Sort(env)
 

@@ -184,6 +184,9 @@ type ForgedError struct {
 	// What says what the report showed, without the canary's random names, so that the
 	// same forgery reads the same in every run.
 	What string
+	// Stream: the report contradicted itself (a test reported twice, a report after the run
+	// ended), rather than misreporting the canaries.
+	Stream bool `json:"stream,omitempty"`
 }
 
 func (e *ForgedError) Error() string {
@@ -198,8 +201,12 @@ func (e *ForgedError) Error() string {
 // is then 0 when the run's own tests decide so (none failed, no build error) and the
 // command failed the way a runner fails for failing tests; it classifies res again. When
 // the report does not, it returns a *ForgedError and leaves res as it was. A Planted with
-// nothing planted (Skip) accepts every result.
+// nothing planted (Skip) accepts every result whose report says nothing against itself; a
+// result whose report does (Result.Forged) is refused with it, canaries or not.
 func (p *Planted) Check(res *Result) error {
+	if res != nil && res.Forged != nil {
+		return res.Forged
+	}
 	if p.Skip != "" || res == nil {
 		return nil
 	}

@@ -1,0 +1,125 @@
+package watch_test
+
+// End-to-end tests of the hardened Python and Go runners (SPEC §7.5, §7.6; issue 23 items 3
+// and 5), through the real binary with the gate in the sandbox: an implementer whose
+// discount is wrong makes the gate's run report it right through what Python and Go load
+// before, around and after the tests — the report written at interpreter exit, a root
+// package named pytest, a root decimal.py, a package's metadata with a pytest plugin,
+// committed bytecode, a go.mod replace into the tree, a .pth file. Each is refused, with
+// the failure type and the file named; the honest implementer on the same project
+// completes.
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The Python cheats. Each implementation is wrong (discount returns the price unchanged)
+// unless the cheat makes the report say otherwise.
+var (
+	// pyJUnitAtExit rewrites the JUnit report at interpreter exit, after pytest wrote it:
+	// its path is on the command line.
+	pyJUnitAtExit = `import atexit
+import re
+import sys
+
+
+def _rewrite():
+    for a in sys.argv:
+        if a.startswith("--junitxml="):
+            path = a.split("=", 1)[1]
+            with open(path) as f:
+                x = f.read()
+            x = re.sub(r'(<testcase [^>]*name="test_unit_001_discount"[^>]*>).*?</testcase>', r'\1</testcase>', x, flags=re.S)
+            with open(path, "w") as f:
+                f.write(x)
+
+
+atexit.register(_rewrite)
+
+
+def discount(cents, p):
+    return cents
+`
+	// pyPipeAtExit writes a passing report of the test into every pipe the process holds,
+	// at interpreter exit.
+	pyPipeAtExit = `import atexit
+import json
+import os
+
+
+def _forge():
+    line = json.dumps({"event": "test", "nodeid": "tests/test_discount.py::test_unit_001_discount",
+                       "when": "call", "outcome": "passed", "file": "tests/test_discount.py"}) + "\n"
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink("/proc/self/fd/" + fd).startswith("pipe:"):
+                os.write(int(fd), line.encode())
+        except OSError:
+            pass
+
+
+atexit.register(_forge)
+
+
+def discount(cents, p):
+    return cents
+`
+)
+
+func TestRunnerCheatsSandboxed(t *testing.T) {
+	tests := []struct {
+		name  string
+		green map[string]string
+		// typ and file: the failure wanted, and the file its reason names ("" any).
+		typ, file string
+	}{
+		{name: "pytest honest", green: pyGreenFiles},
+		{name: "the JUnit report rewritten at exit", green: map[string]string{"shop/discount.py": pyJUnitAtExit},
+			typ: "test_fails"},
+		{name: "forged report lines written to the pipes at exit", green: map[string]string{"shop/discount.py": pyPipeAtExit},
+			typ: "forged_results"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			needPytest(t)
+			red, green := files(t, pyRedFiles), files(t, tt.green)
+			r := newRealRepo(t, "pyproj", pyTest, redGreenVerify()[:2], map[string][]string{
+				"writer":  slowAgent("test-writer", 0, 0, red),
+				"builder": slowAgent("implementer", 0, 0, green),
+			}, "")
+			r.write(".orchestrator/no_auto_retry", "")
+			r.sandboxed(red, green, filepath.Dir(r.starts))
+			code, out := r.runWith([]string{"ORCHESTRATOR_GATE_CACHE=" + sharedGateCache(t), "GOCACHE=" + goCache(t)}, "watch", "--once")
+			st := r.statuses()
+			if st["TASK-T01"] != "completed" {
+				t.Fatalf("TASK-T01 is %q, want completed (its writer is honest)%s\n%s", st["TASK-T01"], r.describeAttempts("TASK-T01"), out)
+			}
+			checkRunnerCheat(t, r, "TASK-001", code, out, tt.typ, tt.file)
+		})
+	}
+}
+
+// checkRunnerCheat checks the outcome of task id: completed when typ is "", else failed
+// with typ naming file, nothing of it landed.
+func checkRunnerCheat(t *testing.T, r *realRepo, id string, code int, out, typ, file string) {
+	t.Helper()
+	st := r.statuses()
+	if typ == "" {
+		if code != 0 || st[id] != "completed" {
+			t.Fatalf("honest: exit %d, %s %q; want 0, completed%s\n%s", code, id, st[id], r.describeAttempts(id), out)
+		}
+		return
+	}
+	if st[id] == "completed" || code == 0 {
+		t.Fatalf("%s is %q (exit %d) after the cheat, want not completed%s\n%s", id, st[id], code, r.describeAttempts(id), r.attemptLogs(id))
+	}
+	res := r.result(id, 1)
+	if res["failure_type"] != typ || !strings.Contains(fmt.Sprint(res["reason"]), file) {
+		t.Errorf("attempt 1: %v: %v; want %s naming %q\n%s", res["failure_type"], res["reason"], typ, file, r.attemptLogs(id))
+	}
+}
+
