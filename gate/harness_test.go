@@ -120,9 +120,9 @@ func TestGreenHarness(t *testing.T) {
 	base := map[string]string{
 		"go.mod": "module example.com/calc\n\ngo 1.22\n", "calc/add.go": "package calc\n",
 		"calc/add_test.go": "package calc\n\nimport _ \"example.com/calc/testutil\"\n", "pytest.ini": "[pytest]\n",
-		"testutil/eq.go": "package testutil\n",
+		"testutil/eq.go":     "package testutil\n",
 		"tests/test_shop.py": "from tests.helpers import check\nfrom shop.discount import discount\n",
-		"tests/helpers.py": "def check(a, b):\n    assert a == b\n", "shop/discount.py": "def discount(c, p):\n    pass\n",
+		"tests/helpers.py":   "def check(a, b):\n    assert a == b\n", "shop/discount.py": "def discount(c, p):\n    pass\n",
 	}
 	tests := []struct {
 		name    string

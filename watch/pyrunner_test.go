@@ -122,4 +122,3 @@ func checkRunnerCheat(t *testing.T, r *realRepo, id string, code int, out, typ, 
 		t.Errorf("attempt 1: %v: %v; want %s naming %q\n%s", res["failure_type"], res["reason"], typ, file, r.attemptLogs(id))
 	}
 }
-
