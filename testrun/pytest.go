@@ -356,7 +356,6 @@ func (p *pytestParser) readStream(b []byte) pyStream {
 		file   string
 		phases map[string]phase
 		order  []string
-		xfail  bool
 	}
 	index := map[string]int{}
 	var merged []Test
