@@ -29,7 +29,7 @@ const forgedHow = "the orchestrator planted two tests of its own beside the test
 // run; they only ever exist in the gate's checkout. A command no runner reads gets no
 // canary, and gate.log says so.
 func (v *Verdict) runTests(ctx context.Context, in Input, command string) (*testrun.Result, error) {
-	if err := RemoveBytecode(in.Root); err != nil {
+	if err := testrun.RemoveBytecode(in.Root); err != nil {
 		return nil, err
 	}
 	p, err := testrun.PlantCanary(in.Root, command, testrun.NewCanary())
@@ -38,7 +38,14 @@ func (v *Verdict) runTests(ctx context.Context, in Input, command string) (*test
 	}
 	if p.Skip != "" {
 		fmt.Fprintf(&v.Log, "canary: none: %s\n", p.Skip)
-		return testrun.Run(ctx, in.Root, command, in.Timeout, in.runOptions()...)
+		res, err := testrun.Run(ctx, in.Root, command, in.Timeout, in.runOptions()...)
+		if err == nil && res.Forged != nil {
+			v.forged = res.Forged
+			fmt.Fprintf(&v.Log, "the report cannot be trusted: %s (%s)\n", res.Forged.What, res.Forged.Where)
+			fmt.Fprintf(&v.Log, "the runner's output:\n%s\n", indent(clip(res.Output, 4000)))
+			return nil, res.Forged
+		}
+		return res, err
 	}
 	fmt.Fprintf(&v.Log, "canary %s: planted %s\n", p.Token, strings.Join(p.Files, ", "))
 	if p.Command != command {
@@ -59,7 +66,7 @@ func (v *Verdict) runTests(ctx context.Context, in Input, command string) (*test
 			return nil, err
 		}
 		v.forged = f
-		fmt.Fprintf(&v.Log, "canary %s: the report does not show the canaries as planted: %s\n", p.Token, f.What)
+		fmt.Fprintf(&v.Log, "canary %s: the report cannot be trusted: %s\n", p.Token, f.What)
 		fmt.Fprintf(&v.Log, "canary %s: exit code %d; the canaries' tests as reported:\n", p.Token, res.ExitCode)
 		n := 0
 		for _, t := range res.Tests {
@@ -85,5 +92,15 @@ func (v *Verdict) runTests(ctx context.Context, in Input, command string) (*test
 // file of the canaries, never their random names: the same forgery must give the same
 // failure signature in every run (SPEC §8.1).
 func forgedReason(f *testrun.ForgedError) string {
-	return fmt.Sprintf("forged_results: the test runner's report cannot be trusted: %s (%s); %s", f.What, f.Where, forgedHow)
+	how := forgedHow
+	if f.Stream {
+		how = forgedStreamHow
+	}
+	return fmt.Sprintf("forged_results: the test runner's report cannot be trusted: %s (%s); %s", f.What, f.Where, how)
 }
+
+// forgedStreamHow says what a forged_results failure of a report that contradicts itself
+// means.
+const forgedStreamHow = "the runner reports each test once, through a pipe the orchestrator holds while the run " +
+	"lasts; a test reported twice, or a report after the run ended, was written by something else in the run " +
+	"(code run at interpreter exit, an imported module, a plugin), so none of its results count"

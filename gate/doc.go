@@ -7,7 +7,9 @@
 // wrong fails the gate as forged_results.
 //
 // It guards what decides how tests run (SPEC §7.6): the harness (Harness: test files,
-// conftest.py, runner configurations, TestMain, go.work, config harness_globs), which only a
+// conftest.py, runner configurations, TestMain, go.work, go.mod replaces into the tree,
+// root files that shadow the standard library or a runner, committed bytecode and package
+// metadata, packages only tests import, config harness_globs), which only a
 // test writer may change, and only where it is the harness; and the environment the tests
 // run with (PinnedEnv, made once when the orchestrator starts), which no file an agent
 // writes later changes.

@@ -16,9 +16,13 @@ import (
 // test files; conftest.py at any depth; pytest.ini; the pytest sections of pyproject.toml
 // ([tool.pytest…]), setup.cfg ([tool:pytest]) and tox.ini ([pytest]); the jest, vitest
 // and vite configurations; package.json's test scripts (test, pretest, posttest, test:…)
-// and its jest key; Go files that declare TestMain; go.work; .cargo/config.toml; the
-// Makefile when a test command runs make; and what config harness_globs adds. Only a TEST
-// task may change it.
+// and its jest key; Go files that declare TestMain; go.work; go.mod's replace directives
+// that point at a folder; .cargo/config.toml; the Makefile when a test command runs make;
+// files at the root that shadow a standard-library module or a runner's package
+// (pytest/, decimal.py: shadows); committed bytecode and package metadata (__pycache__/,
+// *.pyc, *.dist-info/, *.egg-info/, *.pth: pyMetadata); the packages imported only by
+// tests (testSupport, from the gate's checkout); and what config harness_globs adds. Only
+// a TEST task may change it.
 type Harness struct {
 	// TestGlobs name the test files (config test_globs; nil: testrun.DefaultGlobs).
 	TestGlobs []string
@@ -27,6 +31,10 @@ type Harness struct {
 	// Commands are the test commands the gate runs: a Makefile is part of the harness when
 	// one of them runs make.
 	Commands []string
+
+	// support holds the files of the packages imported only by tests (testSupport), as the
+	// gate found them in its checkout, before and after the change.
+	support map[string]bool
 }
 
 // Contents reads a changed file as it is at the candidate's base (before) and in the
@@ -74,9 +82,14 @@ func (h Harness) kind(p string) part {
 		return partWhole
 	}
 	base := path.Base(p)
+	if h.support[p] || shadows(p) || pyMetadata(p) {
+		return partWhole
+	}
 	switch {
 	case base == "conftest.py", base == "pytest.ini", base == "go.work":
 		return partWhole
+	case p == "go.mod":
+		return partSection
 	case configRE().MatchString(base):
 		return partWhole
 	case base == "config.toml" || base == "config":
@@ -93,6 +106,54 @@ func (h Harness) kind(p string) part {
 		return partGo
 	}
 	return partNone
+}
+
+// runnerPackages are the packages of the test runners and what Python loads by itself: a
+// file at the project's root named after one replaces it for the tests.
+var runnerPackages = []string{"pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "exceptiongroup",
+	"tomli", "attr", "attrs", "xdist", "execnet", "sitecustomize", "usercustomize", "coverage", "hypothesis"}
+
+// pyExts are the endings of the files Python imports a module from.
+var pyExts = []string{".py", ".pyc", ".pyo", ".pyd", ".so", ".pyw"}
+
+// shadows reports whether p, relative to the project, is a file at its root that shadows a
+// module of Python's standard library (stdlibModules) or a runner's own package
+// (runnerPackages): NAME.py (or .so, .pyc, …), or a Python file of a root folder NAME/.
+// Python and pytest put the root on the path ahead of the standard library in many
+// set-ups (python -m pytest, a rootdir conftest.py, tests/__init__.py).
+func shadows(p string) bool {
+	name, rest, nested := strings.Cut(p, "/")
+	file := p
+	if nested {
+		file = rest
+	} else if i := strings.IndexByte(name, '.'); i > 0 {
+		name = name[:i]
+	}
+	pyFile := false
+	for _, ext := range pyExts {
+		if strings.HasSuffix(file, ext) {
+			pyFile = true
+		}
+	}
+	return pyFile && (slices.Contains(stdlibModules, name) || slices.Contains(runnerPackages, name))
+}
+
+// pyMetadata reports whether p is compiled bytecode or package metadata, which decide what
+// Python runs without being its source: anything in a __pycache__ folder, a .pyc or .pyo,
+// a .pth file, anything in a *.dist-info or *.egg-info folder, an .egg-link.
+func pyMetadata(p string) bool {
+	for _, part := range strings.Split(p, "/") {
+		switch {
+		case part == "__pycache__", strings.HasSuffix(part, ".dist-info"), strings.HasSuffix(part, ".egg-info"):
+			return true
+		}
+	}
+	for _, ext := range []string{".pyc", ".pyo", ".pth", ".egg-link"} {
+		if strings.HasSuffix(p, ext) {
+			return true
+		}
+	}
+	return false
 }
 
 // configRE matches the file names of jest, vitest and vite configurations.
@@ -200,8 +261,51 @@ func harnessPart(name string, content []byte) (harness, rest []byte) {
 		return iniPart(content, func(section, _ string) bool { return section == "tool:pytest" })
 	case "tox.ini":
 		return iniPart(content, func(section, _ string) bool { return section == "pytest" })
+	case "go.mod":
+		return goModPart(content)
 	}
 	return content, nil
+}
+
+// goModPart splits go.mod into its replace directives that point at a folder (./x, ../x,
+// /x: into the tree, where an agent may put a forged copy of a module) and the rest.
+func goModPart(content []byte) (harness, rest []byte) {
+	var h, r bytes.Buffer
+	inBlock := false
+	for _, line := range strings.Split(string(content), "\n") {
+		t := strings.TrimSpace(line)
+		if i := strings.Index(t, "//"); i >= 0 {
+			t = strings.TrimSpace(t[:i])
+		}
+		if t == "" {
+			continue
+		}
+		replace := false
+		switch {
+		case inBlock && t == ")":
+			inBlock = false
+			continue
+		case inBlock:
+			replace = true
+		case t == "replace (" || t == "replace(":
+			inBlock = true
+			continue
+		case strings.HasPrefix(t, "replace ") || strings.HasPrefix(t, "replace\t"):
+			replace = true
+			t = strings.TrimSpace(t[len("replace"):])
+		}
+		if replace {
+			if _, target, ok := strings.Cut(t, "=>"); ok {
+				target = strings.TrimSpace(target)
+				if strings.HasPrefix(target, "./") || strings.HasPrefix(target, "../") || strings.HasPrefix(target, "/") || target == "." || target == ".." {
+					h.WriteString("replace " + strings.Join(strings.Fields(t), " ") + "\n")
+					continue
+				}
+			}
+		}
+		r.WriteString(strings.Join(strings.Fields(t), " ") + "\n")
+	}
+	return h.Bytes(), r.Bytes()
 }
 
 // iniSectionRE reads a section header of an INI or TOML file: [name] or [[name]].
@@ -308,6 +412,9 @@ func (in Input) harness() Harness {
 	h.Commands = append(slices.Clone(h.Commands), in.TestCommand, in.RegressionCommand)
 	for _, m := range in.Deps {
 		h.Commands = append(h.Commands, m.Command)
+	}
+	if in.Root != "" && in.Contents != nil {
+		h.support = testSupport(in.Root, in.Changed, in.Contents, h.TestGlobs)
 	}
 	return h
 }

@@ -119,7 +119,10 @@ func bytesOrNil(s string) []byte {
 func TestGreenHarness(t *testing.T) {
 	base := map[string]string{
 		"go.mod": "module example.com/calc\n\ngo 1.22\n", "calc/add.go": "package calc\n",
-		"calc/add_test.go": "package calc\n", "pytest.ini": "[pytest]\n",
+		"calc/add_test.go": "package calc\n\nimport _ \"example.com/calc/testutil\"\n", "pytest.ini": "[pytest]\n",
+		"testutil/eq.go":     "package testutil\n",
+		"tests/test_shop.py": "from tests.helpers import check\nfrom shop.discount import discount\n",
+		"tests/helpers.py":   "def check(a, b):\n    assert a == b\n", "shop/discount.py": "def discount(c, p):\n    pass\n",
 	}
 	tests := []struct {
 		name    string
@@ -134,6 +137,27 @@ func TestGreenHarness(t *testing.T) {
 		{"TestMain in a code file", map[string]string{"calc/main.go": "package calc\n\nfunc TestMain(m *testing.M) {}\n"}, "calc/main.go"},
 		{"pytest.ini edited", map[string]string{"pytest.ini": "[pytest]\naddopts = -p no:junitxml\n"}, "pytest.ini"},
 		{"go.work added", map[string]string{"go.work": "go 1.22\n"}, "go.work"},
+		// Files that shadow what Python or the runner loads, beside honest twins.
+		{"a root package named pytest", map[string]string{"pytest/__init__.py": "def main(): pass\n"}, "pytest/__init__.py"},
+		{"a root decimal.py", map[string]string{"decimal.py": "class Decimal: pass\n"}, "decimal.py"},
+		{"a root _pytest module", map[string]string{"_pytest/reports.py": "x = 1\n"}, "_pytest/reports.py"},
+		{"honest: a module named like one, not at the root", map[string]string{"shop/decimal.py": "x = 1\n", "decimal_utils.py": "x = 1\n"}, ""},
+		{"honest: a root types folder of another language", map[string]string{"types/index.d.ts": "export {}\n"}, ""},
+		// Committed bytecode and package metadata.
+		{"committed bytecode", map[string]string{"shop/__pycache__/discount.cpython-311.pyc": "\x00"}, "shop/__pycache__/discount.cpython-311.pyc"},
+		{"a .pyc beside its source", map[string]string{"shop/discount.pyc": "\x00"}, "shop/discount.pyc"},
+		{"a .pth file", map[string]string{"forge.pth": "import forge\n"}, "forge.pth"},
+		{"a dist-info with a pytest11 entry point", map[string]string{"forge-1.0.dist-info/entry_points.txt": "[pytest11]\nforge = forge\n"}, "forge-1.0.dist-info/entry_points.txt"},
+		{"an egg-info", map[string]string{"shop.egg-info/PKG-INFO": "Name: shop\n"}, "shop.egg-info/PKG-INFO"},
+		// go.mod's replace directives into the tree.
+		{"a go.mod replace into the tree", map[string]string{"go.mod": "module example.com/calc\n\ngo 1.22\n\nreplace example.com/dep => ./forged/dep\n"}, "go.mod"},
+		{"a go.mod replace block into the tree", map[string]string{"go.mod": "module example.com/calc\n\ngo 1.22\n\nreplace (\n\texample.com/dep v1.0.0 => ../dep\n)\n"}, "go.mod"},
+		{"honest: a go.mod require and a replace by a version", map[string]string{"go.mod": "module example.com/calc\n\ngo 1.23\n\nrequire example.com/dep v1.2.0\n\nreplace example.com/dep => example.com/fork v1.2.1\n"}, ""},
+		// Packages imported only by tests.
+		{"a Go package only tests import", map[string]string{"testutil/eq.go": "package testutil\n\nfunc Eq(a, b int) bool { return true }\n"}, "testutil/eq.go"},
+		{"honest: the Go package the tests test", map[string]string{"calc/add.go": "package calc\n\nfunc Add(a, b int) int { return a + b }\n"}, ""},
+		{"a Python module only tests import, among the tests", map[string]string{"tests/helpers.py": "def check(a, b):\n    pass\n"}, "tests/helpers.py"},
+		{"honest: the Python module the tests test", map[string]string{"shop/discount.py": "def discount(c, p):\n    return c - c * p // 100\n"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,7 +2,6 @@ package gate
 
 import (
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/orchestrator/orchestrator/sandbox"
+	"github.com/orchestrator/orchestrator/testrun"
 )
 
 // A JailSpec says what the sandbox of the gate's commands hides and shows (SPEC §7.6): it
@@ -62,14 +62,9 @@ func NewJail(spec JailSpec) (*Jail, error) {
 	if !spec.Network {
 		env = setEnv(env, "GOPROXY", "off") // fail at once rather than wait for a network there is not
 	}
-	// Python writes no bytecode (the gate removes what the checkout holds before each
-	// run: RemoveBytecode), and has no user site on its path. (The current folder's place
-	// on the path is the runner's to decide: `python -m pytest` needs the project's
-	// packages importable, but never ahead of the standard library.) A bytecode prefix
-	// folder would not do: Python would then compile the standard library and pytest from
-	// source at every run, half a second each.
-	env = setEnv(env, "PYTHONDONTWRITEBYTECODE", "1")
-	env = setEnv(env, "PYTHONNOUSERSITE", "1")
+	// Python's settings are testrun's, which Run applies to every command, in the sandbox
+	// or not; these are the same for a command that reads Env otherwise.
+	env = testrun.PythonEnv(env)
 	env = setEnv(env, "TMPDIR", "/tmp")
 	slices.Sort(env)
 
@@ -100,31 +95,6 @@ func (j *Jail) Profile(checkout, dir string, env []string) *sandbox.Profile {
 	p := j.profile.With(nil, []string{checkout})
 	p.Dir, p.Env = dir, env
 	return &p
-}
-
-// RemoveBytecode deletes the Python bytecode under root, the gate's checkout: __pycache__
-// folders and .pyc and .pyo files, committed or left by an earlier run. Bytecode is never
-// trusted (SPEC §7.6): committed bytecode of the unchecked-hash kind runs whatever it holds
-// while the source beside it, which lands, says something else.
-func RemoveBytecode(root string) error {
-	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		name := d.Name()
-		switch {
-		case d.IsDir() && (name == ".git" || name == "node_modules"):
-			return filepath.SkipDir
-		case d.IsDir() && name == "__pycache__":
-			if err := os.RemoveAll(p); err != nil {
-				return err
-			}
-			return filepath.SkipDir
-		case !d.IsDir() && (strings.HasSuffix(name, ".pyc") || strings.HasSuffix(name, ".pyo")):
-			return os.Remove(p)
-		}
-		return nil
-	})
 }
 
 // CacheDir is the folder of the runners' build caches of the gate's commands:

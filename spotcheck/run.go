@@ -103,6 +103,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer done()
+	if err := testrun.RemoveBytecode(dir); err != nil {
+		return nil, err
+	}
 	opts := gate.RunOptions(gate.Input{Root: dir, Checkout: dir, Env: o.Env, Jail: o.Jail})
 	tests, err := Discover(dir, command, cfg.TestGlobs)
 	if err != nil {

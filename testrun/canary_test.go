@@ -553,3 +553,48 @@ func TestCanaryRecorded(t *testing.T) {
 		})
 	}
 }
+
+// TestCanaryLeavesNoPackageFailure: a canary planted in a package nobody touched, whose own
+// tests pass, leaves nothing of it in the output once taken out — not the "FAIL" and
+// "FAIL\tpkg\ttime" lines with which go test ends a package whose canary failed, which hold
+// no canary name — while the package whose own test fails still says so.
+func TestCanaryLeavesNoPackageFailure(t *testing.T) {
+	dir := t.TempDir()
+	for rel, text := range map[string]string{
+		"go.mod":                "module example.com/m\n\ngo 1.22\n",
+		"english/hello.go":      "package english\n\nfunc Hello() string { return \"hello\" }\n",
+		"english/hello_test.go": "package english\n\nimport \"testing\"\n\nfunc TestHello(t *testing.T) {\n\tif Hello() != \"hello\" {\n\t\tt.Fatal(Hello())\n\t}\n}\n",
+		"cart/discount.go":      "package cart\n\nfunc Discount(c, p int) int { return c }\n",
+		"cart/discount_test.go": "package cart\n\nimport \"testing\"\n\nfunc TestDiscount(t *testing.T) {\n\tif got := Discount(1000, 10); got != 900 {\n\t\tt.Fatalf(\"Discount = %d, want 900\", got)\n\t}\n}\n",
+	} {
+		writeFile(t, filepath.Join(dir, rel), []byte(text))
+	}
+	p, err := PlantCanary(dir, "go test ./...", NewCanary())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Remove()
+	res, err := Run(context.Background(), dir, p.Command, 5*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Output, "FAIL\texample.com/m/english") {
+		t.Fatalf("the failing canary does not fail its package before Check; the test tests nothing:\n%s", res.Output)
+	}
+	if err := p.Check(res); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("output:\n%s", res.Output)
+	if strings.Contains(res.Output, "FAIL\texample.com/m/english") || strings.Contains(res.Output, p.Message) {
+		t.Errorf("the output still fails the package of the canary:\n%s", res.Output)
+	}
+	if !strings.Contains(res.Output, "ok  \texample.com/m/english") {
+		t.Errorf("the output does not say the package passed:\n%s", res.Output)
+	}
+	if !strings.Contains(res.Output, "FAIL\texample.com/m/cart") || !strings.Contains(res.Output, "want 900") {
+		t.Errorf("the output lost the package that fails:\n%s", res.Output)
+	}
+	if strings.Count(res.Output, "FAIL\n") != 1 {
+		t.Errorf("want one bare FAIL line, of cart:\n%s", res.Output)
+	}
+}

@@ -3,9 +3,13 @@
 //
 // Run takes a test command line as a person writes it ("go test ./...", "pytest -q tests/",
 // "npx vitest run", "npx jest", "cargo test"), recognizes the runner (Detect), adds the flags
-// that make it report structured output (go test -json, pytest's JUnit XML, the JSON
-// reporters of vitest and jest; libtest's human output is read as it is), runs it with sh -c
-// in its own process group, and returns a Result: every test with its status and failure
+// that make it report structured output (go test -json on standard output; for pytest, a
+// reporter plugin the orchestrator writes outside the checkout, which sends one JSON line
+// per test report through a pipe the orchestrator holds; the JSON reporters of vitest and
+// jest; libtest's human output is read as it is), runs it with sh -c in its own process
+// group, with Python pinned (PythonEnv: no current folder or user site ahead of the
+// standard library, no plugin autoload but the project's configured plugins named with
+// -p, no bytecode written or trusted), and returns a Result: every test with its status and failure
 // output, the build and import errors, and a Class that says why the run ended as it did
 // (passed, failed assertions, missing implementation, broken test file, no tests, error).
 // Any other command is judged by its exit code alone. Restrict narrows a project's command

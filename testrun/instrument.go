@@ -11,17 +11,27 @@ import (
 type invocation struct {
 	runner  Runner
 	command string   // the command line as run
-	reports []string // files the runner writes its report to (pytest, vitest, jest)
+	reports []string // files the runner writes its report to (vitest, jest)
 	verbose bool     // the command asked for every test's output (go test -v)
+	// stream: the command reports through the pipe of descriptor 3 (pytest, with the
+	// orchestrator's reporter); sessions is how many pytest commands the line has.
+	stream   bool
+	sessions int
 }
 
 // instrument adds to every simple command of the line that runs the runner the flags that
-// make it report structured output: -json for go test; --junitxml (with xunit1 attributes,
-// which name each test's file) -rA and --continue-on-collection-errors (one broken test file must not hide
-// the rest of the suite from a baseline) for pytest; the JSON reporter next to the default one
-// for vitest; --json for jest; --no-fail-fast for cargo test, whose human output is read as
-// it is (with --format=pretty when -q would make it terse). Report files go in tmp.
-func instrument(command string, r Runner, tmp string) invocation {
+// make it report structured output: -json for go test; for pytest, the orchestrator's
+// reporter (-p, py's module, which writes to a pipe: reporterSource), the project's
+// configured plugins (-p each, py's plugins), -rA and --continue-on-collection-errors (one
+// broken test file must not hide the rest of the suite from a baseline); the JSON reporter
+// next to the default one for vitest; --json for jest; --no-fail-fast for cargo test, whose
+// human output is read as it is (with --format=pretty when -q would make it terse). Report
+// files go in tmp. py nil stands for the default reporter's name and no configured plugin.
+//
+// The JavaScript runners still write report files, in tmp: they run through npx, npm or
+// pnpm, which start them with only the standard descriptors, so a pipe of descriptor 3
+// does not reach them.
+func instrument(command string, r Runner, tmp string, py *pytestSetup) invocation {
 	inv := invocation{runner: r, command: command}
 	if r == Exit {
 		return inv
@@ -43,9 +53,21 @@ func instrument(command string, r Runner, tmp string) invocation {
 				ins = append(ins, insert{after, " -json"})
 			}
 		case Pytest:
-			f := filepath.Join(tmp, fmt.Sprintf("junit-%d.xml", len(inv.reports)+1))
-			inv.reports = append(inv.reports, f)
-			ins = append(ins, insert{after, " " + quote("--junitxml="+f) + " -o junit_family=xunit1 -rA --continue-on-collection-errors"})
+			inv.stream = true
+			inv.sessions++
+			module := defaultReporter
+			var text strings.Builder
+			if py != nil {
+				module = py.module
+			}
+			text.WriteString(" -p " + module)
+			if py != nil && py.plugins != nil {
+				for _, name := range py.plugins(s) {
+					text.WriteString(" -p " + quote(name))
+				}
+			}
+			text.WriteString(" -rA --continue-on-collection-errors")
+			ins = append(ins, insert{after, text.String()})
 		case Vitest:
 			f := filepath.Join(tmp, fmt.Sprintf("vitest-%d.json", len(inv.reports)+1))
 			inv.reports = append(inv.reports, f)

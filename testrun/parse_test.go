@@ -63,7 +63,7 @@ var recorded = []struct {
 	{name: "go_skipped", class: ClassNoTests, skipped: []string{"example.com/calc.TestA", "example.com/calc.TestB"}},
 	{name: "go_nomatch", class: ClassNoTests, reason: "no tests to run"},
 
-	// pytest: JUnit XML, and the console for what it lacks
+	// pytest: the orchestrator's reporter, and the console for what it lacks
 	{name: "py_pass", class: ClassPass,
 		passed: []string{
 			"tests/test_calc.py::test_add", "tests/test_calc.py::TestGroup::test_in_class",
@@ -78,7 +78,7 @@ var recorded = []struct {
 			"tests/test_calc.py::TestGroup::test_in_class",
 		},
 		reason: "tests/test_calc.py::test_negative: assert 0 == -3"},
-	{name: "py_missing_module", class: ClassMissingImplementation,
+	{name: "py_missing_module", class: ClassMissingImplementation, passed: []string{"tests/test_other.py::test_other"},
 		build: []string{"tests/test_geo.py:1: ModuleNotFoundError: No module named 'geo'"}},
 	{name: "py_missing_name", class: ClassMissingImplementation,
 		build: []string{"tests/test_calc.py:1: ImportError: cannot import name 'sub' from 'calc' (calc.py)"}},
@@ -87,7 +87,7 @@ var recorded = []struct {
 		reason: "tests/test_calc.py::test_sub: AttributeError: module 'calc' has no attribute 'sub'"},
 	{name: "py_conftest", class: ClassMissingImplementation,
 		build: []string{"tests/conftest.py:1: ModuleNotFoundError: No module named 'geo'"}},
-	{name: "py_syntax_test", class: ClassBrokenTest,
+	{name: "py_syntax_test", class: ClassBrokenTest, passed: []string{"tests/test_other.py::test_other"},
 		build: []string{"tests/test_calc.py:4: SyntaxError: invalid syntax"}},
 	{name: "py_indent_test", class: ClassBrokenTest,
 		build: []string{"tests/test_calc.py:6: IndentationError: unexpected indent"}},

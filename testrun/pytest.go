@@ -2,9 +2,12 @@ package testrun
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -15,6 +18,8 @@ import (
 // errors of a conftest, a run that wrote no report), its console output with -rA.
 type pytestParser struct {
 	root string
+	// sessions is how many pytest commands the command line has (0: unknown).
+	sessions int
 	// The console section being read: "ERROR collecting <file>" or a conftest that failed
 	// to load.
 	section     string
@@ -31,8 +36,8 @@ type pyError struct {
 	text string // pytest's report of it
 }
 
-func newPytestParser(root string) *pytestParser {
-	return &pytestParser{root: root}
+func newPytestParser(root string, sessions int) *pytestParser {
+	return &pytestParser{root: root, sessions: sessions}
 }
 
 var (
@@ -112,6 +117,17 @@ func (p *pytestParser) finish(res *Result, reports [][]byte) {
 	index := map[string]int{}
 	parsed := false
 	for _, r := range reports {
+		if len(r) > 0 && r[0] == '{' {
+			st := p.readStream(r)
+			if st.started {
+				parsed = true
+				tests = append(tests, st.tests...)
+			}
+			if st.forged != nil && res.Forged == nil {
+				res.Forged = st.forged
+			}
+			continue
+		}
 		cases, err := junitCases(r)
 		if err != nil {
 			continue
@@ -303,4 +319,164 @@ func (p *pytestParser) pythonErrors(module, text string) []string {
 		}
 	}
 	return out
+}
+
+// A pyReport is one line the orchestrator's pytest reporter wrote (reporterSource).
+type pyReport struct {
+	Event   string `json:"event"`
+	NodeID  string `json:"nodeid"`
+	When    string `json:"when"`
+	Outcome string `json:"outcome"`
+	XFail   bool   `json:"xfail"`
+	File    string `json:"file"`
+	Message string `json:"message"`
+	Text    string `json:"text"`
+}
+
+// A pyStream is what the reporter's lines say: the tests, in the order of their first
+// report, and why the lines cannot be trusted (nil when nothing says so).
+type pyStream struct {
+	started bool
+	tests   []Test
+	forged  *ForgedError
+}
+
+// readStream reads the reporter's lines of a run. Every pytest session of the run writes a
+// start line, a line per report of each test's phases (setup, call, teardown) and of each
+// module that failed to collect, and an end line. A test is failed when one of its phases
+// failed, skipped when one was skipped (an xfail too), else passed. Within a session, a
+// phase of a test reported twice (but after a report of outcome "rerun", which starts the
+// test again), a line after the session ended, a line that is not the reporter's, or more
+// sessions than the command runs, are forgeries: something other than the reporter wrote
+// to its pipe. A test reported by two sessions failed if it failed in either.
+func (p *pytestParser) readStream(b []byte) pyStream {
+	var st pyStream
+	type phase struct{ outcome, message, text string }
+	type test struct {
+		file   string
+		phases map[string]phase
+		order  []string
+	}
+	index := map[string]int{}
+	var merged []Test
+	var session map[string]*test
+	var order []string
+	inSession := false
+	sessions := 0
+	forged := func(where, format string, args ...any) {
+		if st.forged == nil {
+			st.forged = &ForgedError{Where: where, What: fmt.Sprintf(format, args...), Stream: true}
+		}
+	}
+	endSession := func() {
+		for _, id := range order {
+			t := session[id]
+			out := Test{ID: id, Status: Passed, File: p.rel(t.file)}
+			if out.File == "" {
+				out.File, _, _ = strings.Cut(id, "::")
+			}
+			for _, w := range t.order {
+				ph := t.phases[w]
+				switch {
+				case ph.outcome == "failed" && out.Status != Failed:
+					out.Status = Failed
+					out.Output = capString(joinMsg(junitMsg{Message: ph.message, Text: ph.text}), maxTestOutput)
+				case ph.outcome == "skipped" && out.Status == Passed:
+					out.Status = Skipped
+					out.Output = capString(strings.TrimPrefix(ph.message, "Skipped: "), maxTestOutput)
+				}
+			}
+			if i, ok := index[id]; ok {
+				if out.Status == Failed && merged[i].Status != Failed {
+					merged[i] = out
+				}
+				continue
+			}
+			index[id] = len(merged)
+			merged = append(merged, out)
+		}
+		session, order = nil, nil
+	}
+	lines := strings.Split(string(b), "\n")
+	for i, line := range lines {
+		if line == "" && i == len(lines)-1 {
+			break
+		}
+		var r pyReport
+		if err := json.Unmarshal([]byte(line), &r); err != nil || r.Event == "" {
+			forged("the report stream", "the test report holds a line the orchestrator's reporter did not write")
+			continue
+		}
+		switch r.Event {
+		case "start":
+			if inSession {
+				forged("the report stream", "a pytest session was reported to start inside another")
+				continue
+			}
+			st.started, inSession = true, true
+			sessions++
+			if p.sessions > 0 && sessions > p.sessions {
+				forged("the report stream", "the test report holds more pytest sessions than the command runs")
+			}
+			session = map[string]*test{}
+		case "end":
+			if !inSession {
+				forged("the report stream", "the test report says a session ended twice")
+				continue
+			}
+			inSession = false
+			endSession()
+		case "collect":
+			if !inSession {
+				forged(where(r.NodeID), "a report of %s came after the run ended", r.NodeID)
+				continue
+			}
+			if r.Outcome == "failed" {
+				p.errors = append(p.errors, pyError{file: p.rel(r.NodeID), text: strings.TrimSpace(r.Text)})
+			}
+		case "test":
+			if !inSession {
+				forged(where(r.NodeID), "a report of %s came after the run ended", r.NodeID)
+				continue
+			}
+			t := session[r.NodeID]
+			if t == nil {
+				t = &test{file: r.File, phases: map[string]phase{}}
+				session[r.NodeID] = t
+				order = append(order, r.NodeID)
+			}
+			if r.Outcome == "rerun" {
+				t.phases, t.order = map[string]phase{}, nil
+				continue
+			}
+			if prev, ok := t.phases[r.When]; ok {
+				if prev.outcome != r.Outcome {
+					forged(where(r.NodeID), "%s was reported twice, %s and %s", r.NodeID, prev.outcome, r.Outcome)
+				} else {
+					forged(where(r.NodeID), "%s was reported twice", r.NodeID)
+				}
+				continue
+			}
+			t.phases[r.When] = phase{outcome: r.Outcome, message: r.Message, text: r.Text}
+			t.order = append(t.order, r.When)
+		default:
+			forged("the report stream", "the test report holds a line the orchestrator's reporter did not write")
+		}
+	}
+	if inSession {
+		endSession() // the run was cut short: what it reported stands
+	}
+	st.tests = merged
+	return st
+}
+
+// where names the folder of a test's file, for a ForgedError: a name that is the same in
+// every run, whatever the canaries are called.
+func where(nodeID string) string {
+	file, _, _ := strings.Cut(nodeID, "::")
+	dir := path.Dir(filepath.ToSlash(file))
+	if dir == "." {
+		return "the project's root folder"
+	}
+	return "folder " + dir
 }

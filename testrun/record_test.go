@@ -6,6 +6,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,13 +86,13 @@ func TestRecord(t *testing.T) {
 // recordRun runs a command as Run does and returns its raw output and report files.
 func recordRun(t *testing.T, dir, command string) ([]byte, [][]byte, invocation, int) {
 	t.Helper()
-	inv := instrument(command, Detect(command), t.TempDir())
 	var out bytes.Buffer
-	code, timedOut, err := execute(context.Background(), dir, inv, 5*time.Minute, &out, nil, nil)
+	inv, code, timedOut, reports, err := run(context.Background(), dir, command, Detect(command), 5*time.Minute, options{},
+		func(invocation) io.Writer { return &out })
 	if err != nil || timedOut {
 		t.Fatalf("%s: %v (timed out: %v)", command, err, timedOut)
 	}
-	return out.Bytes(), readReports(inv.reports), inv, code
+	return out.Bytes(), reports, inv, code
 }
 
 // parseMeta reads "key: value" lines; other lines are kept under "".

@@ -60,7 +60,7 @@ func loadRecording(t testing.TB, path string) *recording {
 
 // parse parses the recording as Run would have.
 func (rec *recording) parse() *Result {
-	inv := instrument(rec.command, rec.runner, os.TempDir())
+	inv := instrument(rec.command, rec.runner, os.TempDir(), nil)
 	f := newFeeder(inv, rec.root)
 	_, _ = f.Write(rec.output)
 	res := &Result{Runner: rec.runner, Command: rec.command, ExitCode: rec.exit}

@@ -79,6 +79,10 @@ type Result struct {
 	Reason   string        `json:"reason,omitempty"`
 	Duration time.Duration `json:"duration"`
 	TimedOut bool          `json:"timed_out,omitempty"`
+	// Forged says why the runner's structured report cannot be trusted, read from the
+	// report alone (a test reported twice, or after the run ended); nil when nothing says
+	// so. Planted.Check returns it.
+	Forged *ForgedError `json:"forged,omitempty"`
 }
 
 // Passed returns the IDs of the tests that passed, in the runner's order.

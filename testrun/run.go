@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,20 +40,17 @@ func Run(ctx context.Context, root, command string, timeout time.Duration, opts 
 		return nil, ErrNoCommand
 	}
 	r := Detect(command)
-	tmp, err := os.MkdirTemp("", "testrun-")
-	if err != nil {
-		return nil, fmt.Errorf("run tests: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	inv := instrument(command, r, tmp)
-	f := newFeeder(inv, root)
+	var f *feeder
 	start := time.Now()
-	code, timedOut, err := execute(ctx, root, inv, timeout, f, o.env, o.jail(tmp))
+	inv, code, timedOut, reports, err := run(ctx, root, command, r, timeout, o, func(inv invocation) io.Writer {
+		f = newFeeder(inv, root)
+		return f
+	})
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{Runner: r, Command: command, Ran: inv.command, ExitCode: code, TimedOut: timedOut}
-	f.finish(res, readReports(inv.reports))
+	f.finish(res, reports)
 	res.Duration = time.Since(start)
 	if timedOut {
 		res.Output += fmt.Sprintf("\n(timed out after %s)\n", timeout)
@@ -61,9 +59,59 @@ func Run(ctx context.Context, root, command string, timeout time.Duration, opts 
 	return res, nil
 }
 
+// run runs command, instrumented for runner r, in root as Run does, with its output going
+// to the writer out makes for the invocation, and returns the invocation, the exit code,
+// whether it timed out, and the runner's reports: the files it wrote, then what came
+// through the report pipe.
+func run(ctx context.Context, root, command string, r Runner, timeout time.Duration, o options, out func(invocation) io.Writer) (invocation, int, bool, [][]byte, error) {
+	var inv invocation
+	tmp, err := os.MkdirTemp("", "testrun-")
+	if err != nil {
+		return inv, -1, false, nil, fmt.Errorf("run tests: %w", err)
+	}
+	defer removeAll(tmp)
+	// The run's own folders: tmp, writable by the command (the JavaScript runners' report
+	// files, Python's bytecode folder that nothing writes), and ro, read-only in the sandbox
+	// (the orchestrator's pytest reporter).
+	env := o.env
+	if o.sandbox != nil && o.sandbox.Env != nil {
+		env = o.sandbox.Env
+	}
+	if env == nil {
+		env = os.Environ()
+	}
+	env = PythonEnv(env)
+	ro := filepath.Join(tmp, "ro")
+	if err := os.Mkdir(ro, 0o700); err != nil {
+		return inv, -1, false, nil, fmt.Errorf("run tests: %w", err)
+	}
+	ps := newPytestSetup(root, env)
+	inv = instrument(command, r, tmp, ps)
+	var stream *reportStream
+	if inv.stream {
+		if stream, err = newReportStream(); err != nil {
+			return inv, -1, false, nil, fmt.Errorf("run tests: %w", err)
+		}
+		defer stream.close()
+		if err := ps.write(ro, stream.id); err != nil {
+			return inv, -1, false, nil, fmt.Errorf("run tests: %w", err)
+		}
+		env = setEnv(env, "PYTHONPATH", joinPath(ro, env))
+	}
+	code, timedOut, err := execute(ctx, root, inv, timeout, out(inv), env, o.jail(tmp, ro, env), stream)
+	if err != nil {
+		return inv, -1, false, nil, err
+	}
+	reports := readReports(inv.reports)
+	if stream != nil {
+		reports = append(reports, stream.bytes())
+	}
+	return inv, code, timedOut, reports, nil
+}
+
 // Parse reads the recorded output of a run of runner r in root: its combined output, its
-// exit code, and the report files the runner wrote (JUnit XML for pytest, JSON for vitest
-// and jest; none for go, cargo and exit). It classifies the result with DefaultGlobs.
+// exit code, and the reports the runner wrote (the lines of the orchestrator's reporter, or
+// JUnit XML, for pytest; JSON for vitest and jest; none for go, cargo and exit). It classifies the result with DefaultGlobs.
 func Parse(r Runner, root string, exitCode int, output []byte, reports [][]byte) *Result {
 	f := newFeeder(invocation{runner: r}, root)
 	_, _ = f.Write(output)
@@ -93,14 +141,34 @@ type options struct {
 	sandbox *sandbox.Profile // nil: no sandbox
 }
 
-// jail returns the sandbox the command runs in, with the run's own folder of reports
-// writable in it, or nil.
-func (o options) jail(tmp string) *sandbox.Profile {
+// jail returns the sandbox the command runs in, with the environment env, the run's own
+// folder tmp writable in it and ro, in tmp, read-only; or nil.
+func (o options) jail(tmp, ro string, env []string) *sandbox.Profile {
 	if o.sandbox == nil {
 		return nil
 	}
-	p := o.sandbox.With(nil, []string{tmp})
+	p := o.sandbox.With([]string{ro}, []string{tmp})
+	p.Env = env
 	return &p
+}
+
+// removeAll removes a run's folder, the read-only ones in it too.
+func removeAll(dir string) {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	_ = os.RemoveAll(dir)
+}
+
+// joinPath returns PYTHONPATH with dir first.
+func joinPath(dir string, env []string) string {
+	if v, ok := lookupEnv(env, "PYTHONPATH"); ok && v != "" {
+		return dir + string(filepath.ListSeparator) + v
+	}
+	return dir
 }
 
 // WithSandbox runs the command in the sandbox p (SPEC §7.6): p's environment is the
@@ -118,8 +186,10 @@ func WithEnv(env []string) Option {
 
 // execute runs an invocation and copies its combined output to w from one goroutine. It
 // returns the exit code (-1 for a timeout or a signal) and whether it timed out. env is the
-// command's environment (nil: the orchestrator's).
-func execute(ctx context.Context, dir string, inv invocation, timeout time.Duration, w io.Writer, env []string, jail *sandbox.Profile) (int, bool, error) {
+// command's environment (nil: the orchestrator's). With stream, the command inherits the
+// write end of its pipe as descriptor 3 (reportFD), and what it writes there is read until
+// the command and what it left behind are gone.
+func execute(ctx context.Context, dir string, inv invocation, timeout time.Duration, w io.Writer, env []string, jail *sandbox.Profile, stream *reportStream) (int, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return -1, false, err
 	}
@@ -153,12 +223,18 @@ func execute(ctx context.Context, dir string, inv invocation, timeout time.Durat
 	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Env = env
+	if stream != nil {
+		cmd.ExtraFiles = []*os.File{stream.w}
+	}
 	if err := cmd.Start(); err != nil {
 		pr.Close()
 		pw.Close()
 		return -1, false, fmt.Errorf("run %q in %s: %w", inv.command, dir, err)
 	}
 	pw.Close()
+	if stream != nil {
+		stream.started()
+	}
 	copied := make(chan struct{})
 	go func() {
 		_, _ = io.Copy(w, pr)
@@ -187,14 +263,21 @@ func execute(ctx context.Context, dir string, inv invocation, timeout time.Durat
 		werr = <-waited
 	}
 	killGroup(pid) // whatever the tests left running in the group
+	deadline := time.NewTimer(5 * time.Second)
+	defer deadline.Stop()
+	late := deadline.C
 	select {
 	case <-copied:
-	case <-time.After(5 * time.Second):
+	case <-deadline.C:
 		// A process that left the group still holds the pipe: stop reading.
 		pr.Close()
 		<-copied
+		late = nil
 	}
 	pr.Close()
+	if stream != nil {
+		stream.wait(late)
+	}
 	if canceled {
 		return -1, false, ctx.Err()
 	}
@@ -238,7 +321,7 @@ func newParser(inv invocation, root string) parser {
 	case Go:
 		return newGoParser(inv.verbose)
 	case Pytest:
-		return newPytestParser(root)
+		return newPytestParser(root, inv.sessions)
 	case Vitest, Jest:
 		return &jsParser{root: root}
 	case Cargo:

@@ -323,3 +323,40 @@ func TestRunCapsOutput(t *testing.T) {
 		t.Errorf("output is %d bytes, want %d", len(res.Output), maxOutput)
 	}
 }
+
+// TestPytestIgnoresCommittedBytecode: a module's committed bytecode of the unchecked-hash
+// kind, which Python runs without comparing it with the source, is not what the tests run:
+// the gate removes it (RemoveBytecode) and Run's Python writes none. The source is wrong,
+// its bytecode right; the test fails, as the source says.
+func TestPytestIgnoresCommittedBytecode(t *testing.T) {
+	needTool(t, "pytest", havePytest())
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "calc.py"), []byte("def add(a, b):\n    return a + b\n"))
+	cmd := exec.Command("/usr/bin/python3", "-c", `import py_compile
+py_compile.compile("calc.py", doraise=True, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)`)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("compile: %v\n%s", err, out)
+	}
+	writeFile(t, filepath.Join(dir, "calc.py"), []byte("def add(a, b):\n    return a * b\n"))
+	writeFile(t, filepath.Join(dir, "tests", "test_calc.py"), []byte("from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"))
+	// Without the orchestrator's settings, Python runs the committed bytecode: the cheat works.
+	plain := exec.Command("/usr/bin/python3", "-m", "pytest", "-q", "-p", "no:cacheprovider")
+	plain.Dir = dir
+	if out, err := plain.CombinedOutput(); err != nil {
+		t.Fatalf("a plain pytest does not run the committed bytecode; the test tests nothing:\n%s", out)
+	}
+	if err := RemoveBytecode(dir); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), dir, "/usr/bin/python3 -m pytest -q", 5*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Class != ClassAssertionFailure || len(res.Failed()) != 1 {
+		t.Errorf("class %s, failed %v; want the test to fail as the source says\n%s", res.Class, res.Failed(), res.Output)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "__pycache__", "*")); len(m) > 0 {
+		t.Errorf("the run wrote bytecode: %v", m)
+	}
+}

@@ -63,8 +63,8 @@ func TestInstrument(t *testing.T) {
 		{"go test ./... -args -x", "go test -json ./... -args -x"},
 		{"cd app && go test ./a && go test ./b", "cd app && go test -json ./a && go test -json ./b"},
 		{"go test ./... 2>&1 | tee out", "go test -json ./... 2>&1 | tee out"},
-		{"pytest -q tests/", "pytest '--junitxml=TMP/junit-1.xml' -o junit_family=xunit1 -rA --continue-on-collection-errors -q tests/"},
-		{"/usr/bin/python3 -m pytest", "/usr/bin/python3 -m pytest '--junitxml=TMP/junit-1.xml' -o junit_family=xunit1 -rA --continue-on-collection-errors"},
+		{"pytest -q tests/", "pytest -p orchestrator_report -rA --continue-on-collection-errors -q tests/"},
+		{"/usr/bin/python3 -m pytest", "/usr/bin/python3 -m pytest -p orchestrator_report -rA --continue-on-collection-errors"},
 		{"npx vitest run", "npx vitest run --reporter=default --reporter=json '--outputFile.json=TMP/vitest-1.json'"},
 		{"npx vitest --reporter=verbose", "npx vitest --reporter=json '--outputFile.json=TMP/vitest-1.json' --reporter=verbose"},
 		{"npx jest src", "npx jest --json '--outputFile=TMP/jest-1.json' src"},
@@ -75,18 +75,22 @@ func TestInstrument(t *testing.T) {
 		{"cargo test -- --exact a", "cargo test --no-fail-fast -- --exact a"},
 		{"make test", "make test"},
 	} {
-		inv := instrument(tt.command, Detect(tt.command), "/tmp/x y")
+		inv := instrument(tt.command, Detect(tt.command), "/tmp/x y", nil)
 		got := strings.ReplaceAll(inv.command, "/tmp/x y", "TMP")
 		if got != tt.want {
 			t.Errorf("instrument(%q):\n got %q\nwant %q", tt.command, got, tt.want)
 		}
 	}
-	if inv := instrument("go test -v ./...", Go, "/tmp"); !inv.verbose {
+	if inv := instrument("go test -v ./...", Go, "/tmp", nil); !inv.verbose {
 		t.Error("go test -v: not verbose")
 	}
-	inv := instrument("pytest a; pytest b", Pytest, "/t")
-	if len(inv.reports) != 2 || !strings.Contains(inv.command, "junit-2.xml") {
-		t.Errorf("two pytest runs: %q %q", inv.command, inv.reports)
+	inv := instrument("pytest a; pytest b", Pytest, "/t", nil)
+	if !inv.stream || inv.sessions != 2 || strings.Count(inv.command, "-p orchestrator_report") != 2 {
+		t.Errorf("two pytest runs: %q, stream %v, %d sessions", inv.command, inv.stream, inv.sessions)
+	}
+	plugins := &pytestSetup{module: "rep", plugins: func(site) []string { return []string{"timeout", "x dist"} }}
+	if inv := instrument("pytest -q", Pytest, "/t", plugins); inv.command != "pytest -p rep -p timeout -p 'x dist' -rA --continue-on-collection-errors -q" {
+		t.Errorf("configured plugins: %q", inv.command)
 	}
 }
 
@@ -140,7 +144,7 @@ func FuzzDetect(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, line string) {
 		r := Detect(line)
-		inv := instrument(line, r, "/tmp")
+		inv := instrument(line, r, "/tmp", nil)
 		if len(inv.command) < len(line) {
 			t.Fatalf("instrument(%q) = %q is shorter", line, inv.command)
 		}
