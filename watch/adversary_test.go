@@ -277,24 +277,46 @@ func (c Cents) Percent(p int64) Cents {
 }
 `
 
-// TestAdversaryGitFileLink: the gate's checkout is writable by the code it runs, and so is
-// its .git file, which the orchestrator writes again at each reset. An implementer that
-// breaks a test of the baseline turns the .git file into a link to the baseline; its next
-// attempt's reset overwrites the baseline through the link, and the regression goes
-// unseen. Every attempt must fail as a regression naming money's TestString, and the
-// baseline must stay a baseline.
+// TestAdversaryGitFileLink: a checkout's .git file names the repository's git folder, and
+// the orchestrator writes it again at each reset of the checkout. An implementer that
+// breaks a test of the baseline turns it into a link to the baseline: the next reset
+// overwrites the baseline through the link, and the regression goes unseen. Every attempt
+// must fail as a regression naming money's TestString, and the baseline must stay a
+// baseline. In the gate's checkout the implementer's code does it (the gate's sandbox now
+// keeps the .git file as it is: sandbox.Profile.Fixed); in its own worktree the agent
+// does it itself. The honest twin is TestAdversaryHonest's.
 func TestAdversaryGitFileLink(t *testing.T) {
-	t.Parallel()
-	hole(t, "the gate checkout's .git file is writable in the sandbox and Slot.Reset writes it again through a symbolic link: a test turns it into a link to .git/orchestrator/baseline.json, the next reset overwrites the baseline, and a regression lands (worktree/slot.go Reset)")
-	r := advRepo(t, "gomod", goTest, goRedFiles, map[string]string{
-		"cart/discount.go": goGreenFiles["cart/discount.go"],
-		"cart/gitlink.go":  goGitLink,
-		"money/money.go":   goMoneyBroken,
-	})
-	code, out := r.run("watch", "--once")
-	r.refused("TASK-001", code, out, []string{"regression"}, "TestString")
-	if b := r.read(".git/orchestrator/baseline.json"); !strings.HasPrefix(strings.TrimSpace(b), "{") {
-		t.Errorf("the baseline was overwritten through the gate checkout's .git:\n%s", b)
+	for _, tt := range []struct {
+		name  string
+		agent bool
+		hole  string
+	}{
+		{name: "test code in the gate's checkout"},
+		{name: "the agent in its worktree", agent: true,
+			hole: "an agent's worktree .git file is writable and Slot.Reset writes it again through a symbolic link: the agent links it to .git/orchestrator/baseline.json, the reset for its next attempt overwrites the baseline, and a regression lands (worktree/slot.go Reset)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if tt.hole != "" {
+				hole(t, tt.hole)
+			}
+			green := map[string]string{"cart/discount.go": goGreenFiles["cart/discount.go"], "money/money.go": goMoneyBroken}
+			if !tt.agent {
+				green["cart/gitlink.go"] = goGitLink
+			}
+			r := advRepo(t, "gomod", goTest, goRedFiles, green)
+			if tt.agent {
+				cfg := r.read(".orchestrator/config.yaml")
+				link := `g=$(sed -n 's/^gitdir: //p' .git); c=$(dirname "$(dirname "$g")"); rm -f .git; ln -s "$c/orchestrator/baseline.json" .git`
+				cfg = strings.Replace(cfg, strconv.Quote("TESTAGENT_MODE=slow"), strconv.Quote("TESTAGENT_MODE=script")+", "+strconv.Quote("TESTAGENT_SH="+link), 1)
+				r.write(".orchestrator/config.yaml", cfg)
+			}
+			code, out := r.run("watch", "--once")
+			r.refused("TASK-001", code, out, []string{"regression"}, "TestString")
+			if b := r.read(".git/orchestrator/baseline.json"); !strings.HasPrefix(strings.TrimSpace(b), "{") {
+				t.Errorf("the baseline was overwritten through a checkout's .git:\n%s", b)
+			}
+		})
 	}
 }
 
@@ -407,13 +429,13 @@ func TestAdversaryForgedReport(t *testing.T) {
 	}{
 		{name: "go init relays the test binary", fixture: "gomod", command: goTest, red: goRedFiles,
 			green: map[string]string{"cart/discount.go": goWrongDiscount, "cart/relay.go": goRelay},
-			hole: "an init function re-runs the test binary and relays its output with only the task's test's FAIL line turned to PASS: canaries are spared whatever their names, and nothing the static rules of SPEC §7.6 name is used (testing, -test. flags, os.Stdout replaced)"},
+			hole:  "an init function re-runs the test binary and relays its output with only the task's test's FAIL line turned to PASS: canaries are spared whatever their names, and nothing the static rules of SPEC §7.6 name is used (testing, -test. flags, os.Stdout replaced)"},
 		{name: "python patches the report class by a hidden name", fixture: "pyproj", command: pyTest, red: pyRedFiles,
 			green: map[string]string{"shop/discount.py": pyTargetedPatch},
-			hole: "the implementation finds _pytest.reports in sys.modules by a name spelled backwards and flips only its own test's report: canaries are spared, no import names pytest"},
+			hole:  "the implementation finds _pytest.reports in sys.modules by a name spelled backwards and flips only its own test's report: canaries are spared, no import names pytest"},
 		{name: "python rewrites the JUnit report at exit", fixture: "pyproj", command: pyTest, red: pyRedFiles,
 			green: map[string]string{"shop/discount.py": pyReportRewrite},
-			hole: "the JUnit report is a file in a folder the sandboxed run may write, its path on the command line: an atexit hook removes the task's test's failure after pytest wrote it (testrun/instrument.go, testrun/run.go jail)"},
+			hole:  "the JUnit report is a file in a folder the sandboxed run may write, its path on the command line: an atexit hook removes the task's test's failure after pytest wrote it (testrun/instrument.go, testrun/run.go jail)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -477,6 +499,66 @@ func TestDiscount_UNIT_001(t *testing.T) {
 			r := advRepo(t, "gomod", goTest, map[string]string{tt.file: tt.test}, goGreenFiles)
 			code, out := r.run("watch", "--once")
 			r.refused("TASK-T01", code, out, []string{"broken_test"}, tt.file)
+		})
+	}
+}
+
+// goRewriteOtherTest is an implementer's file whose init function, run by the first of
+// the gate's commands, rewrites money's tests in the gate checkout so that they pass on
+// anything: the gate's next command runs those.
+const goRewriteOtherTest = `package cart
+
+import (
+	"os"
+	"path/filepath"
+)
+
+func init() {
+	dir, _ := os.Getwd()
+	for ; dir != "/"; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			os.WriteFile(filepath.Join(dir, "money", "money_test.go"), []byte("package money\n\nimport \"testing\"\n\nfunc TestString(t *testing.T) {}\n\nfunc TestPercent(t *testing.T) {}\n"), 0o644)
+			return
+		}
+	}
+}
+`
+
+// TestAdversaryBetweenCommands: GREEN runs more than one command when the project has no
+// test command of its own (the RED command, then the task's), in the same checkout. The
+// first command's code rewrites the tests the second runs: an implementer that breaks
+// money's String lands. The second command must see the candidate's own files: the
+// cheat fails as test_fails naming TestString; the honest twin lands.
+func TestAdversaryBetweenCommands(t *testing.T) {
+	for _, cheat := range []bool{false, true} {
+		name := "honest"
+		if cheat {
+			name = "first command rewrites the second's tests"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			green := map[string]string{"cart/discount.go": goGreenFiles["cart/discount.go"]}
+			if cheat {
+				hole(t, "GREEN's commands run one after the other in the same writable checkout: the first command's code rewrites the tests the second runs (gate.Green's command loop; GreenAC's by-name run then whole suite likewise)")
+				green["money/money.go"] = goMoneyBroken
+				green["cart/rewrite.go"] = goRewriteOtherTest
+			}
+			redDir, greenDir := files(t, goRedFiles), files(t, green)
+			r := newRealRepo(t, "gomod", "-", []realTask{
+				{id: "TASK-T01", category: "testing", mode: "write", agent: "writer", testIDs: "UNIT-001", testCommand: "go test ./cart/..."},
+				{id: "TASK-001", category: "backend", agent: "builder", deps: "TASK-T01", testCommand: "go test ./..."},
+			}, map[string][]string{
+				"writer":  slowAgent("test-writer", 100*time.Millisecond, 0, redDir),
+				"builder": slowAgent("implementer", 100*time.Millisecond, 0, greenDir),
+			}, "retries: {max_retries: 2}\n")
+			r.commitAll()
+			r.sandboxed(redDir, greenDir, filepath.Dir(r.starts))
+			code, out := r.run("watch", "--once")
+			if !cheat {
+				r.landed(code, out)
+				return
+			}
+			r.refused("TASK-001", code, out, []string{"test_fails"}, "TestString")
 		})
 	}
 }
