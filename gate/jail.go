@@ -90,9 +90,14 @@ func NewJail(spec JailSpec) (*Jail, error) {
 }
 
 // Profile returns the sandbox of one command: checkout (the gate's checkout, or a scratch
-// one) writable, the command starting in dir, with env (Env, as EnvFor made it for dir).
+// one) writable but for its .git file, the command starting in dir, with env (Env, as
+// EnvFor made it for dir). The .git file stays as the orchestrator wrote it: the next
+// reset of the checkout writes it again, and a symbolic link left in its place would
+// have the orchestrator write through it, over its own state (the baseline) or anything
+// else the link names.
 func (j *Jail) Profile(checkout, dir string, env []string) *sandbox.Profile {
 	p := j.profile.With(nil, []string{checkout})
+	p.Fixed = append(slices.Clone(p.Fixed), filepath.Join(checkout, ".git"))
 	p.Dir, p.Env = dir, env
 	return &p
 }

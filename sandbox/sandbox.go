@@ -24,6 +24,10 @@ import (
 //   - each path of ReadOnly bound read-only at its own path, visible again inside a hidden
 //     folder (a toolchain or module cache under the home folder);
 //   - each path of Writable bound writable (the gate's checkout, the runners' caches);
+//   - each path of Fixed bound read-only at its own path, inside what was bound writable:
+//     a file the command may read but not change, replace or remove (the .git file of a
+//     checkout, which the orchestrator writes again at each reset: a link put there would
+//     have it write through the link, outside the sandbox);
 //   - each folder of Mask replaced by an empty one, inside what was bound (the git folder
 //     of a working tree that is itself writable).
 //
@@ -34,6 +38,7 @@ type Profile struct {
 	Hide     []string
 	ReadOnly []string
 	Writable []string
+	Fixed    []string
 	Mask     []string
 	// Dir is where the command starts.
 	Dir string
@@ -56,6 +61,7 @@ func (p Profile) With(readOnly, writable []string) Profile {
 //	      --tmpfs HIDDEN ...                      each of Hide
 //	      --ro-bind-try R R ...                   each of ReadOnly
 //	      --bind W W ...                          each of Writable
+//	      --ro-bind-try F F ...                   each of Fixed
 //	      --tmpfs MASKED ...                      each of Mask
 //	      --unshare-pid --unshare-ipc --unshare-uts [--unshare-net]
 //	      --die-with-parent --as-pid-1 --chdir DIR
@@ -81,6 +87,9 @@ func (p Profile) Wrap(argv []string) []string {
 	}
 	for _, d := range p.Writable {
 		w = append(w, "--bind", d, d)
+	}
+	for _, f := range p.Fixed {
+		w = append(w, "--ro-bind-try", f, f)
 	}
 	for _, d := range outermost(p.Mask) {
 		w = append(w, "--tmpfs", d)

@@ -18,13 +18,14 @@ func TestWrap(t *testing.T) {
 		Hide:     []string{inner, home, "/usr", "relative", filepath.Join(home, "missing")},
 		ReadOnly: []string{"/opt/go"},
 		Writable: []string{"/work/checkout"},
+		Fixed:    []string{"/work/checkout/.git"},
 		Dir:      "/work/checkout/sub",
 		Env:      []string{"PATH=/usr/bin", "A=b=c"},
 	}
 	got := strings.Join(p.Wrap([]string{"go", "test"}), " ")
 	for _, want := range []string{
 		"--tmpfs /tmp",
-		"--tmpfs " + home + " --ro-bind-try /opt/go /opt/go --bind /work/checkout /work/checkout",
+		"--tmpfs " + home + " --ro-bind-try /opt/go /opt/go --bind /work/checkout /work/checkout --ro-bind-try /work/checkout/.git /work/checkout/.git",
 		"--unshare-pid --unshare-ipc --unshare-uts --unshare-net --die-with-parent --as-pid-1 --chdir /work/checkout/sub",
 		"--clearenv --setenv PATH /usr/bin --setenv A b=c -- /bin/sh -c",
 		"sh go test",
@@ -65,9 +66,16 @@ func TestWrapRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := Profile{Hide: []string{home}, ReadOnly: []string{tools}, Writable: []string{work}, Dir: work,
+	gitFile := filepath.Join(work, ".git")
+	if err := os.WriteFile(gitFile, []byte("gitdir: "+secret+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := Profile{Hide: []string{home}, ReadOnly: []string{tools}, Writable: []string{work}, Fixed: []string{gitFile}, Dir: work,
 		Env: []string{"PATH=/usr/bin:/bin", "ONLY=1"}}
 	script := `test -e ` + secret + ` && echo secret-visible
+{ echo x > .git; } 2>/dev/null && echo fixed-writable
+rm -f .git 2>/dev/null; test -e .git || echo fixed-removed
+mv out .git 2>/dev/null && echo fixed-replaced
 test -e ` + tools + `/tool || echo tool-missing
 touch ` + tools + `/new 2>/dev/null && echo tool-writable
 echo ok > out || echo work-readonly
@@ -83,6 +91,9 @@ env | grep -v '^PWD=\|^SHLVL=\|^_=' | sort | tr '\n' ' '
 	}
 	if b, err := os.ReadFile(filepath.Join(work, "out")); err != nil || string(b) != "ok\n" {
 		t.Errorf("the writable folder was not written: %q, %v", b, err)
+	}
+	if b, err := os.ReadFile(gitFile); err != nil || string(b) != "gitdir: "+secret+"\n" {
+		t.Errorf("the fixed file changed: %q, %v", b, err)
 	}
 }
 
