@@ -292,8 +292,9 @@ func TestAdversaryGitFileLink(t *testing.T) {
 		hole  string
 	}{
 		{name: "test code in the gate's checkout"},
-		{name: "the agent in its worktree", agent: true,
-			hole: "an agent's worktree .git file is writable and Slot.Reset writes it again through a symbolic link: the agent links it to .git/orchestrator/baseline.json, the reset for its next attempt overwrites the baseline, and a regression lands (worktree/slot.go Reset)"},
+		// Slot.Reset used to write the .git file through such a link; it renames a new
+		// file over it now.
+		{name: "the agent in its worktree", agent: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

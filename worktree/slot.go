@@ -103,9 +103,22 @@ func (s *Slot) env(index string) []string {
 func (s *Slot) Reset(ctx context.Context, commit string) error {
 	// The .git file is git's way into the slot for the agent's own git commands; put it
 	// back in case the agent changed or removed it.
+	// A new file renamed over whatever is there: the agent may have made .git a symbolic
+	// link (to the baseline, say), which a plain write would follow.
 	gitFile := filepath.Join(s.Dir, ".git")
-	if err := os.WriteFile(gitFile, []byte("gitdir: "+s.admin+"\n"), 0o644); err != nil {
+	tmp := gitFile + ".orchestrator-tmp"
+	os.Remove(tmp)
+	if err := os.WriteFile(tmp, []byte("gitdir: "+s.admin+"\n"), 0o644); err != nil {
 		return err
+	}
+	if err := os.Rename(tmp, gitFile); err != nil {
+		// A folder where the file was (rename cannot replace it): remove it first.
+		if rmErr := os.RemoveAll(gitFile); rmErr != nil {
+			return err
+		}
+		if err := os.Rename(tmp, gitFile); err != nil {
+			return err
+		}
 	}
 	env := s.env(s.index)
 	if _, err := s.repo.git(ctx, s.Dir, env, "reset", "-q", "--no-recurse-submodules", "--hard", commit); err != nil {
