@@ -17,6 +17,11 @@ type goEvent struct {
 	ImportPath string
 }
 
+// testOutput is the buffer of one test's output: its start, and the end of what does not
+// fit, so that a test cannot hide its own panic behind a long log (the panic decides
+// whether a RED is false, SPEC §7.2).
+func testOutput() capped { return capped{max: maxTestOutput / 2, tail: maxTestOutput / 2} }
+
 // goParser reads go test -json. Lines that are not JSON (build errors before Go 1.24, go
 // command errors) are read as text.
 type goParser struct {
@@ -66,7 +71,7 @@ func (p *goParser) event(e *goEvent) {
 			p.buildLine(l)
 		}
 	case "run":
-		p.open[key] = &goOpen{out: capped{max: maxTestOutput}}
+		p.open[key] = &goOpen{out: testOutput()}
 	case "output":
 		if e.Test == "" {
 			p.out.WriteString(e.Output)
@@ -77,7 +82,7 @@ func (p *goParser) event(e *goEvent) {
 		}
 		o := p.open[key]
 		if o == nil {
-			o = &goOpen{out: capped{max: maxTestOutput}}
+			o = &goOpen{out: testOutput()}
 			p.open[key] = o
 		}
 		if !strings.HasPrefix(e.Output, "=== ") { // === RUN, PAUSE, CONT, NAME
@@ -108,7 +113,8 @@ func (p *goParser) endTest(pkg, name, action string) {
 	if o != nil && t.Status != Passed {
 		t.Output = headerFirst(o.out.String(), name)
 		if o.out.lost {
-			t.Output += "\n…(cut)\n"
+			// The end is kept too: a panic after a long log is what says who failed.
+			t.Output += "\n…(cut)…\n" + o.out.Tail()
 		}
 	}
 	if t.Status == Failed {

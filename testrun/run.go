@@ -420,23 +420,44 @@ func stripANSI(s string) string {
 	return ansiRE().ReplaceAllString(s, "")
 }
 
-// capped is a buffer that keeps the first max bytes written to it.
+// capped is a buffer that keeps the first max bytes written to it, and, with tail set, the
+// last tail bytes of what did not fit (Tail).
 type capped struct {
 	bytes.Buffer
 	max  int
 	lost bool
+	tail int
+	end  []byte
 }
 
 func (c *capped) Write(p []byte) (int, error) {
-	c.Buffer.Write(p[:c.room(len(p))])
+	n := c.room(len(p))
+	c.Buffer.Write(p[:n])
+	c.keepEnd(p[n:])
 	return len(p), nil
 }
 
 // WriteString writes s, capped.
 func (c *capped) WriteString(s string) (int, error) {
-	c.Buffer.WriteString(s[:c.room(len(s))])
+	n := c.room(len(s))
+	c.Buffer.WriteString(s[:n])
+	c.keepEnd([]byte(s[n:]))
 	return len(s), nil
 }
+
+// keepEnd keeps the last c.tail bytes of what did not fit.
+func (c *capped) keepEnd(p []byte) {
+	if c.tail <= 0 || len(p) == 0 {
+		return
+	}
+	c.end = append(c.end, p...)
+	if over := len(c.end) - c.tail; over > 0 {
+		c.end = append(c.end[:0], c.end[over:]...)
+	}
+}
+
+// Tail returns the end of what did not fit ("" without tail, or when all of it fit).
+func (c *capped) Tail() string { return string(c.end) }
 
 // room returns how many of n bytes still fit, and notes it when not all of them do.
 func (c *capped) room(n int) int {
