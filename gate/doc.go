@@ -19,6 +19,11 @@
 // baseline and for the later criteria, which must stay undone) and Refactor the refactorer
 // (GREEN, and the whole suite passes).
 //
+// A test command that cannot run for a problem of the set-up (its program not found, its
+// runner not installed, the sandbox not started: a *testrun.SetupError) gets no verdict:
+// every gate returns that error instead, since no test ran and nothing was learned of the
+// agent's work (SPEC §7.6). A command that runs and fails, however it fails, is a verdict.
+//
 // It also snapshots the repository's files before an attempt, so that what the agent changed
 // is known without git.
 //

@@ -170,6 +170,24 @@ func (v *Verdict) run(ctx context.Context, in Input, command string) (*testrun.R
 	return res, nil
 }
 
+// notRun decides a gate whose test command could not run: a failure of type typ; or, for
+// a problem of the set-up (a *testrun.SetupError: the command's program or its runner is
+// not installed, the sandbox did not start), no verdict at all but the error, which the
+// caller passes on. No test ran, so nothing was learned of the agent's work, and the loop
+// stops instead of counting an attempt against the agent (SPEC §7.6).
+func (v *Verdict) notRun(typ string, err error) (*Verdict, error) {
+	if isSetup(err) {
+		return nil, err
+	}
+	return v.fail(typ, "the tests could not run: %v", err), nil
+}
+
+// isSetup reports whether err is a problem of the set-up (notRun).
+func isSetup(err error) bool {
+	var se *testrun.SetupError
+	return errors.As(err, &se)
+}
+
 // keepOutput keeps the raw output of the command that decided a failure: in Output, and in
 // the log between the lines that LastOutput finds.
 func (v *Verdict) keepOutput(out string) {
@@ -251,7 +269,7 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 	}
 	res, err := v.run(ctx, in, command)
 	if err != nil {
-		return v.fail(TypeFalseRed, "the tests could not run: %v", err), nil
+		return v.notRun(TypeFalseRed, err)
 	}
 	v.keepOutput(res.Output)
 	switch res.Class {
@@ -446,7 +464,7 @@ func Green(ctx context.Context, in Input) (*Verdict, error) {
 	for _, c := range commands {
 		res, err := v.run(ctx, in, c)
 		if err != nil {
-			return v.fail(TypeBuildFails, "the tests could not run: %v", err), nil
+			return v.notRun(TypeBuildFails, err)
 		}
 		if err := testrun.NotRun(res); err != nil || res.Class == testrun.ClassNoTests {
 			v.keepOutput(res.Output)
@@ -511,6 +529,9 @@ func Green(ctx context.Context, in Input) (*Verdict, error) {
 	}
 	if full == nil && in.RegressionCommand != "" {
 		res, err := v.run(ctx, in, in.RegressionCommand)
+		if isSetup(err) {
+			return nil, err
+		}
 		if err != nil || res.ExitCode != 0 {
 			if res != nil {
 				v.keepOutput(res.Output)
@@ -597,7 +618,7 @@ func Verify(ctx context.Context, in Input) (*Verdict, error) {
 	}
 	res, err := v.run(ctx, in, in.TestCommand)
 	if err != nil {
-		return v.fail(TypeVerifyFails, "the tests could not run: %v", err), nil
+		return v.notRun(TypeVerifyFails, err)
 	}
 	if res.Class == testrun.ClassPass {
 		return v.pass("VERIFY: %s passes (%d tests)", in.TestCommand, len(res.Passed())), nil

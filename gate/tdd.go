@@ -127,7 +127,7 @@ func GreenAC(ctx context.Context, in Input, t ACTests) (*Verdict, error) {
 	fmt.Fprintf(&v.Log, "the tests of %s and of the ACs before it, by name: %s\n", t.AC, strings.Join(want, ", "))
 	res, err := v.run(ctx, in, t.Command)
 	if err != nil {
-		return v.fail(TypeBuildFails, "the tests could not run: %v", err), nil
+		return v.notRun(TypeBuildFails, err)
 	}
 	if err := testrun.NotRun(res); err != nil || res.Class == testrun.ClassNoTests {
 		v.keepOutput(res.Output)
@@ -160,7 +160,7 @@ func GreenAC(ctx context.Context, in Input, t ACTests) (*Verdict, error) {
 		commands = append(commands, in.FullCommand)
 		full, err := v.run(ctx, in, in.FullCommand)
 		if err != nil {
-			return v.fail(TypeBuildFails, "the tests could not run: %v", err), nil
+			return v.notRun(TypeBuildFails, err)
 		}
 		if err := testrun.NotRun(full); err != nil || full.Class == testrun.ClassNoTests {
 			v.keepOutput(full.Output)
@@ -194,6 +194,9 @@ func GreenAC(ctx context.Context, in Input, t ACTests) (*Verdict, error) {
 	case in.RegressionCommand != "":
 		commands = append(commands, in.RegressionCommand)
 		reg, err := v.run(ctx, in, in.RegressionCommand)
+		if isSetup(err) {
+			return nil, err
+		}
 		if err != nil || reg.ExitCode != 0 {
 			if reg != nil {
 				v.keepOutput(reg.Output)

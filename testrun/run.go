@@ -27,10 +27,18 @@ var ErrNoCommand = errors.New("no test command")
 // its runner reports. It adds the flags that make the runner report structured output (see
 // Detect for the runners), reads that output, and classifies the run (Classify, with
 // DefaultGlobs). A command that takes longer than timeout (0: no limit) has its whole
-// process group killed and gives a Result with TimedOut set and ClassError. Failing tests,
-// build errors and a command that is not found are results, not errors: the error is for a
-// command that could not be started at all, or a context that ended (then the process group
-// is killed too). Without WithEnv, the command runs with the orchestrator's environment.
+// process group killed and gives a Result with TimedOut set and ClassError. Failing tests
+// and build errors are results, not errors: the error is for a command that could not be
+// started at all, or a context that ended (then the process group is killed too). Without
+// WithEnv, the command runs with the orchestrator's environment.
+//
+// Before it runs anything, it checks the set-up (CheckSetup, root being a candidate's
+// checkout): a program of the command line that the shell does not find, or a runner that
+// is not installed, is a *SetupError, and nothing runs. A command that then still exits
+// 126 or 127 is a result like any other (ClassError): the program the line names was
+// found, so what was not found or could not run is something that program ran, which may
+// be the candidate's code (a test binary, a script of the tree) and may not be told apart
+// from the machine's fault; so it stays the candidate's failure.
 func Run(ctx context.Context, root, command string, timeout time.Duration, opts ...Option) (*Result, error) {
 	var o options
 	for _, opt := range opts {
@@ -38,6 +46,9 @@ func Run(ctx context.Context, root, command string, timeout time.Duration, opts 
 	}
 	if strings.TrimSpace(command) == "" {
 		return nil, ErrNoCommand
+	}
+	if err := CheckSetup(ctx, root, command, o.env); err != nil {
+		return nil, err
 	}
 	r := Detect(command)
 	var f *feeder

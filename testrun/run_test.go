@@ -293,7 +293,7 @@ func TestRunExit(t *testing.T) {
 	}{
 		{"true", 0, ClassPass},
 		{"echo checking; exit 3", 3, ClassAssertionFailure},
-		{"no-such-command-xyz", 127, ClassError},
+		{"./no-such-script-xyz", 127, ClassError}, // a file of the tree: the candidate's (a program not found at all is a SetupError: setup_test.go)
 	} {
 		res, err := Run(context.Background(), dir, tt.command, time.Minute)
 		if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/orchestrator/orchestrator/markers"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/retry"
+	"github.com/orchestrator/orchestrator/testrun"
 	"github.com/orchestrator/orchestrator/worktree"
 )
 
@@ -93,6 +94,9 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 			return nil
 		}
 	}
+	if res.Outcome == outcomeSetup {
+		return r.stopForSetup(a, res, log)
+	}
 	a.write("gate.log", []byte(log))
 	a.record(res)
 	r.releaseSlot(a)
@@ -105,6 +109,53 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 		return r.schedule(ctx)
 	}
 	return r.apply(ctx, &decided{a: a, res: res, log: log})
+}
+
+// outcomeSetup is the outcome of an attempt that a problem of the set-up, not its agent,
+// kept from being judged (SPEC §7.6): the test command's program or runner is missing, the
+// sandbox did not start, or a reviewer's or judge's answer could not be read after its
+// re-emit.
+const outcomeSetup = "setup_error"
+
+// A SetupError stops a run for a problem of the set-up, not of an agent's work (SPEC §7.6).
+// The attempt that met it counts for nothing: its task is back to pending with no retry
+// used and no issue filed, and no agent starts until a person has fixed the set-up.
+type SetupError struct {
+	Task    string
+	Attempt int
+	Reason  string
+}
+
+func (e *SetupError) Error() string {
+	return fmt.Sprintf("%s attempt %d: %s; a problem of the set-up, not of the agent's work: the task is back to pending with no attempt counted, and nothing runs until it is fixed", e.Task, e.Attempt, e.Reason)
+}
+
+// setupReason returns why err is a problem of the set-up (a *testrun.SetupError: a test
+// command's program or runner missing, a sandbox that did not start), or "".
+func setupReason(err error) string {
+	var se *testrun.SetupError
+	if !errors.As(err, &se) {
+		return ""
+	}
+	return se.Error()
+}
+
+// stopForSetup records an attempt that a problem of the set-up kept from being judged,
+// puts its task back to pending as an interrupted one is (no retry used, no issue, its
+// cost recorded: the agent did spend it), and returns the *SetupError that stops the run.
+func (r *runner) stopForSetup(a *attempt, res result, log string) error {
+	a.write("gate.log", []byte(log))
+	a.record(res)
+	r.releaseSlot(a)
+	if m, _ := markers.Find(r.o.Layout.Markers(), a.id); m != nil {
+		_ = m.Consume(a.dir)
+	}
+	a.copyOut()
+	if _, err := r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusPending, r.costOps(a)...); err != nil {
+		r.report.event(a.id, "warning", err.Error())
+	}
+	r.report.event(a.id, "stopped", fmt.Sprintf("attempt %d: %s; not the agent's failure: back to pending, no attempt counted; the run stops", a.n, res.Reason))
+	return &SetupError{Task: a.id, Attempt: a.n, Reason: res.Reason}
 }
 
 // landVerified lands the candidate of an attempt its gate passed, and turns res into what
@@ -120,6 +171,8 @@ func (r *runner) landVerified(ctx context.Context, a *attempt, res *result) stri
 		res.Outcome, res.Type, res.Reason = "blocked", "landing_conflict", err.Error()+"; the candidate waits under refs/orchestrator/attempts/"+a.id
 	case errors.Is(err, errRebaseConflict):
 		res.Outcome, res.Type, res.Reason = "requeue", "rebase_conflict", err.Error()
+	case setupReason(err) != "":
+		res.Outcome, res.Type, res.Reason = outcomeSetup, "", setupReason(err)
 	case err != nil:
 		res.Outcome, res.Type, res.Reason = "failed", "gate_error", "landing failed: "+err.Error()
 		res.Primary = retry.Normalize(res.Reason)
@@ -395,6 +448,11 @@ func (r *runner) decide(ctx context.Context, a *attempt, candErr error) (result,
 		fmt.Fprintf(&log, "candidate: %s (%d changes from %.12s)\n", a.candidate, len(a.changes), a.base)
 		v, err := r.judge(ctx, a, a.candidate)
 		a.verdict = v
+		if why := setupReason(err); why != "" {
+			// No test ran: nothing was learned of the agent's work (SPEC §7.6).
+			res.Outcome, res.Type, res.Reason = outcomeSetup, "", why
+			break
+		}
 		if err != nil {
 			res.Type, res.Reason = "gate_error", "the gate could not run: "+err.Error()
 			res.Primary = retry.Normalize(res.Reason)

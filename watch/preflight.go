@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,13 +13,18 @@ import (
 
 	"github.com/orchestrator/orchestrator/agents"
 	"github.com/orchestrator/orchestrator/config"
+	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/queue"
+	"github.com/orchestrator/orchestrator/testrun"
 )
 
 // A PreflightError lists every agent a run could start that cannot start (SPEC §12): an
-// unknown name, an agent without a command, a program that is not installed. Each problem
-// is a *queue.ParseError for a task's Agent field, a *config.Error for a name in
-// config.yaml, or a plain error for a default or a flag's agent, which has no line.
+// unknown name, an agent without a command, a program that is not installed; and every
+// test command it could run that cannot run here (SPEC §7.6): its program not found, its
+// runner not installed. Each problem is a *queue.ParseError for a task's Agent or Test
+// Command field or the task queue's Project Commands, a *config.Error for a name or a
+// command in config.yaml, or a plain error for a default or a flag's agent, which has no
+// line.
 type PreflightError struct {
 	Problems []error
 }
@@ -45,9 +51,13 @@ func (e *PreflightError) Unwrap() []error { return e.Problems }
 // A program is installed when it is on PATH, or, for a command whose program has a slash,
 // when that file exists and is executable (relative to the repository root, where agents
 // run). Preflight returns a *PreflightError, or nil.
+//
+// It checks the test commands too (checkTestCommands): a program that is not found or a
+// runner that is not installed would otherwise be met by the gate after an agent worked,
+// and stop the run then.
 func Preflight(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only ...string) error {
 	named, missing := checkAgents(l, cfg, tasks, only, false, true)
-	problems := mergeProblems(named, missing)
+	problems := mergeProblems(named, append(missing, checkTestCommands(l, cfg, tasks, only, false)...))
 	if len(problems) == 0 {
 		return nil
 	}
@@ -64,6 +74,131 @@ func Preflight(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only ...str
 func CheckAgents(l queue.Layout, cfg *config.Config, tasks *queue.Doc) (named, notInstalled []error) {
 	named, notInstalled = checkAgents(l, cfg, tasks, nil, true, cfg.Line("agent") > 0)
 	return mergeProblems(named, nil), notInstalled
+}
+
+// CheckTestCommands makes Preflight's checks of the test commands for `orchestrator
+// validate`: the project's test command (config commands.test, else the task queue's
+// Project Commands) whenever there is one, and the Test Command of every task that could
+// still run. Like a program of an agent, a runner missing on this machine is no error of
+// the files: validate reports these as warnings.
+func CheckTestCommands(l queue.Layout, cfg *config.Config, tasks *queue.Doc) []error {
+	return checkTestCommands(l, cfg, tasks, nil, true)
+}
+
+// checkTestCommands checks, with testrun.SetupCheck, that the test commands a run could
+// run can run in the project's folder with the gate's environment: the Test Command of each
+// task that could still run (any status but completed and skipped; only the tasks named in
+// only, when it names any), and the project's test command when such a task exists (it
+// decides a BUILD task's GREEN and is the test command of a task without one), or always.
+// Each problem is at the line that sets the command; a problem met by many commands (a
+// runner that is not installed) is reported once, at its first line, with how many more
+// commands have it.
+func checkTestCommands(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only []string, always bool) []error {
+	type at struct {
+		command string
+		err     func(msg string) error
+	}
+	var todo []at
+	project := always // check the project's command
+	if tasks != nil {
+		for i := range tasks.Records {
+			rec := &tasks.Records[i]
+			if len(only) > 0 && !slices.Contains(only, rec.ID) {
+				continue
+			}
+			status, _ := queue.NormalizeStatus(queue.Tasks, tasks.Get(rec, "Status"))
+			if status == queue.StatusCompleted || status == queue.StatusSkipped {
+				continue
+			}
+			project = true
+			f, ok := tasks.Lookup(rec, "Test Command")
+			if !ok || queue.IsEmpty(tasks.Value(f)) {
+				continue
+			}
+			line, id := f.Line(), rec.ID
+			todo = append(todo, at{strings.TrimSpace(tasks.Value(f)), func(msg string) error {
+				return &queue.ParseError{Path: tasks.Path, Line: line, ID: id, Msg: msg}
+			}})
+		}
+	}
+	if project {
+		switch {
+		case cfg.Commands.Test != "":
+			line := cfg.Line("commands", "test")
+			if line == 0 {
+				line = cfg.Line("commands")
+			}
+			todo = append([]at{{cfg.Commands.Test, func(msg string) error {
+				return &config.Error{Path: cfg.Path(), Line: line, Msg: msg}
+			}}}, todo...)
+		case tasks != nil && tasks.ProjectCommand("Test") != "":
+			line := projectCommandLine(tasks, "Test")
+			todo = append([]at{{tasks.ProjectCommand("Test"), func(msg string) error {
+				return &queue.ParseError{Path: tasks.Path, Line: line, Msg: msg}
+			}}}, todo...)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	check := &testrun.SetupCheck{Root: l.Root, Env: gate.EnvFor(gate.PinnedEnv(os.Environ()), l.Root)}
+	var problems []error
+	first := map[string]int{} // by reason: the problem that reported it
+	more := map[string]int{}
+	checked := map[string]bool{}
+	for _, c := range todo {
+		if checked[c.command] {
+			continue
+		}
+		checked[c.command] = true
+		err := check.Check(context.Background(), c.command)
+		if err == nil {
+			continue
+		}
+		reason := err.Error()
+		var se *testrun.SetupError
+		if errors.As(err, &se) {
+			reason = se.Reason
+		}
+		if _, ok := first[reason]; ok {
+			more[reason]++
+			continue
+		}
+		first[reason] = len(problems)
+		problems = append(problems, c.err(fmt.Sprintf("test command %q cannot run: %s", c.command, reason)))
+	}
+	for reason, n := range more {
+		suffix := fmt.Sprintf(" (and %d more test commands)", n)
+		if n == 1 {
+			suffix = " (and one more test command)"
+		}
+		switch e := problems[first[reason]].(type) {
+		case *queue.ParseError:
+			c := *e
+			c.Msg += suffix
+			problems[first[reason]] = &c
+		case *config.Error:
+			c := *e
+			c.Msg += suffix
+			problems[first[reason]] = &c
+		}
+	}
+	return problems
+}
+
+// projectCommandLine returns the line of the task queue's Project Commands row name, 0
+// when there is none.
+func projectCommandLine(tasks *queue.Doc, name string) int {
+	t, ok := tasks.SectionTable("Project Commands", "Command")
+	if !ok {
+		return 0
+	}
+	for _, row := range t.Rows {
+		if strings.EqualFold(tasks.CellText(row, 0), name) && !queue.IsEmpty(tasks.CellText(row, 1)) {
+			return row.Line
+		}
+	}
+	return 0
 }
 
 // mergeProblems puts the problems of config.yaml first, in line order, then the tasks'.

@@ -3,6 +3,7 @@ package watch
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -193,6 +194,95 @@ func TestCheckAgents(t *testing.T) {
 			}
 			if got := errors.Join(mergeProblems(nil, missing)...); got == nil || got.Error() != r.Replace(tt.notInstalled) {
 				t.Errorf("not installed = %v\nwant %s", got, r.Replace(tt.notInstalled))
+			}
+		})
+	}
+}
+
+// TestPreflightTestCommands checks that a test command that cannot run here is reported
+// before anything is launched, at the line that sets it: config commands.test, the task
+// queue's Project Commands row, a task's Test Command field. A program the shell does not
+// find, and pytest that the Python the command names cannot import, are problems; a
+// command whose program and runner are there, and the commands of tasks that will not run
+// again, are not.
+func TestPreflightTestCommands(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	// A Python with no pytest: a virtual environment of Debian's, without its packages.
+	venv := filepath.Join(t.TempDir(), "venv")
+	if out, err := exec.Command("/usr/bin/python3", "-m", "venv", "--without-pip", venv).CombinedOutput(); err != nil {
+		t.Fatalf("make a venv: %v\n%s", err, out)
+	}
+	noPytest := filepath.Join(venv, "bin", "python")
+	task := func(id, status, command string) string {
+		s := "### " + id + "\n\n| Field | Value |\n|-------|-------|\n| Status | " + status + " |\n| Agent | replay |\n"
+		if command != "" {
+			s += "| Test Command | " + command + " |\n"
+		}
+		return s + "\n"
+	}
+	project := func(command string) string {
+		return "## Project Commands\n\n| Command | Value |\n|---------|-------|\n| Build | - |\n| Test | " + command + " |\n\n"
+	}
+	notFound := `test command "nosuchrunner ./..." cannot run: program "nosuchrunner" is not installed (not on PATH)`
+	tests := []struct {
+		name, config, queue string
+		only                []string
+		want                []string // $Q is the task queue, $C config.yaml
+	}{
+		{"all can run", "agent: replay\ncommands: {test: \"go test ./...\"}\n",
+			task("TASK-001", "pending", "true") + task("TASK-002", "pending", "/usr/bin/python3 -m pytest -q"), nil, nil},
+		{"config's command", "agent: replay\ncommands:\n  build: go build ./...\n  test: nosuchrunner ./...\n",
+			task("TASK-001", "pending", ""), nil, []string{"$C:4: " + notFound}},
+		{"Project Commands", "agent: replay\n", project("nosuchrunner ./...") + task("TASK-001", "pending", ""), nil,
+			[]string{"$Q:8: " + notFound}},
+		{"a task's Test Command", "agent: replay\n",
+			task("TASK-001", "pending", "go test ./...") + task("TASK-002", "failed", "nosuchrunner ./..."), nil,
+			[]string{"$Q:17: TASK-002: " + notFound}},
+		{"pytest not installed for the Python named", "agent: replay\n",
+			task("TASK-001", "pending", noPytest+" -m pytest -q"), nil,
+			[]string{`$Q:9: TASK-001: test command "` + noPytest + ` -m pytest -q" cannot run: pytest is not installed for "` + noPytest + `": it cannot import pytest (No module named pytest)`}},
+		{"one missing runner once", "agent: replay\n",
+			task("TASK-001", "pending", "nosuchrunner ./a") + task("TASK-002", "pending", "nosuchrunner ./b") + task("TASK-003", "pending", "nosuchrunner ./c"), nil,
+			[]string{`$Q:9: TASK-001: test command "nosuchrunner ./a" cannot run: program "nosuchrunner" is not installed (not on PATH) (and 2 more test commands)`}},
+		{"done tasks are not checked", "agent: replay\n", project("nosuchrunner ./...") +
+			task("TASK-001", "completed", "nosuchrunner ./x") + task("TASK-002", "skipped", "nosuchrunner ./y"), nil, nil},
+		{"only the named task", "agent: replay\n",
+			task("TASK-001", "pending", "nosuchrunner ./...") + task("TASK-002", "pending", "true"), []string{"TASK-002"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := queue.Layout{Root: t.TempDir()}
+			writeFile(t, l.Config(), tt.config, 0o644)
+			writeFile(t, l.Tasks(), "# Task Queue\n\n"+tt.queue, 0o644)
+			cfg, err := config.Load(l.Config())
+			if err != nil {
+				t.Fatal(err)
+			}
+			tasks, err := queue.Load(l.Tasks())
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = Preflight(l, cfg, tasks, tt.only...)
+			r := strings.NewReplacer("$Q", l.Tasks(), "$C", l.Config())
+			want := r.Replace(strings.Join(tt.want, "\n"))
+			if want == "" {
+				if err != nil {
+					t.Fatalf("Preflight: %v", err)
+				}
+				return
+			}
+			var pe *PreflightError
+			if !errors.As(err, &pe) {
+				t.Fatalf("err = %v (%T), want a *PreflightError", err, err)
+			}
+			if got := err.Error(); got != want {
+				t.Errorf("got\n%s\nwant\n%s", got, want)
+			}
+			// validate sees the same, whatever the tasks' statuses.
+			if got := errors.Join(CheckTestCommands(l, cfg, tasks)...); tt.only == nil && (got == nil || got.Error() != want) {
+				t.Errorf("CheckTestCommands = %v\nwant %s", got, want)
 			}
 		})
 	}

@@ -59,7 +59,9 @@ func (r *runner) reviewing(a *attempt) bool {
 // passed (tampered, when not "", is the test_tampered finding the judge must rule on), and
 // turns res into their decision: it stays completed on a pass; a fail is a failed attempt
 // (review_rejected) through the normal retry rules; a judge that wants the tests rewritten
-// blocks the task with an issue for a person. It returns the lines for gate.log; the
+// blocks the task with an issue for a person; an answer that cannot be read even after its
+// re-emit is a problem of the set-up, which stops the run (outcomeSetup) with nothing
+// counted against the implementer. It returns the lines for gate.log; the
 // reasons are in review.json, never in gate.log, so that under retry_feedback: raw they
 // reach nobody.
 func (r *runner) reviewChange(ctx context.Context, a *attempt, res *result, tampered string) string {
@@ -91,6 +93,9 @@ func (r *runner) reviewChange(ctx context.Context, a *attempt, res *result, tamp
 		run.Notes = notes
 		if failure != nil {
 			rec.Decision = "error"
+			if failure.setup {
+				return decide(outcomeSetup, "", failure.reason)
+			}
 			res.Primary = failure.primary
 			return decide("failed", failure.typ, failure.reason)
 		}
@@ -129,6 +134,9 @@ func (r *runner) reviewChange(ctx context.Context, a *attempt, res *result, tamp
 	run.Verdict = verdict
 	if failure != nil {
 		rec.Decision = "error"
+		if failure.setup {
+			return decide(outcomeSetup, "", failure.reason)
+		}
 		res.Primary = failure.primary
 		return decide("failed", failure.typ, failure.reason)
 	}
@@ -260,13 +268,20 @@ func capText(s string) string {
 	return s
 }
 
-// A roleFailure is why a reviewer's or a judge's run gave no answer.
-type roleFailure struct{ typ, reason, primary string }
+// A roleFailure is why a reviewer's or a judge's run gave no answer. setup marks one that
+// is no failure of the change under review (SPEC §7.6): an answer that could not be read
+// even after its re-emit.
+type roleFailure struct {
+	typ, reason, primary string
+	setup                bool
+}
 
 // runRole runs a reviewer or a judge on the evidence in the gate's checkout of the
 // candidate, read-only, and parses its final message with parse. A format violation gets
-// one re-prompt with only review.Reemit; a second is a format_violation. A change to the
-// checkout is a scope_violation.
+// one re-prompt with only review.Reemit; a second is a problem of the set-up (the reviewer
+// or judge program cannot give an answer the orchestrator reads), not of the change it
+// was to judge: the run stops (roleFailure.setup). A change to the checkout is a
+// scope_violation.
 func (r *runner) runRole(ctx context.Context, a *attempt, role, name string, ev []prompts.Evidence, parse func(string) error) (*roleRun, string, *roleFailure) {
 	run := &roleRun{Agent: name}
 	fail := func(typ, reason, primary string) (*roleRun, string, *roleFailure) {
@@ -295,7 +310,14 @@ func (r *runner) runRole(ctx context.Context, a *attempt, role, name string, ev 
 		if err == nil {
 			return run, final, nil
 		}
-		if !errors.Is(err, agents.ErrFormat) || round == 2 {
+		if round == 2 {
+			// The implementer's work passed its gate; the answer on it cannot be read. Failing
+			// the implementer for it would pay it again for the judge's fault.
+			run, _, f := fail(string(retry.FormatViolation), fmt.Sprintf("the %s (%s) gave no answer that can be read, even after its re-emit: %v", role, name, err), "")
+			f.setup = true
+			return run, "", f
+		}
+		if !errors.Is(err, agents.ErrFormat) {
 			return fail(string(retry.FormatViolation), fmt.Sprintf("format_violation: the %s (%s): %v", role, name, err),
 				"format_violation: the "+role+"'s result block")
 		}
@@ -464,6 +486,11 @@ func (r *runner) review(ctx context.Context, a *attempt, res *result) string {
 		finding := strings.TrimPrefix(res.Reason, "claim rejected: ")
 		a.reviewTests = true
 		v, err := r.judge(ctx, a, a.candidate)
+		if why := setupReason(err); why != "" {
+			a.reviewTests = false
+			res.Outcome, res.Type, res.Reason = outcomeSetup, "", why
+			return "review: the change's tests could not run for the judge: " + why + "\n"
+		}
 		if err != nil || !v.Pass {
 			a.reviewTests = false
 			return "review: with its test change, the change does not pass its gate either; not put to the judge\n"

@@ -41,7 +41,12 @@ func newValidateCommand(g *globalOptions) *cobra.Command {
     the coverage matrix is current;
   - config.yaml: value errors and unknown keys, each at its line, and the agents the
     queue would start: an unknown agent name or an agent without a command is an error, a
-    program that is not installed here a warning (watch refuses to start without it).
+    program that is not installed here a warning (watch refuses to start without it);
+  - the test commands a run could run (config commands.test, else the task queue's
+    Project Commands, and each task's Test Command): a program the shell does not find, or
+    a runner that is not installed (go, cargo, pytest for the Python the command names,
+    vitest or jest in node_modules), is a warning at the line that sets the command (watch
+    refuses to start with it, exit 2).
 
 It prints one line per finding, in file order, and never writes. Exit 0 when there are no
 errors (warnings allowed), 1 when there are errors, 2 when a file cannot be parsed (config.yaml
@@ -183,9 +188,12 @@ func checkConfig(l queue.Layout) (findings []queue.Finding, cfg *config.Config, 
 
 // agentFindings reports the agents the task queue d would start that cannot start (see
 // watch.CheckAgents): a bad name or a missing command is an error, a program missing on
-// this machine a warning. Those of config.yaml come first, then the queue's in line order.
+// this machine a warning; and the test commands that cannot run here (see
+// watch.CheckTestCommands), warnings too. Those of config.yaml come first, then the
+// queue's in line order.
 func agentFindings(l queue.Layout, cfg *config.Config, d *queue.Doc) []queue.Finding {
 	named, missing := watch.CheckAgents(l, cfg, d)
+	missing = append(missing, watch.CheckTestCommands(l, cfg, d)...)
 	var out []queue.Finding
 	for i, list := range [][]error{named, missing} {
 		sev := queue.Error

@@ -43,7 +43,13 @@ another status by hand has its agent stopped.
 
 With --once it stops when nothing is ready or running and exits 0 if every task is completed
 or skipped, 1 if any failed, 3 if any halted. SIGINT or SIGTERM stops the agents, puts their
-tasks back to pending and exits 130. A second watch on the same repository refuses to start.`,
+tasks back to pending and exits 130. A second watch on the same repository refuses to start.
+
+A problem of the set-up is no agent's failure: an agent or a test command that cannot run here
+(a program not found, a test runner not installed) is refused before anything starts, and one
+met later (the sandbox does not start, a judge's answer cannot be read even after its re-emit)
+stops the run; either way it exits 2 with the reason, and the task it met goes back to pending
+with no attempt counted.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runWatch(c.Context(), opts)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/orchestrator/orchestrator/config"
 	"github.com/orchestrator/orchestrator/queue"
+	"github.com/orchestrator/orchestrator/testrun"
 	"github.com/orchestrator/orchestrator/watch"
 	"github.com/orchestrator/orchestrator/worktree"
 	"github.com/spf13/cobra"
@@ -20,7 +21,7 @@ import (
 const (
 	exitOK          = 0
 	exitFailure     = 1 // validation or gate failure
-	exitUsage       = 2 // bad usage or unreadable input
+	exitUsage       = 2 // bad usage, unreadable input, or a problem of the set-up (SPEC §7.6)
 	exitHalted      = 3
 	exitInterrupted = 130
 )
@@ -52,11 +53,18 @@ func exitCode(err error) int {
 	var pe1 *queue.ParseError
 	var ce *config.Error
 	var pf *watch.PreflightError
+	var ws *watch.SetupError
+	var ts *testrun.SetupError
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &ee):
 		return ee.code
+	case errors.As(err, &ws), errors.As(err, &ts):
+		// A problem of the set-up, not of any agent's work (SPEC §7.6): the test
+		// command's program or runner is missing, the sandbox did not start, a judge's
+		// answer cannot be read.
+		return exitUsage
 	case errors.As(err, &pe), errors.As(err, &pe1), errors.As(err, &ce), errors.As(err, &pf), errors.Is(err, queue.ErrNoRepo),
 		errors.Is(err, worktree.ErrNotRepository), errors.Is(err, queue.ErrNotFound), errors.Is(err, os.ErrNotExist):
 		return exitUsage
