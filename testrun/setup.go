@@ -437,6 +437,11 @@ func (c *SetupCheck) checkRunner(ctx context.Context, command string, pr probe) 
 	defer cancel()
 	cmd := exec.CommandContext(pctx, where, args...)
 	cmd.Dir, cmd.Env = dir, c.env()
+	if pr.runner == Pytest {
+		// The candidate's checkout is the folder: nothing of it on Python's path, no
+		// bytecode written there (the probe runs outside the sandbox).
+		cmd.Env = PythonEnv(cmd.Env)
+	}
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
 		return ctx.Err()
