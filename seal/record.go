@@ -55,16 +55,20 @@ func Edited(record string, err error) error {
 const sealMember = "\n  \"seal\": \""
 
 // SealJSON returns the JSON object doc (as json.MarshalIndent writes it, with two spaces)
-// with its seal as a first member, "seal": the seal of doc's bytes as a record of kind.
-// doc must be an object with at least one member.
+// with its seal as a first member, "seal": the seal of doc's bytes (without the white space
+// around them, so that a newline added at the end changes nothing) as a record of kind. doc
+// must be an object with at least one member.
 func (k *Key) SealJSON(kind string, doc []byte) ([]byte, error) {
+	if k == nil {
+		return nil, errors.New("seal: no key")
+	}
 	rest, ok := bytes.CutPrefix(doc, []byte("{"))
 	if !ok || len(bytes.TrimSpace(rest)) == 0 || bytes.TrimSpace(rest)[0] == '}' {
 		return nil, fmt.Errorf("seal: a %s record must be a JSON object with members", kind)
 	}
 	var b bytes.Buffer
 	b.Grow(len(doc) + len(sealMember) + 2*32 + 3)
-	b.WriteString("{" + sealMember + k.Sum(kind, doc) + "\",")
+	b.WriteString("{" + sealMember + k.Sum(kind, bytes.TrimSpace(doc)) + "\",")
 	b.Write(rest)
 	return b.Bytes(), nil
 }
@@ -77,7 +81,7 @@ func (k *Key) OpenJSON(kind string, data []byte) ([]byte, error) {
 	if !ok {
 		return nil, ErrUnsealed
 	}
-	if !k.Check(kind, doc, sum) {
+	if !k.Check(kind, bytes.TrimSpace(doc), sum) {
 		return nil, ErrBroken
 	}
 	return doc, nil
