@@ -9,6 +9,7 @@ package watch_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -185,5 +186,48 @@ EOF
 			}
 			r.noneLeft()
 		})
+	}
+}
+
+// TestExposedKeyRefused: a key file that others may read is refused before anything
+// starts: watch exits 2 naming the file, and status too; the honest twin, the same key
+// made private, runs.
+func TestExposedKeyRefused(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, []task{{id: "TASK-001", category: "backend", testCommand: "test -f calc.go"}},
+		map[string][]string{"honest": {"TESTAGENT_MODE=honest", "TESTAGENT_WRITE=calc.go=package calc"}}, "")
+	conf := t.TempDir()
+	key := filepath.Join(conf, "orchestrator", "key")
+	if err := os.MkdirAll(filepath.Dir(key), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key, []byte(strings.Repeat("k", 32)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (int, string) {
+		c := r.cmd(args...)
+		c.Env = append(os.Environ(), "XDG_CONFIG_HOME="+conf)
+		out, err := c.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	for _, cmd := range [][]string{{"watch", "--once"}, {"status"}} {
+		if code, out := run(cmd...); code != 2 || !strings.Contains(out, key) || !strings.Contains(out, "mode 0644") {
+			t.Errorf("%v with a world-readable key: exit %d, want 2 naming %s\n%s", cmd, code, key, out)
+		}
+	}
+	if st := r.statuses()["TASK-001"]; st != "pending" {
+		t.Errorf("TASK-001 is %q after a refused start, want pending", st)
+	}
+	if err := os.Chmod(key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := run("watch", "--once"); code != 0 {
+		t.Errorf("private key: exit %d, want 0\n%s", code, out)
 	}
 }
