@@ -2,7 +2,8 @@
 // test writer, the GREEN gate for an implementer (with the integrity check of the tests it
 // was given and the regression baseline), and the VERIFY gate. It runs the tests itself
 // through package testrun, never trusts the agent's word, and writes the evidence (the
-// hand-off manifests handoff-red.json and handoff-green.json) into the attempt folder.
+// hand-off manifests handoff-red.json and handoff-green.json, sealed with Input.Key) into
+// the attempt folder; FindRed and OpenManifest read only hand-offs whose seal holds.
 // Every test command it runs gets canaries (SPEC §7.6, canary.go): a report that gets them
 // wrong fails the gate as forged_results.
 //

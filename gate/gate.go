@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/orchestrator/orchestrator/seal"
 	"github.com/orchestrator/orchestrator/testrun"
 )
 
@@ -80,10 +81,15 @@ type Input struct {
 	Harness  Harness
 	Contents Contents
 	// Jail is the sandbox every test command runs in (SPEC §7.6), nil for none; the
-	// commands then get the Jail's environment, not Env. Checkout is the top of the gate's checkout that holds Root (Root
-	// when ""): the one folder the commands may write, beside their caches and /tmp.
+	// commands then get the Jail's environment, not Env. Checkout is the top of the
+	// gate's checkout that holds Root (Root when ""): the one folder the commands may
+	// write, beside their caches and /tmp.
 	Jail     *Jail
 	Checkout string
+	// Key seals the hand-offs the gate writes (SPEC §15.2 item 4), so that FindRed knows
+	// them from files written by anyone else. nil writes them unsealed: they are then not
+	// evidence.
+	Key *seal.Key
 }
 
 // RunOptions are the options of a test command of the gate: its environment, and its
@@ -363,7 +369,7 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 	if m.TestHashes, err = testrun.HashFiles(in.Root, testFiles); err != nil {
 		return nil, err
 	}
-	if err := m.write(filepath.Join(in.AttemptDir, "handoff-red.json")); err != nil {
+	if err := m.Write(filepath.Join(in.AttemptDir, "handoff-red.json"), in.Key); err != nil {
 		return nil, err
 	}
 	return v.pass("RED: %s fails as it should (%s)", command, res.Class), nil
@@ -555,7 +561,7 @@ func Green(ctx context.Context, in Input) (*Verdict, error) {
 			m.ImplementationFiles = append(m.ImplementationFiles, f)
 		}
 	}
-	if err := m.write(filepath.Join(in.AttemptDir, "handoff-green.json")); err != nil {
+	if err := m.Write(filepath.Join(in.AttemptDir, "handoff-green.json"), in.Key); err != nil {
 		return nil, err
 	}
 	v.Full = full
@@ -663,23 +669,51 @@ type Manifest struct {
 	Allowlist []string          `json:"allowlist"`
 }
 
-// ReadManifest reads a manifest written by Write.
+// ReadManifest reads a manifest written by Write, without checking its seal: for people
+// and prompts, never as evidence (OpenManifest).
 func ReadManifest(path string) (*Manifest, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	var m Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
+	if err := json.Unmarshal(seal.Strip(b), &m); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &m, nil
 }
 
-// Write writes the manifest as JSON to path.
-func (m *Manifest) Write(path string) error { return m.write(path) }
+// OpenManifest reads the manifest at path (handoff-red.json or handoff-green.json) and
+// checks its seal with key: one whose seal is missing or does not match, or which names
+// another task or attempt than wanted (0: any), is not evidence, an *seal.EditedError
+// naming it.
+func OpenManifest(key *seal.Key, path, task string, attempt int) (*Manifest, error) {
+	doc, err := key.ReadJSON(manifestKind(path), path)
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(doc, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if task != "" && m.Task != task || attempt != 0 && m.Attempt != attempt {
+		// Sealed, but another attempt's: copied here.
+		return nil, seal.Edited(path, seal.ErrBroken)
+	}
+	return &m, nil
+}
 
-func (m *Manifest) write(path string) error {
+// manifestKind is the seal's kind of a hand-off, by its file name.
+func manifestKind(path string) string {
+	if filepath.Base(path) == "handoff-green.json" {
+		return seal.KindGreen
+	}
+	return seal.KindRed
+}
+
+// Write writes the manifest as JSON to path, sealed with key (unsealed when key is nil),
+// replacing the file whole.
+func (m *Manifest) Write(path string, key *seal.Key) error {
 	if m.TestFiles == nil {
 		m.TestFiles = []string{}
 	}
@@ -690,13 +724,24 @@ func (m *Manifest) write(path string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	if key != nil {
+		if b, err = key.SealJSON(manifestKind(path), b); err != nil {
+			return err
+		}
+	}
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
-// FindRed returns the RED manifest of a TEST task's latest attempt that has one, or nil. A
-// manifest that exists but cannot be read is an error, not "no RED": GREEN would otherwise
-// skip the integrity check of that task's tests.
-func FindRed(runs, task string) (*Manifest, error) {
+// FindRed returns the RED manifest of a TEST task's latest attempt that has one, or nil,
+// checked with key (OpenManifest). A manifest that exists but cannot be read is an error,
+// not "no RED": GREEN would otherwise skip the integrity check of that task's tests. One
+// whose seal fails is not evidence: it is skipped, as if that attempt had none, and the
+// orchestrator names it elsewhere (status, watch).
+func FindRed(key *seal.Key, runs, task string) (*Manifest, error) {
 	entries, err := os.ReadDir(filepath.Join(runs, task))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil // the task has had no attempt
@@ -712,18 +757,15 @@ func FindRed(runs, task string) (*Manifest, error) {
 	}
 	sort.Sort(sort.Reverse(sort.IntSlice(nums)))
 	for _, n := range nums {
-		b, err := os.ReadFile(filepath.Join(runs, task, strconv.Itoa(n), "handoff-red.json"))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // that attempt did not pass RED
-		}
-		if err != nil {
+		m, err := OpenManifest(key, filepath.Join(runs, task, strconv.Itoa(n), "handoff-red.json"), task, n)
+		var edited *seal.EditedError
+		switch {
+		case errors.Is(err, fs.ErrNotExist), errors.As(err, &edited):
+			continue // that attempt did not pass RED, or its record is not evidence
+		case err != nil:
 			return nil, fmt.Errorf("find RED of %s: %w", task, err)
 		}
-		var m Manifest
-		if err := json.Unmarshal(b, &m); err != nil {
-			return nil, fmt.Errorf("%s: handoff-red.json: %w", task, err)
-		}
-		return &m, nil
+		return m, nil
 	}
 	return nil, nil
 }

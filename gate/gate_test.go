@@ -1,15 +1,20 @@
 package gate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/orchestrator/orchestrator/seal"
 )
 
 // project writes a small repository: n source files and n test files in a few packages.
@@ -200,19 +205,67 @@ func TestGreenExitRunnerDeclaredTests(t *testing.T) {
 
 // TestFindRed: a task without attempts, or whose attempts did not pass RED, has no RED
 // manifest; one that cannot be read is an error, so that GREEN does not skip its integrity.
+// A manifest whose seal fails (written by hand, edited, copied from another attempt, or of
+// before seals) is not evidence: it is skipped as if that attempt had none.
 func TestFindRed(t *testing.T) {
+	key, err := seal.New()
+	if err != nil {
+		t.Fatal(err)
+	}
 	runs := t.TempDir()
-	if m, err := FindRed(runs, "TASK-T01"); m != nil || err != nil {
+	if m, err := FindRed(key, runs, "TASK-T01"); m != nil || err != nil {
 		t.Fatalf("no attempt: %v %v", m, err)
 	}
-	os.MkdirAll(filepath.Join(runs, "TASK-T01", "1"), 0o755)
-	os.WriteFile(filepath.Join(runs, "TASK-T01", "1", "handoff-red.json"), []byte(`{"task":"TASK-T01","attempt":1}`), 0o644)
+	write := func(n int, m *Manifest, k *seal.Key) string {
+		dir := filepath.Join(runs, "TASK-T01", strconv.Itoa(n))
+		os.MkdirAll(dir, 0o755)
+		path := filepath.Join(dir, "handoff-red.json")
+		if err := m.Write(path, k); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	write(1, &Manifest{Phase: "red", Task: "TASK-T01", Attempt: 1}, key)
 	os.MkdirAll(filepath.Join(runs, "TASK-T01", "2"), 0o755)
-	if m, err := FindRed(runs, "TASK-T01"); err != nil || m == nil || m.Attempt != 1 {
+	if m, err := FindRed(key, runs, "TASK-T01"); err != nil || m == nil || m.Attempt != 1 {
 		t.Fatalf("latest attempt with a manifest: %+v %v", m, err)
 	}
-	os.MkdirAll(filepath.Join(runs, "TASK-T01", "3", "handoff-red.json"), 0o755) // unreadable as a file
-	if _, err := FindRed(runs, "TASK-T01"); err == nil {
+	// Cheats: attempt 3's manifest, each way an agent could write one.
+	other, _ := seal.New()
+	cheats := []struct {
+		name  string
+		write func() string
+	}{
+		{name: "unsealed", write: func() string { return write(3, &Manifest{Phase: "red", Task: "TASK-T01", Attempt: 3}, nil) }},
+		{name: "sealed with another key", write: func() string { return write(3, &Manifest{Phase: "red", Task: "TASK-T01", Attempt: 3}, other) }},
+		{name: "another attempt's, copied", write: func() string { return write(3, &Manifest{Phase: "red", Task: "TASK-T01", Attempt: 1}, key) }},
+		{name: "edited after sealing", write: func() string {
+			p := write(3, &Manifest{Phase: "red", Task: "TASK-T01", Attempt: 3, TestHashes: map[string]string{"a_test.go": "aaaa"}}, key)
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, bytes.Replace(b, []byte("aaaa"), []byte("bbbb"), 1), 0o644)
+			return p
+		}},
+	}
+	for _, c := range cheats {
+		t.Run(c.name, func(t *testing.T) {
+			path := c.write()
+			defer os.Remove(path)
+			if m, err := FindRed(key, runs, "TASK-T01"); err != nil || m == nil || m.Attempt != 1 {
+				t.Errorf("FindRed = %+v, %v; want attempt 1's, the forged attempt 3 ignored", m, err)
+			}
+			var ee *seal.EditedError
+			if _, err := OpenManifest(key, path, "TASK-T01", 3); !errors.As(err, &ee) || ee.Record != path {
+				t.Errorf("OpenManifest = %v, want an EditedError naming %s", err, path)
+			}
+		})
+	}
+	// The honest twin: attempt 3's own sealed manifest is the one found.
+	write(3, &Manifest{Phase: "red", Task: "TASK-T01", Attempt: 3}, key)
+	if m, err := FindRed(key, runs, "TASK-T01"); err != nil || m == nil || m.Attempt != 3 {
+		t.Fatalf("honest attempt 3: %+v %v", m, err)
+	}
+	os.MkdirAll(filepath.Join(runs, "TASK-T01", "4", "handoff-red.json"), 0o755) // unreadable as a file
+	if _, err := FindRed(key, runs, "TASK-T01"); err == nil {
 		t.Fatal("an unreadable manifest: no error")
 	}
 }

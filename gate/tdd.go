@@ -220,7 +220,7 @@ func GreenAC(ctx context.Context, in Input, t ACTests) (*Verdict, error) {
 			m.ImplementationFiles = append(m.ImplementationFiles, f)
 		}
 	}
-	if err := m.write(filepath.Join(in.AttemptDir, "handoff-green.json")); err != nil {
+	if err := m.Write(filepath.Join(in.AttemptDir, "handoff-green.json"), in.Key); err != nil {
 		return nil, err
 	}
 	later := ""

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/testrun"
+	"github.com/orchestrator/orchestrator/worktree"
 )
 
 // The decisions of the matrix, from best to worst.
@@ -334,26 +334,31 @@ func (s *Selection) Failures() []string {
 }
 
 // Scratch makes a detached checkout of commit in a temporary folder beside nothing of the
-// person's: a git worktree, removed by the returned function.
+// person's: a git worktree, removed by the returned function. Its git commands run with the
+// orchestrator's settings (worktree.GitCommand): no hook, no filter driver, so that the
+// checkout holds the commit's bytes and nothing in the repository's configuration runs.
 func Scratch(ctx context.Context, repoRoot, commit string) (string, func(), error) {
 	dir, err := os.MkdirTemp("", "orchestrator-spotcheck-")
 	if err != nil {
 		return "", nil, err
 	}
-	cmd := exec.CommandContext(ctx, "git", "worktree", "add", "--detach", "-q", dir, commit)
-	cmd.Dir = repoRoot
+	cmd, err := worktree.GitCommand(ctx, repoRoot, "worktree", "add", "--detach", "-q", dir, commit)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		return "", nil, fmt.Errorf("git worktree add: %v: %s", err, out)
 	}
 	return dir, func() {
-		rm := exec.Command("git", "worktree", "remove", "--force", dir)
-		rm.Dir = repoRoot
-		_ = rm.Run()
+		if rm, err := worktree.GitCommand(context.Background(), repoRoot, "worktree", "remove", "--force", dir); err == nil {
+			_ = rm.Run()
+		}
 		os.RemoveAll(dir)
-		prune := exec.Command("git", "worktree", "prune")
-		prune.Dir = repoRoot
-		_ = prune.Run()
+		if prune, err := worktree.GitCommand(context.Background(), repoRoot, "worktree", "prune"); err == nil {
+			_ = prune.Run()
+		}
 	}, nil
 }
 

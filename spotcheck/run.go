@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -198,8 +197,10 @@ func mutateTask(ctx context.Context, repo *worktree.Repo, tasks *queue.Doc, t qu
 	if err != nil {
 		return nil, err
 	}
-	diff := exec.CommandContext(ctx, "git", "diff", "-U0", "--no-ext-diff", "--no-color", parent, commit)
-	diff.Dir = repo.Root
+	diff, err := worktree.GitCommand(ctx, repo.Root, "diff", "-U0", "--no-ext-diff", "--no-textconv", "--no-color", parent, commit)
+	if err != nil {
+		return nil, err
+	}
 	patch, err := diff.Output()
 	if err != nil {
 		return nil, fmt.Errorf("git diff: %w", err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/orchestrator/orchestrator/config"
 	"github.com/orchestrator/orchestrator/queue"
+	"github.com/orchestrator/orchestrator/seal"
 	"github.com/orchestrator/orchestrator/spotcheck"
 )
 
@@ -50,6 +51,18 @@ func (p *project) write(rel, text string) {
 func (p *project) commit(msg string) {
 	run(p.t, p.root, "git", "add", "-A")
 	run(p.t, p.root, "git", "commit", "-q", "-m", msg)
+}
+
+// land commits what changed as the orchestrator lands a task: msg's trailers and the tree
+// sealed with the person's key (the test's own, TestMain), as worktree.Repo.Land does.
+func (p *project) land(msg string) {
+	run(p.t, p.root, "git", "add", "-A")
+	tree := strings.TrimSpace(run(p.t, p.root, "git", "write-tree"))
+	k, err := seal.User()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	run(p.t, p.root, "git", "commit", "-q", "-m", k.SealMessage(msg, tree))
 }
 
 func needPytest(t *testing.T) {
@@ -162,13 +175,13 @@ func newProject(t *testing.T, lang string, failing, missing map[string]bool, imp
 	} else {
 		p.write("tests/test_add.py", test)
 	}
-	p.commit("TASK-T01: Tests for Add\n\nOrchestrator-Task: TASK-T01\nOrchestrator-Attempt: 1\n")
+	p.land("TASK-T01: Tests for Add\n\nOrchestrator-Task: TASK-T01\nOrchestrator-Attempt: 1\n")
 	if lang == "go" {
 		p.write("calc/add.go", impl)
 	} else {
 		p.write("calc/add.py", impl)
 	}
-	p.commit("TASK-001: Add\n\nOrchestrator-Task: TASK-001\nOrchestrator-Attempt: 1\n")
+	p.land("TASK-001: Add\n\nOrchestrator-Task: TASK-001\nOrchestrator-Attempt: 1\n")
 	return p
 }
 

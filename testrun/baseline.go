@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/orchestrator/orchestrator/seal"
 )
 
 // ErrNotRun is wrapped by MakeBaseline's error when the test command did not run to its
@@ -121,10 +123,19 @@ func NewBaseline(root string, res *Result, globs []string) (*Baseline, error) {
 
 // Write writes the baseline to path as indented JSON, atomically: to a temporary file in
 // the same folder, synced, then renamed over path. It creates the folder if needed.
-func (b *Baseline) Write(path string) error {
+func (b *Baseline) Write(path string) error { return b.WriteSealed(path, nil) }
+
+// WriteSealed writes the baseline as Write does, sealed with key (package seal): the
+// baseline the gate trusts, in the orchestrator's state. A nil key writes it unsealed.
+func (b *Baseline) WriteSealed(path string, key *seal.Key) error {
 	data, err := json.MarshalIndent(b, "", "  ")
 	if err != nil {
 		return fmt.Errorf("write baseline: %w", err)
+	}
+	if key != nil {
+		if data, err = key.SealJSON(seal.KindBaseline, data); err != nil {
+			return fmt.Errorf("write baseline: %w", err)
+		}
 	}
 	data = append(data, '\n')
 	dir := filepath.Dir(path)
@@ -158,12 +169,28 @@ func (b *Baseline) Write(path string) error {
 	return nil
 }
 
-// ReadBaseline reads a baseline written by Write (or by hand, in the same format).
+// ReadBaseline reads a baseline written by Write (or by hand, in the same format), without
+// checking a seal: the readable copy, for people.
 func ReadBaseline(path string) (*Baseline, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read baseline: %w", err)
 	}
+	return parseBaseline(path, seal.Strip(data))
+}
+
+// ReadSealedBaseline reads a baseline written by WriteSealed and checks its seal with key:
+// one whose seal is missing or does not match is not evidence, an *seal.EditedError naming
+// path.
+func ReadSealedBaseline(path string, key *seal.Key) (*Baseline, error) {
+	data, err := key.ReadJSON(seal.KindBaseline, path)
+	if err != nil {
+		return nil, fmt.Errorf("read baseline: %w", err)
+	}
+	return parseBaseline(path, data)
+}
+
+func parseBaseline(path string, data []byte) (*Baseline, error) {
 	var b Baseline
 	if err := json.Unmarshal(data, &b); err != nil {
 		return nil, fmt.Errorf("read baseline %s: %w", path, err)

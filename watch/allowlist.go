@@ -10,7 +10,7 @@ import (
 func redTestFiles(runs string, deps []string) []string {
 	var out []string
 	for _, dep := range deps {
-		if m, err := gate.FindRed(runs, dep); err == nil && m != nil {
+		if m, err := gate.FindRed(sealKey(), runs, dep); err == nil && m != nil {
 			out = append(out, m.TestFiles...)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/orchestrator/orchestrator/markers"
 	"github.com/orchestrator/orchestrator/prompts"
 	"github.com/orchestrator/orchestrator/queue"
+	"github.com/orchestrator/orchestrator/seal"
 	"github.com/orchestrator/orchestrator/worktree"
 )
 
@@ -46,6 +47,12 @@ type attempt struct {
 	// slot is the attempt's worktree, base the integration head it started from.
 	slot *worktree.Slot
 	base string
+	// config is the fingerprint of the repository's own configuration when the attempt
+	// started (SPEC §15.2 item 4), compared when it ends and before its gate runs.
+	config worktree.ConfigPrint
+	// fatal, when set, stops the run once the attempt is recorded: its configuration
+	// changed, or its gate's checkout is not the candidate (stopsRun).
+	fatal error
 	// candidate is the commit of what the agent changed (base itself when it changed
 	// nothing), changes what git says it changed.
 	candidate  string
@@ -180,19 +187,31 @@ func (a *attempt) record(res result) {
 		res.Elapsed = time.Since(a.started).Round(time.Millisecond).String()
 	}
 	b, _ := json.MarshalIndent(res, "", "  ")
-	a.write("result.json", append(b, '\n'))
+	// The record the gate and recovery read is sealed; its readable copy is not.
+	sealed, err := sealKey().SealJSON(seal.KindResult, b)
+	if err != nil {
+		sealed = b // no key: not evidence, but people still read it
+	}
+	a.writeEach("result.json", append(sealed, '\n'), append(b, '\n'))
 }
 
 // write writes a file of the attempt folder, and its readable copy. The record is
 // replaced whole (a temp file renamed over it): a crash never leaves half of one.
-func (a *attempt) write(name string, b []byte) {
-	for _, dir := range []string{a.dir, a.mirror} {
-		if dir == "" {
+func (a *attempt) write(name string, b []byte) { a.writeEach(name, b, b) }
+
+// writeEach writes a file of the attempt folder with state as its content, and its
+// readable copy with mirror.
+func (a *attempt) writeEach(name string, state, mirror []byte) {
+	for _, w := range []struct {
+		dir string
+		b   []byte
+	}{{a.dir, state}, {a.mirror, mirror}} {
+		if w.dir == "" {
 			continue
 		}
-		tmp := filepath.Join(dir, "."+name+".tmp")
-		if os.WriteFile(tmp, b, 0o644) == nil {
-			_ = os.Rename(tmp, filepath.Join(dir, name))
+		tmp := filepath.Join(w.dir, "."+name+".tmp")
+		if os.WriteFile(tmp, w.b, 0o644) == nil {
+			_ = os.Rename(tmp, filepath.Join(w.dir, name))
 		}
 	}
 }
@@ -209,7 +228,8 @@ func (a *attempt) copyOut() {
 			continue
 		}
 		if b, err := os.ReadFile(filepath.Join(a.dir, e.Name())); err == nil {
-			_ = os.WriteFile(filepath.Join(a.mirror, e.Name()), b, 0o644)
+			// Sealed records lose their seal: the copy is for people, never evidence.
+			_ = os.WriteFile(filepath.Join(a.mirror, e.Name()), seal.Strip(b), 0o644)
 		}
 	}
 }
@@ -278,6 +298,12 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 	if err := r.seedReemit(ctx, a); err != nil {
 		return fail("worktree", err.Error())
 	}
+	// The repository's own configuration as the agent finds it: compared when it ends.
+	config, err := r.repo.ConfigPrint(ctx)
+	if err != nil {
+		return fail("worktree", err.Error())
+	}
+	a.config = config
 	root := r.projectDir(a.slot.Dir)
 	prompt, err := renderPrompt(l, place{root: root, runs: r.runs, feedback: r.o.Config.RetryFeedback == "review"}, tasks, t, a.testCmd, n)
 	if err != nil {

@@ -2,7 +2,6 @@ package watch
 
 import (
 	"context"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -21,62 +20,56 @@ import (
 // baselinePath is the baseline the GREEN gate trusts.
 func (r *runner) baselinePath() string { return filepath.Join(r.repo.State(), "baseline.json") }
 
-// readBaseline returns the baseline, or nil when there is none yet.
+// readBaseline returns the baseline, or nil when there is none yet. One whose seal fails
+// is not evidence (reportEdited names it): the run goes on with the last baseline it read
+// or wrote itself, so that code that edits the file during a run weakens no gate; at the
+// start of a run, a new one is measured as if there were none.
 func (r *runner) readBaseline() *testrun.Baseline {
-	b, err := testrun.ReadBaseline(r.baselinePath())
+	b, err := testrun.ReadSealedBaseline(r.baselinePath(), sealKey())
 	if err != nil {
-		return nil
+		return r.baseline
 	}
+	r.baseline = b
 	return b
 }
 
-// writeBaseline writes the baseline and its readable copy.
+// writeBaseline writes the baseline, sealed, and its readable copy, which is never read
+// back as the baseline.
 func (r *runner) writeBaseline(b *testrun.Baseline) error {
-	if err := b.Write(r.baselinePath()); err != nil {
+	if err := b.WriteSealed(r.baselinePath(), sealKey()); err != nil {
 		return err
 	}
+	r.baseline = b
 	return b.Write(r.o.Layout.Baseline())
-}
-
-// importBaseline takes the person's .orchestrator/baseline.json (`orchestrator baseline`) as
-// the baseline when the run starts, before any agent could have written it, if it is newer
-// than the state's.
-func (r *runner) importBaseline() {
-	src, err := os.Stat(r.o.Layout.Baseline())
-	if err != nil {
-		return
-	}
-	if dst, err := os.Stat(r.baselinePath()); err == nil && !src.ModTime().After(dst.ModTime()) {
-		return
-	}
-	if b, err := os.ReadFile(r.o.Layout.Baseline()); err == nil {
-		_ = os.WriteFile(r.baselinePath(), b, 0o644)
-	}
 }
 
 // firstBaseline makes the baseline when there is none: one run of the project's suite on
 // the integration head at the start of the run, so that the first BUILD task cannot break
-// the project's existing tests unseen.
-func (r *runner) firstBaseline(ctx context.Context) {
+// the project's existing tests unseen. A gate checkout that is not the head's bytes stops
+// the run (stopsRun); any other problem is a warning.
+func (r *runner) firstBaseline(ctx context.Context) error {
 	if r.readBaseline() != nil || r.o.Only != "" {
-		return
+		return nil
 	}
 	tasks, err := queue.Load(r.o.Layout.Tasks())
 	if err != nil {
-		return
+		return nil
 	}
 	cmd := projectTestCommand(r.o.Config, tasks)
 	if cmd == "" {
-		return
+		return nil
 	}
 	head, err := r.repo.Head(ctx)
 	if err != nil {
-		return
+		return nil
 	}
 	root, err := r.gateDir(ctx, head)
+	if stopsRun(err) {
+		return err
+	}
 	if err != nil {
 		r.report.event("", "warning", "baseline: "+err.Error())
-		return
+		return nil
 	}
 	r.report.event("", "baseline", "no baseline yet: running "+cmd+" on "+head[:min(12, len(head))])
 	b, err := testrun.MakeBaseline(ctx, root, cmd, r.o.Config.TestGlobs, r.o.Config.TaskTimeout.Duration, r.runOptions(r.gate.Dir, root)...)
@@ -86,6 +79,7 @@ func (r *runner) firstBaseline(ctx context.Context) {
 	if err != nil {
 		r.report.event("", "warning", "baseline: "+err.Error())
 	}
+	return nil
 }
 
 // growBaseline adds to the baseline the tests that passed in the landed candidate's GREEN

@@ -153,7 +153,8 @@ func (r *runner) changedPaths(a *attempt) (changed, forbidden []string) {
 
 // gateDir makes the gate's pristine checkout of commit (SPEC §7.6): a slot of its own,
 // never the agent's worktree, so that files the agent left untracked or ignored are not
-// there. It returns the project folder in it.
+// there, and whose bytes are the commit's blobs (else a *worktree.CheckoutError naming the
+// file, which stops the run). It returns the project folder in it.
 func (r *runner) gateDir(ctx context.Context, commit string) (string, error) {
 	if r.gate == nil {
 		s, err := r.repo.Slot(ctx, "gate")
@@ -163,6 +164,9 @@ func (r *runner) gateDir(ctx context.Context, commit string) (string, error) {
 		r.gate = s
 	}
 	if err := r.gate.Reset(ctx, commit); err != nil {
+		return "", err
+	}
+	if err := r.gate.CheckCheckout(ctx, commit); err != nil {
 		return "", err
 	}
 	if err := r.linkShared(r.gate.Dir); err != nil {

@@ -15,6 +15,14 @@
 // Tokens fields; budgets checked before an attempt starts; rate limits that hold an agent
 // program back; and the notifiers of halts and completions.
 //
+// Its evidence is sealed (SPEC §15.2 item 4, evidence.go): the attempt records, the
+// baseline and, through packages gate and worktree, the hand-offs, verified marks and
+// landings carry an HMAC made with the person's key (package seal); a record whose seal
+// fails is not evidence, and watch and `status` (EditedState) name it. The repository's own
+// configuration is compared at each attempt's end, and around its gate, with the start: a
+// change stops the run with a *worktree.ConfigChangedError, as does a gate checkout that is
+// not its commit (*worktree.CheckoutError).
+//
 // The package owns scheduling, attempt folders, reading the agent's claim and putting the
 // pieces together. It does not parse markdown (package queue), start or kill processes itself
 // (package agents), read markers (package markers), write prompts (package prompts), judge

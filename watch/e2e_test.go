@@ -25,6 +25,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	isolateHome(dir)
 	orchestratorBin = filepath.Join(dir, "orchestrator")
 	agentBin = filepath.Join(dir, "testagent")
 	for bin, pkg := range map[string]string{orchestratorBin: "../cmd/orchestrator", agentBin: "../internal/testagent"} {
@@ -36,6 +37,24 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// isolateHome gives the tests, and every orchestrator they run (the binary inherits the
+// environment), a home and a configuration folder of their own under dir: the key that
+// seals the orchestrator's evidence is made there, never in the person's. Go's caches and
+// settings stay where they were, so that builds are as fast as before.
+func isolateHome(dir string) {
+	names := []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOENV"}
+	if out, err := exec.Command("go", append([]string{"env"}, names...)...).Output(); err == nil {
+		for i, v := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if i < len(names) && os.Getenv(names[i]) == "" && v != "" {
+				os.Setenv(names[i], v)
+			}
+		}
+	}
+	home := filepath.Join(dir, "home")
+	os.Setenv("HOME", home)
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
 }
 
 // repo is a test repository with a task queue and a config whose agents are the test agent

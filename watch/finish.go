@@ -19,6 +19,7 @@ import (
 	"github.com/orchestrator/orchestrator/markers"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/retry"
+	"github.com/orchestrator/orchestrator/seal"
 	"github.com/orchestrator/orchestrator/testrun"
 	"github.com/orchestrator/orchestrator/worktree"
 )
@@ -51,6 +52,13 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 	a.stop(r.o.Config.StopGrace.Duration)
 	r.reapOrphans()
 	r.readAgentUsage(a)
+	if a.stopReason != reasonSignal {
+		// The agent is gone: what it did to the repository's own configuration (a filter
+		// driver, a hook) stops the run before any git command of ours meets it.
+		if err := r.checkConfig(ctx, a, "its agent's run"); err != nil {
+			return r.stopForConfig(a, err)
+		}
+	}
 	switch a.stopReason {
 	case reasonSignal:
 		return nil // interrupt puts the task back to pending
@@ -83,6 +91,11 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 			log += r.landVerified(ctx, a, &res)
 		}
 	}
+	if a.fatal != nil {
+		// The configuration changed under the gate, or its checkout is not the commit.
+		return r.stopForConfig(a, a.fatal)
+	}
+	r.reportEdited(ctx)
 	if ctx.Err() != nil {
 		// Interrupted while the gate ran or the candidate landed: its verdict is not a
 		// verdict. The task goes back to pending with no retry used, like one whose agent
@@ -196,22 +209,23 @@ func (r *runner) landVerified(ctx context.Context, a *attempt, res *result) stri
 	return log.String()
 }
 
-// markRed records, in the RED evidence, the commit that landed the tests.
+// markRed records, in the RED evidence, the commit that landed the tests. A hand-off whose
+// seal fails is left as it is (not evidence): sealing it again would make it so.
 func (r *runner) markRed(a *attempt, commit string) {
 	path := filepath.Join(a.dir, "handoff-red.json")
-	m, err := gate.ReadManifest(path)
+	m, err := gate.OpenManifest(sealKey(), path, a.id, a.n)
 	if err != nil {
 		return
 	}
 	m.Commit = commit
-	_ = m.Write(path)
+	_ = m.Write(path, sealKey())
 }
 
 // redCommit returns the commit that landed the RED of a BUILD task's first TEST
 // dependency, for its landing's trailer.
 func (r *runner) redCommit(a *attempt) string {
 	for _, dep := range a.depTests {
-		if m, err := gate.FindRed(r.runs, dep); err == nil && m != nil && m.Commit != "" {
+		if m, err := gate.FindRed(sealKey(), r.runs, dep); err == nil && m != nil && m.Commit != "" {
 			return m.Commit
 		}
 	}
@@ -448,6 +462,9 @@ func (r *runner) decide(ctx context.Context, a *attempt, candErr error) (result,
 		fmt.Fprintf(&log, "candidate: %s (%d changes from %.12s)\n", a.candidate, len(a.changes), a.base)
 		v, err := r.judge(ctx, a, a.candidate)
 		a.verdict = v
+		if stopsRun(err) {
+			a.fatal = err
+		}
 		if why := setupReason(err); why != "" {
 			// No test ran: nothing was learned of the agent's work (SPEC §7.6).
 			res.Outcome, res.Type, res.Reason = outcomeSetup, "", why
@@ -541,11 +558,31 @@ func testCommand(cfg *config.Config, tasks *queue.Doc, rec *queue.Record) string
 // judge checks a claim of done with the gate for the task's kind (SPEC §7.2–7.4), in a
 // pristine checkout of commit: RED for a TEST task, GREEN for a BUILD task, VERIFY for a
 // VERIFY or QA task. A change under .orchestrator/ is refused before any test runs.
+//
+// The repository's own configuration is compared with the attempt's start before the gate
+// runs and after: a change is a *worktree.ConfigChangedError, which stops the run.
 func (r *runner) judge(ctx context.Context, a *attempt, commit string) (*gate.Verdict, error) {
 	changed, forbidden := r.changedPaths(a)
 	if len(forbidden) > 0 {
 		return gate.Refuse(gate.TypeScope, "scope_violation: the agent changed the orchestrator's files: %s", strings.Join(forbidden, ", ")), nil
 	}
+	if err := r.checkConfig(ctx, a, "before its gate"); err != nil {
+		a.fatal = err
+		return nil, err
+	}
+	v, err := r.judgeIn(ctx, a, commit, changed)
+	if cerr := r.checkConfig(ctx, a, "its gate's run of the candidate's code"); cerr != nil {
+		a.fatal = cerr
+		return v, cerr
+	}
+	if stopsRun(err) {
+		a.fatal = err
+	}
+	return v, err
+}
+
+// judgeIn runs the gate for the attempt's task kind in a pristine checkout of commit.
+func (r *runner) judgeIn(ctx context.Context, a *attempt, commit string, changed []string) (*gate.Verdict, error) {
 	root, err := r.gateDir(ctx, commit)
 	if err != nil {
 		return nil, err
@@ -555,7 +592,7 @@ func (r *runner) judge(ctx context.Context, a *attempt, commit string) (*gate.Ve
 		TestIDs: a.task.TestIDs, TestCommand: a.testCmd, Globs: r.o.Config.TestGlobs,
 		Timeout: r.o.Config.TaskTimeout.Duration, Changed: changed,
 		Harness: r.harness(a), Contents: r.contents(ctx, a, commit),
-		ReviewTestChange: a.reviewTests,
+		ReviewTestChange: a.reviewTests, Key: sealKey(),
 	}
 	in = r.gateInput(in, r.gate.Dir)
 	switch a.task.Kind {
@@ -572,7 +609,7 @@ func (r *runner) judge(ctx context.Context, a *attempt, commit string) (*gate.Ve
 			// Git says whether the TEST task's tests landed, and which files they are:
 			// the implementer may change none of them.
 			red := r.repo.LastLanding(ctx, dep)
-			m, err := gate.FindRed(r.runs, dep)
+			m, err := gate.FindRed(sealKey(), r.runs, dep)
 			if err != nil {
 				return nil, err
 			}
@@ -773,13 +810,30 @@ func (r *runner) statusNow(id string) (string, bool) {
 	return d.Task(rec).Status, true
 }
 
+// readResult reads the record of the attempt whose folder (in the orchestrator's state) is
+// dir. A record that cannot be read, or whose seal fails, is not evidence: false.
 func readResult(dir string) (result, bool) {
+	res, err := openResult(sealKey(), dir)
+	return res, err == nil
+}
+
+// openResult reads the record of the attempt whose folder is dir (runs/<ID>/<n>) and
+// checks its seal with k, and that it is that attempt's (not one copied from another):
+// else an *seal.EditedError naming it.
+func openResult(k *seal.Key, dir string) (result, error) {
 	var res result
-	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
-	if err != nil || json.Unmarshal(b, &res) != nil {
-		return res, false
+	path := filepath.Join(dir, "result.json")
+	doc, err := k.ReadJSON(seal.KindResult, path)
+	if err != nil {
+		return result{}, err
 	}
-	return res, true
+	if err := json.Unmarshal(doc, &res); err != nil {
+		return result{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if res.Task != filepath.Base(filepath.Dir(dir)) || strconv.Itoa(res.Attempt) != filepath.Base(dir) {
+		return result{}, seal.Edited(path, seal.ErrBroken)
+	}
+	return res, nil
 }
 
 // Agent states (SPEC §10.3): how many times an agent stuck on an unclear requirement is asked

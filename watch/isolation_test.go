@@ -242,7 +242,8 @@ func TestIsolationAgentCompletesItself(t *testing.T) {
 // that it passes trivially, and rewrites or deletes the RED hand-off that records the test's
 // hash. The GREEN gate trusts only its own record, in the orchestrator's state: it refuses
 // (test_tampered). The state copy is within the agent's reach until the sandbox makes it
-// read-only: rewriting it is a sandbox-only case; deleting it fails closed.
+// read-only; rewritten without the sandbox, its seal fails and it is not evidence; deleting
+// it fails closed.
 func TestIsolationRedEvidence(t *testing.T) {
 	t.Parallel()
 	// A test that passes whatever Discount does, and a Discount that is wrong.
@@ -300,6 +301,9 @@ new=$(sha256sum < tests/test_discount.py | cut -c1-64)
 		{name: "state copy deleted, RED from an earlier run", sh: tamper + `rm ` + state + `; true`, want: "TASK-T01", earlier: true},
 		{name: "state copy rewritten", sh: tamper + rewrite(state) + "\n" + rewrite(readable),
 			want: "cart/discount_test.go", sandbox: "the RED record in .git/orchestrator/runs is writable by the agent without it"},
+		// Without the sandbox the agent can rewrite the record, but not seal it: the record
+		// is not evidence, and GREEN fails closed on the TEST task.
+		{name: "state copy rewritten, without the sandbox", sh: tamper + rewrite(state) + "\n" + rewrite(readable), want: "TASK-T01"},
 		{name: "pytest honest", honest: true, py: true},
 		{name: "pytest readable copy rewritten", sh: pyTamper + rewrite(readable), want: "tests/test_discount.py", py: true},
 		{name: "pytest state copy deleted", sh: pyTamper + `rm ` + state + `; true`, want: "TASK-T01", py: true},

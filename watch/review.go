@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/orchestrator/orchestrator/review"
 	"github.com/orchestrator/orchestrator/spotcheck"
 	"github.com/orchestrator/orchestrator/testrun"
+	"github.com/orchestrator/orchestrator/worktree"
 )
 
 // typeRewriteTests is the outcome type of a change whose judge says the tests themselves
@@ -341,6 +341,9 @@ func (e *scopeChange) Error() string { return "changed " + e.paths }
 // own, so that nothing it writes there is taken for the task's marker.
 func (r *runner) runOnce(ctx context.Context, a *attempt, role, name, prompt string, resume []string) (string, []string, error) {
 	dir, err := r.gateDir(ctx, a.candidate)
+	if stopsRun(err) {
+		a.fatal = err
+	}
 	if err != nil {
 		return "", nil, err
 	}
@@ -411,8 +414,10 @@ func (r *runner) runOnce(ctx context.Context, a *attempt, role, name, prompt str
 // treeState is what git sees of a checkout: every path that differs from its commit,
 // ignored files included, with its size and time, so that a change to any file shows.
 func treeState(ctx context.Context, dir string) (map[string]string, error) {
-	cmd := exec.CommandContext(ctx, "git", "status", "--porcelain=v1", "-z", "--ignored=matching", "--untracked-files=all")
-	cmd.Dir = dir
+	cmd, err := worktree.GitCommand(ctx, dir, "status", "--porcelain=v1", "-z", "--ignored=matching", "--untracked-files=all")
+	if err != nil {
+		return nil, err
+	}
 	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("git status in %s: %w", dir, err)

@@ -146,7 +146,7 @@ func cyclePrompt(l queue.Layout, at place, tasks *queue.Doc, t queue.Task, testC
 	case roleTestWriter:
 		return "", false, nil // the test writer's prompt is the TEST task's, with every AC
 	case roleImplementer:
-		m, err := gate.FindRed(at.runs, c.red)
+		m, err := gate.FindRed(sealKey(), at.runs, c.red)
 		if err != nil {
 			return "", true, err
 		}
@@ -320,7 +320,7 @@ func implementationFiles(at place, c *cycle) []string {
 			continue
 		}
 		for n := lastAttempt(at.runs, id); n >= 1; n-- {
-			m, err := gate.ReadManifest(filepath.Join(at.runs, id, strconv.Itoa(n), "handoff-green.json"))
+			m, err := gate.OpenManifest(sealKey(), filepath.Join(at.runs, id, strconv.Itoa(n), "handoff-green.json"), id, n)
 			if err != nil {
 				continue
 			}

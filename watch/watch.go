@@ -22,6 +22,7 @@ import (
 	"github.com/orchestrator/orchestrator/markers"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/retry"
+	"github.com/orchestrator/orchestrator/testrun"
 	"github.com/orchestrator/orchestrator/worktree"
 )
 
@@ -147,6 +148,11 @@ func (r *runner) openRepo(ctx context.Context) error {
 		return err
 	}
 	r.repo, r.runs = repo, stateRuns(repo)
+	// The key that seals the evidence: read (or made) now, so that a key others may read
+	// stops the run before anything starts.
+	if _, err := repo.Key(); err != nil {
+		return err
+	}
 	return os.MkdirAll(r.runs, 0o755)
 }
 
@@ -242,6 +248,10 @@ type runner struct {
 	limitWake chan struct{}
 	// spentCache holds each task's spending for the run budget (cost.go).
 	spentCache map[string]spent
+	// baseline is the last baseline the run read or wrote, sealed (readBaseline).
+	baseline *testrun.Baseline
+	// edited are the records whose broken seal the run has reported (reportEdited).
+	edited map[string]bool
 }
 
 func newRunner(o Options) *runner {
@@ -264,13 +274,15 @@ func (r *runner) loop(ctx context.Context, w *fsnotify.Watcher) (Summary, error)
 			return Summary{Outcome: SomeFailed}, err
 		}
 	}
-	r.importBaseline()
+	r.reportEdited(ctx)
 	if err := r.recoverAttempts(ctx); err != nil {
 		return Summary{Outcome: SomeFailed}, err
 	}
 	// Worktrees a crashed run left, other than those of adopted agents.
 	r.removeSlots()
-	r.firstBaseline(ctx)
+	if err := r.firstBaseline(ctx); err != nil {
+		return Summary{Outcome: SomeFailed}, err
+	}
 	if r.o.Only == "" {
 		// The global auto-retry cap is per run (SPEC §8.3).
 		if err := retry.ResetRun(ctx, r.o.Layout); err != nil {
@@ -768,6 +780,7 @@ func (r *runner) summary(ctx context.Context) (Summary, error) {
 		s.Outcome = max(s.Outcome, SomeFailed)
 		r.report.event("", "warning", "completed by hand while their attempt ran, not verified: "+strings.Join(r.byHand, ", "))
 	}
+	r.reportEdited(ctx)
 	r.report.final(tasks, r.o.Layout, r.repo.IsVerified)
 	return s, nil
 }

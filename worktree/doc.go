@@ -18,6 +18,15 @@
 //     or refuses, naming the paths, where those would be overwritten.
 //
 // The package runs git; it does not decide what a change means (package gate) or when
-// attempts run (package watch). Every git command runs with hooks and fsmonitor off, so
-// that nothing written in a repository runs code in the orchestrator.
+// attempts run (package watch). Every git command runs with hooks, fsmonitor, filter
+// drivers and line-ending conversion off (diffs with --no-textconv), so that nothing
+// written in a repository runs code in the orchestrator and a checkout holds its commit's
+// bytes; CheckCheckout proves it, blob by blob. The repository's own configuration
+// (.git/config, info/attributes, hooks) is fingerprinted (ConfigPrint) so that the loop can
+// tell when an attempt changed it.
+//
+// The evidence it keeps is sealed with the person's key (package seal): the verified marks
+// (MarkVerified) and the landings' Orchestrator-Seal trailer (Land). A mark or a commit
+// whose seal fails is not evidence: IsVerified, Landed and LastLanding ignore it, and
+// EditedMarks and EditedLandings name it.
 package worktree

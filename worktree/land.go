@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/orchestrator/orchestrator/seal"
 )
 
 // ErrMoved means the integration branch is no longer where a candidate was based: another
@@ -55,7 +57,15 @@ func (r *Repo) Parent(ctx context.Context, commit string) (string, error) {
 // would (their branch advances as if they had pulled), keeping their uncommitted changes;
 // where the landing would overwrite them, nothing lands and the error is a *ConflictError
 // naming the paths. When it is on another branch, only the branch moves.
+//
+// The landed commit's message is message with its seal (SPEC §7.7): an Orchestrator-Seal
+// trailer over message's Orchestrator- trailers and the commit's tree, so that Landed and
+// LastLanding know the orchestrator's landings from commits anyone else made.
 func (r *Repo) Land(ctx context.Context, candidate, message string) (string, error) {
+	k, err := r.Key()
+	if err != nil {
+		return "", err
+	}
 	// The branch's head, and the candidate's parent and tree, in one git command.
 	out, err := r.git(ctx, r.Root, nil, "rev-parse", "refs/heads/"+r.Branch, candidate+"^1", candidate+"^{tree}")
 	fields := strings.Fields(out)
@@ -66,7 +76,7 @@ func (r *Repo) Land(ctx context.Context, candidate, message string) (string, err
 	if parent != head {
 		return "", ErrMoved
 	}
-	commit, err := r.commitTree(ctx, tree, head, message)
+	commit, err := r.commitTree(ctx, tree, head, k.SealMessage(message, tree))
 	if err != nil {
 		return "", err
 	}
@@ -117,26 +127,87 @@ func overwritten(stderr string) []string {
 }
 
 // Landed returns the commit of the integration branch that landed attempt n of task, or
-// "" if none did: after a crash, a landing is never made twice.
+// "" if none did: after a crash, a landing is never made twice. Only a landing whose seal
+// holds counts (LastLanding).
 func (r *Repo) Landed(ctx context.Context, task string, n int) string {
 	return r.lastWith(ctx, "^Orchestrator-Task: "+task+"$", fmt.Sprintf("^Orchestrator-Attempt: %d$", n))
 }
 
 // LastLanding returns the last commit of the integration branch that landed task, or "".
+// A commit whose trailers name the task but whose Orchestrator-Seal does not verify over
+// its trailers and tree (a commit made outside the orchestrator, or one whose message was
+// rewritten) is not a landing: it is skipped (EditedLandings names it).
 func (r *Repo) LastLanding(ctx context.Context, task string) string {
 	return r.lastWith(ctx, "^Orchestrator-Task: "+task+"$")
 }
 
 // lastWith returns the last commit of the integration branch whose message has a line
-// matching each pattern (a basic regular expression; task IDs hold no special character).
+// matching each pattern (a basic regular expression; task IDs hold no special character)
+// and whose seal holds.
 func (r *Repo) lastWith(ctx context.Context, patterns ...string) string {
-	args := []string{"log", "-1", "--format=%H", "--all-match"}
-	for _, p := range patterns {
-		args = append(args, "--grep="+p)
-	}
-	out, err := r.git(ctx, r.Root, nil, append(args, "refs/heads/"+r.Branch)...)
+	landings, err := r.landings(ctx, patterns...)
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(out)
+	for _, l := range landings {
+		if l.err == nil {
+			return l.commit
+		}
+	}
+	return ""
+}
+
+// A landing is a commit of the integration branch with the orchestrator's trailers; err
+// says why its seal fails (nil when it holds).
+type landing struct {
+	commit string
+	err    error
+}
+
+// landings lists the commits of the integration branch, newest first, whose message has a
+// line matching each pattern, each with its seal checked.
+func (r *Repo) landings(ctx context.Context, patterns ...string) ([]landing, error) {
+	k, err := r.Key()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"log", "-z", "--format=%H %T%n%B", "--all-match"}
+	for _, p := range patterns {
+		args = append(args, "--grep="+p)
+	}
+	out, err := r.git(ctx, r.Root, nil, append(args, "refs/heads/"+r.Branch, "--")...)
+	if err != nil {
+		return nil, err
+	}
+	var list []landing
+	for _, entry := range strings.Split(out, "\x00") {
+		head, message, _ := strings.Cut(entry, "\n")
+		commit, tree, ok := strings.Cut(strings.TrimSpace(head), " ")
+		if !ok {
+			continue
+		}
+		l := landing{commit: commit}
+		if err := k.CheckMessage(message, tree); err != nil {
+			l.err = seal.Edited("commit "+commit, err)
+		}
+		list = append(list, l)
+	}
+	return list, nil
+}
+
+// EditedLandings returns the commits of the integration branch that carry an
+// Orchestrator-Task trailer but whose seal fails, as *seal.EditedError values naming them:
+// they are not landings.
+func (r *Repo) EditedLandings(ctx context.Context) []error {
+	landings, err := r.landings(ctx, "^Orchestrator-Task: ")
+	if err != nil {
+		return nil
+	}
+	var out []error
+	for _, l := range landings {
+		if l.err != nil {
+			out = append(out, l.err)
+		}
+	}
+	return out
 }

@@ -9,7 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+
+	"github.com/orchestrator/orchestrator/seal"
 )
 
 // A Repo is the person's repository as the orchestrator uses it: its working tree, its git
@@ -31,6 +35,19 @@ type Repo struct {
 	// identity is the author and committer the orchestrator's commits get when the
 	// repository's config names none.
 	identity []string
+	// key seals and checks the evidence the orchestrator keeps (Key), loaded on first use.
+	keyOnce sync.Once
+	key     *seal.Key
+	keyErr  error
+	// format is the repository's object format, sha1 or sha256 (objectFormat).
+	format string
+}
+
+// Key returns the person's key, which seals the orchestrator's evidence (package seal). It
+// is read, or made, on first use.
+func (r *Repo) Key() (*seal.Key, error) {
+	r.keyOnce.Do(func() { r.key, r.keyErr = seal.User() })
+	return r.key, r.keyErr
 }
 
 // ErrNotRepository means watch was started outside a git repository, or on a detached
@@ -108,20 +125,39 @@ func (r *Repo) git(ctx context.Context, dir string, env []string, args ...string
 }
 
 // safe are the settings every git command of the orchestrator runs with: no hook, no
-// fsmonitor, no automatic gc, so that nothing written in the repository (by an agent, say)
-// runs as the orchestrator, and nothing slow starts behind its back.
+// fsmonitor, no automatic gc, no line-ending conversion, so that nothing written in the
+// repository (by an agent, say) runs as the orchestrator, nothing slow starts behind its
+// back, and the bytes git writes in a checkout are the commit's. Filter drivers are turned
+// off command by command (filtersOff); diffs are made with --no-textconv and
+// --no-ext-diff.
 var safe = []string{
 	"-c", "core.hooksPath=/dev/null",
 	"-c", "core.fsmonitor=false",
+	"-c", "core.autocrlf=false",
 	"-c", "gc.auto=0",
 	"-c", "maintenance.auto=false",
 	"-c", "advice.detachedHead=false",
 }
 
+// noFilter are the git commands of the orchestrator's that never run a filter driver (they
+// read refs and objects only). Every other runs with every driver off (filtersOff).
+var noFilter = map[string]bool{
+	"rev-parse": true, "update-ref": true, "symbolic-ref": true, "log": true, "cat-file": true,
+	"commit-tree": true, "ls-tree": true, "config": true,
+}
+
 // run runs git with the safe settings in dir. Variables that point git elsewhere are taken
 // from env only, never inherited. On failure the error holds git's message.
 func run(ctx context.Context, dir string, env []string, stdin []byte, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", append(append([]string{}, safe...), args...)...)
+	pre := safe
+	if len(args) > 0 && !noFilter[args[0]] {
+		off, err := filtersOff(ctx, dir, env)
+		if err != nil {
+			return "", err
+		}
+		pre = append(slices.Clone(safe), off...)
+	}
+	cmd := exec.CommandContext(ctx, "git", append(slices.Clone(pre), args...)...)
 	cmd.Dir = dir
 	cmd.Env = gitEnv(env)
 	if stdin != nil {
@@ -133,6 +169,55 @@ func run(ctx context.Context, dir string, env []string, stdin []byte, args ...st
 		return stdout.String(), &Error{Args: args, Stderr: strings.TrimSpace(stderr.String()), Err: err}
 	}
 	return stdout.String(), nil
+}
+
+// filtersOff returns the settings that turn off every filter driver the configuration
+// seen from dir defines (filter.<name>.clean, smudge, process): each is set to nothing,
+// which git takes as no filter, and made not required, so that nothing an agent wrote in
+// .git/config (or any config git reads) runs when the orchestrator checks files out or in,
+// and the bytes are the blobs'. The configuration is read afresh for each command: an
+// attempt may have added a driver since the last.
+func filtersOff(ctx context.Context, dir string, env []string) ([]string, error) {
+	cmd := exec.CommandContext(ctx, "git", append(slices.Clone(safe), "config", "-z", "--get-regexp", `^filter\.`)...)
+	cmd.Dir = dir
+	cmd.Env = gitEnv(env)
+	out, err := cmd.Output()
+	if err != nil {
+		if exitCode(err) == 1 {
+			return nil, nil // no filter at all
+		}
+		return nil, &Error{Args: []string{"config", "--get-regexp", `^filter\.`}, Err: err}
+	}
+	var off []string
+	seen := map[string]bool{}
+	for _, entry := range strings.Split(string(out), "\x00") {
+		key, _, _ := strings.Cut(entry, "\n")
+		rest, ok := strings.CutPrefix(key, "filter.")
+		i := strings.LastIndexByte(rest, '.')
+		if !ok || i <= 0 || seen[rest[:i]] {
+			continue
+		}
+		name := rest[:i]
+		seen[name] = true
+		for _, v := range []string{"clean=", "smudge=", "process=", "required=false"} {
+			off = append(off, "-c", "filter."+name+"."+v)
+		}
+	}
+	return off, nil
+}
+
+// GitCommand returns a git command in dir with the orchestrator's settings (no hooks, no
+// fsmonitor, no filter driver, no line-ending conversion) and environment, for packages
+// that run git themselves (spot checks). Diffs still need --no-textconv and --no-ext-diff.
+func GitCommand(ctx context.Context, dir string, args ...string) (*exec.Cmd, error) {
+	off, err := filtersOff(ctx, dir, nil)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, "git", append(append(slices.Clone(safe), off...), args...)...)
+	cmd.Dir = dir
+	cmd.Env = gitEnv(nil)
+	return cmd, nil
 }
 
 // gitEnv is the environment of a git command: ours without the variables that would send
@@ -180,17 +265,92 @@ func exitCode(err error) int {
 
 // MarkVerified records, in the orchestrator's state (outside every working tree, out of an
 // agent's reach in the sandbox), that task was verified at commit: the queue's Commit
-// field alone, which anyone can write, does not make a task verified.
+// field alone, which anyone can write, does not make a task verified. The mark is sealed
+// (package seal): its first line is the commit, its second the seal of task and commit.
 func (r *Repo) MarkVerified(task, commit string) error {
+	k, err := r.Key()
+	if err != nil {
+		return err
+	}
 	dir := filepath.Join(r.state, "verified")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, task), []byte(commit+"\n"), 0o644)
+	commit = strings.TrimSpace(commit)
+	body := commit + "\nseal: " + k.Sum(seal.KindVerified, verifiedContent(task, commit)) + "\n"
+	path := filepath.Join(dir, task)
+	tmp := filepath.Join(dir, "."+task+".tmp")
+	if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
-// IsVerified reports whether task was verified at commit (MarkVerified).
+// verifiedContent is what a verified mark's seal covers: the task and the commit.
+func verifiedContent(task, commit string) []byte { return []byte(task + "\x00" + commit) }
+
+// IsVerified reports whether task was verified at commit (MarkVerified). A mark whose seal
+// fails is not evidence: see Verified.
 func (r *Repo) IsVerified(task, commit string) bool {
-	b, err := os.ReadFile(filepath.Join(r.state, "verified", task))
-	return err == nil && commit != "" && strings.TrimSpace(string(b)) == strings.TrimSpace(commit)
+	ok, _ := r.Verified(task, commit)
+	return ok
+}
+
+// Verified reports whether task was verified at commit (MarkVerified). A mark that is there
+// but whose seal is missing or does not match is not evidence: false, with an
+// *seal.EditedError naming it.
+func (r *Repo) Verified(task, commit string) (bool, error) {
+	commit = strings.TrimSpace(commit)
+	path := filepath.Join(r.state, "verified", task)
+	b, err := os.ReadFile(path)
+	if err != nil || commit == "" {
+		return false, nil
+	}
+	got, err := r.openVerified(task, path, b)
+	if err != nil {
+		return false, err
+	}
+	return got == commit, nil
+}
+
+// openVerified checks the verified mark of task at path, whose bytes are b, and returns
+// the commit it names.
+func (r *Repo) openVerified(task, path string, b []byte) (string, error) {
+	k, err := r.Key()
+	if err != nil {
+		return "", err
+	}
+	first, rest, _ := strings.Cut(string(b), "\n")
+	sum, ok := strings.CutPrefix(strings.TrimSpace(rest), "seal: ")
+	if !ok {
+		return "", seal.Edited(path, seal.ErrUnsealed)
+	}
+	if !k.Check(seal.KindVerified, verifiedContent(task, first), sum) {
+		return "", seal.Edited(path, seal.ErrBroken)
+	}
+	return first, nil
+}
+
+// EditedMarks returns the verified marks whose seal is missing or does not match, as
+// *seal.EditedError values naming them.
+func (r *Repo) EditedMarks() []error {
+	entries, err := os.ReadDir(filepath.Join(r.state, "verified"))
+	if err != nil {
+		return nil
+	}
+	var out []error
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		path := filepath.Join(r.state, "verified", e.Name())
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		if _, err := r.openVerified(e.Name(), path, b); err != nil {
+			out = append(out, err)
+		}
+	}
+	return out
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/orchestrator/orchestrator/config"
 	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/queue"
+	"github.com/orchestrator/orchestrator/seal"
 	"github.com/orchestrator/orchestrator/testrun"
 	"github.com/orchestrator/orchestrator/worktree"
 	"github.com/spf13/cobra"
@@ -63,27 +64,30 @@ is not in the passing set is an error, and nothing is written.`,
 
 // dropFromBaseline takes tests out of the baseline, a person's decision (SPEC §7.5): in
 // the orchestrator's state, when the repository has one, and in .orchestrator/baseline.json.
+// In a git repository the state's copy, sealed, is the baseline (the readable one is never
+// read back as truth); outside one, the readable copy is all there is.
 func dropFromBaseline(ctx context.Context, opts *baselineOptions, l queue.Layout) error {
-	paths := []string{l.Baseline()}
-	if repo, err := worktree.Open(ctx, l.Root); err == nil {
-		paths = append([]string{filepath.Join(repo.State(), "baseline.json")}, paths...)
+	from, state, key, err := stateBaseline(ctx, l)
+	if err != nil {
+		return err
 	}
-	// The newest of the two is the baseline now.
+	paths := []string{l.Baseline()}
+	if state != "" {
+		paths = append([]string{state}, paths...)
+	}
 	var b *testrun.Baseline
-	var newest time.Time
-	for _, p := range paths {
-		fi, err := os.Stat(p)
-		if err != nil || (b != nil && !fi.ModTime().After(newest)) {
-			continue
+	if _, err := os.Stat(from); err == nil {
+		if state != "" {
+			b, err = testrun.ReadSealedBaseline(from, key)
+		} else {
+			b, err = testrun.ReadBaseline(from)
 		}
-		got, err := testrun.ReadBaseline(p)
 		if err != nil {
-			return &exitError{code: exitUsage, err: err}
+			return &exitError{code: exitUsage, err: fmt.Errorf("%w; run orchestrator baseline to measure it again", err)}
 		}
-		b, newest = got, fi.ModTime()
 	}
 	if b == nil {
-		return usageErrorf("no baseline: %s does not exist (run orchestrator baseline)", l.Baseline())
+		return usageErrorf("no baseline: %s does not exist (run orchestrator baseline)", from)
 	}
 	drop := map[string]bool{}
 	for _, id := range opts.Drop {
@@ -112,7 +116,7 @@ func dropFromBaseline(ctx context.Context, opts *baselineOptions, l queue.Layout
 	b.PassingTests = kept
 	b.RegressionCommand = testrun.RegressionCommandFor(l.Root, b.Command, kept)
 	for _, p := range paths {
-		if err := b.Write(p); err != nil {
+		if err := b.WriteSealed(p, sealFor(p, state, key)); err != nil {
 			return err
 		}
 	}
@@ -169,6 +173,15 @@ func runBaseline(ctx context.Context, opts *baselineOptions) error {
 	path := filepath.Join(l.Dir(), "baseline.json")
 	if err := b.Write(path); err != nil {
 		return err
+	}
+	// The baseline the gate trusts is the sealed one in the orchestrator's state; the one
+	// above is its readable copy.
+	if _, state, key, err := stateBaseline(ctx, l); err != nil {
+		return err
+	} else if state != "" {
+		if err := b.WriteSealed(state, key); err != nil {
+			return err
+		}
 	}
 	rel, err := filepath.Rel(l.Root, path)
 	if err != nil {
@@ -227,4 +240,28 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// stateBaseline returns where the baseline is read from (the state's copy in a git
+// repository, else the readable one), the state's copy ("" outside a git repository), and
+// the key that seals it.
+func stateBaseline(ctx context.Context, l queue.Layout) (from, state string, key *seal.Key, err error) {
+	repo, err := worktree.Open(ctx, l.Root)
+	if err != nil {
+		return l.Baseline(), "", nil, nil
+	}
+	if key, err = repo.Key(); err != nil {
+		return "", "", nil, err
+	}
+	state = filepath.Join(repo.State(), "baseline.json")
+	return state, state, key, nil
+}
+
+// sealFor returns the key to write the baseline at path with: the key for the state's
+// copy, none for the readable one.
+func sealFor(path, state string, key *seal.Key) *seal.Key {
+	if path == state {
+		return key
+	}
+	return nil
 }

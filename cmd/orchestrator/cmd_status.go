@@ -69,9 +69,12 @@ type statusReport struct {
 	Coverage *coverageJSON `json:"coverage,omitempty"`
 	// Cost is what every task's attempts spent, as `orchestrator cost` sums it.
 	Cost watch.CostBucket `json:"cost"`
+	// EditedState names the records of the orchestrator's state whose seal fails: edited
+	// outside the orchestrator, they are not evidence (SPEC §15.2 item 4).
+	EditedState []string `json:"edited_state,omitempty"`
 }
 
-func runStatus(_ context.Context, opts *statusOptions) error {
+func runStatus(ctx context.Context, opts *statusOptions) error {
 	l, err := opts.layout()
 	if err != nil {
 		return err
@@ -88,6 +91,9 @@ func runStatus(_ context.Context, opts *statusOptions) error {
 		}
 	}
 	rep.Cost = costs.Run
+	if rep.EditedState, err = watch.EditedState(ctx, l); err != nil {
+		return err
+	}
 	var qa []string
 	if repo, err := worktree.Open(context.Background(), l.Root); err == nil {
 		for i, t := range rep.Tasks {
@@ -150,6 +156,9 @@ func runStatus(_ context.Context, opts *statusOptions) error {
 	}
 	if cov != nil {
 		fmt.Fprintln(opts.Stdout, coverageLine(cov))
+	}
+	for _, rec := range rep.EditedState {
+		fmt.Fprintf(opts.Stdout, "warning: orchestrator state was edited outside the orchestrator, and is not evidence: %s\n", rec)
 	}
 	return nil
 }

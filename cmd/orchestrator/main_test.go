@@ -20,7 +20,14 @@ var updateScripts = flag.Bool("update", false, "rewrite the expected files insid
 const exitCodeVar = "ORCHESTRATOR_TEST_EXITCODE"
 
 // TestMain lets the test binary run as the `orchestrator` command inside the scripts.
+//
+// The tests run in the package's own process (cmd_baseline_test.go, say) get a home and a
+// configuration folder of their own, so that the key that seals the orchestrator's evidence
+// is never the person's; each script gets its own in its work folder (Setup).
 func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) != "orchestrator" {
+		isolateHome()
+	}
 	testscript.Main(m, map[string]func(){
 		"orchestrator": func() {
 			code := Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
@@ -46,6 +53,8 @@ func TestScripts(t *testing.T) {
 		UpdateScripts:       *updateScripts,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv(exitCodeVar, filepath.Join(env.WorkDir, ".exitcode"))
+			// The key that seals the evidence (package seal): the script's own.
+			env.Setenv("XDG_CONFIG_HOME", filepath.Join(env.WorkDir, ".config"))
 			// Under -race a process sleeps a second before it exits (to catch races at
 			// exit); the scripts start hundreds of them.
 			env.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
@@ -123,4 +132,25 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 	if got := strings.TrimSpace(string(data)); got != args[0] {
 		ts.Fatalf("exit code %s, want %s", got, args[0])
 	}
+}
+
+// isolateHome gives the test process a home and a configuration folder of its own (left
+// in the temporary folder), keeping Go's caches and settings where they were: the tests
+// must never make or read the person's key.
+func isolateHome() {
+	out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOPATH", "GOENV").Output()
+	if err == nil {
+		names := []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOENV"}
+		for i, v := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if i < len(names) && os.Getenv(names[i]) == "" && v != "" {
+				os.Setenv(names[i], v)
+			}
+		}
+	}
+	dir, err := os.MkdirTemp("", "orchestrator-cmd-test-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("HOME", dir)
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, ".config"))
 }

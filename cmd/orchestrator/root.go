@@ -11,6 +11,7 @@ import (
 
 	"github.com/orchestrator/orchestrator/config"
 	"github.com/orchestrator/orchestrator/queue"
+	"github.com/orchestrator/orchestrator/seal"
 	"github.com/orchestrator/orchestrator/testrun"
 	"github.com/orchestrator/orchestrator/watch"
 	"github.com/orchestrator/orchestrator/worktree"
@@ -55,6 +56,8 @@ func exitCode(err error) int {
 	var pf *watch.PreflightError
 	var ws *watch.SetupError
 	var ts *testrun.SetupError
+	var cc *worktree.ConfigChangedError
+	var co *worktree.CheckoutError
 	switch {
 	case err == nil:
 		return exitOK
@@ -67,6 +70,10 @@ func exitCode(err error) int {
 		return exitUsage
 	case errors.As(err, &pe), errors.As(err, &pe1), errors.As(err, &ce), errors.As(err, &pf), errors.Is(err, queue.ErrNoRepo),
 		errors.Is(err, worktree.ErrNotRepository), errors.Is(err, queue.ErrNotFound), errors.Is(err, os.ErrNotExist):
+		return exitUsage
+	case errors.As(err, &cc), errors.As(err, &co), errors.Is(err, seal.ErrKeyExposed):
+		// The repository's own configuration changed during a run, a checkout is not its
+		// commit, or the key that seals the evidence is not private: a person looks.
 		return exitUsage
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted

@@ -1,0 +1,166 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/orchestrator/orchestrator/gate"
+	"github.com/orchestrator/orchestrator/queue"
+	"github.com/orchestrator/orchestrator/seal"
+	"github.com/orchestrator/orchestrator/testrun"
+	"github.com/orchestrator/orchestrator/worktree"
+)
+
+// Evidence is sealed (SPEC §15.2 item 4): the verified marks, the RED and GREEN hand-offs,
+// the baseline, the attempt records and the landings' trailers carry an HMAC made with the
+// person's key (package seal). A record whose seal fails is not evidence: its reader
+// ignores it. The audit here names such records, for `status` and for watch's warnings,
+// and the repository's own configuration is watched from each attempt's start to its end.
+
+// sealKey returns the person's key, or nil when it cannot be read (every record is then
+// not evidence). watch reads it when it starts (openRepo), and fails there if it cannot.
+func sealKey() *seal.Key {
+	k, _ := seal.User()
+	return k
+}
+
+// EditedState returns the records of the orchestrator's state in the repository of l that
+// are not evidence because their seal is missing or does not match: each says that
+// orchestrator state was edited outside the orchestrator, naming the record. None outside
+// a git repository.
+func EditedState(ctx context.Context, l queue.Layout) ([]string, error) {
+	repo, err := worktree.Open(ctx, l.Root)
+	if err != nil {
+		return nil, nil
+	}
+	if _, err := repo.Key(); err != nil {
+		return nil, err
+	}
+	return editedRecords(ctx, repo), nil
+}
+
+// editedRecords audits every sealed record of the repository's orchestrator state, and
+// the landings of its integration branch.
+func editedRecords(ctx context.Context, repo *worktree.Repo) []string {
+	k := sealKey()
+	var errs []error
+	errs = append(errs, repo.EditedMarks()...)
+	if path := filepath.Join(repo.State(), "baseline.json"); exists(path) {
+		if _, err := testrun.ReadSealedBaseline(path, k); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	runs := stateRuns(repo)
+	tasks, _ := os.ReadDir(runs)
+	for _, t := range tasks {
+		attempts, _ := os.ReadDir(filepath.Join(runs, t.Name()))
+		for _, at := range attempts {
+			n, err := strconv.Atoi(at.Name())
+			if err != nil || !at.IsDir() {
+				continue
+			}
+			dir := filepath.Join(runs, t.Name(), at.Name())
+			if exists(filepath.Join(dir, "result.json")) {
+				if _, err := openResult(k, dir); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			for _, name := range []string{"handoff-red.json", "handoff-green.json"} {
+				if path := filepath.Join(dir, name); exists(path) {
+					if _, err := gate.OpenManifest(k, path, t.Name(), n); err != nil {
+						errs = append(errs, err)
+					}
+				}
+			}
+		}
+	}
+	errs = append(errs, repo.EditedLandings(ctx)...)
+	var out []string
+	for _, err := range errs {
+		var ee *seal.EditedError
+		if errors.As(err, &ee) {
+			out = append(out, describeRecord(repo, ee))
+		}
+	}
+	return out
+}
+
+// describeRecord names an edited record for people: its path relative to the repository
+// (.git/orchestrator/...), and why it is not evidence.
+func describeRecord(repo *worktree.Repo, ee *seal.EditedError) string {
+	name := ee.Record
+	if rel, err := filepath.Rel(repo.Root, name); err == nil && !strings.HasPrefix(rel, "..") {
+		name = rel
+	}
+	return fmt.Sprintf("%s (%v)", name, ee.Err)
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// reportEdited says once per record, as a warning, that orchestrator state was edited
+// outside the orchestrator: at the start of a run and after each attempt.
+func (r *runner) reportEdited(ctx context.Context) {
+	for _, rec := range editedRecords(ctx, r.repo) {
+		if r.edited[rec] {
+			continue
+		}
+		if r.edited == nil {
+			r.edited = map[string]bool{}
+		}
+		r.edited[rec] = true
+		r.report.event("", "warning", "orchestrator state was edited outside the orchestrator, and is not evidence: "+rec)
+	}
+}
+
+// checkConfig compares the repository's own configuration with the fingerprint taken
+// when the attempt started (SPEC §15.2 item 4): a change is a *worktree.ConfigChangedError
+// naming it, which stops the run. The fingerprint moves on to what is checked, so that one
+// change is reported once.
+func (r *runner) checkConfig(ctx context.Context, a *attempt, when string) error {
+	if a.config == nil {
+		return nil // an adopted attempt of an earlier run: its start is unknown
+	}
+	now, err := r.repo.ConfigPrint(ctx)
+	if err != nil {
+		return err
+	}
+	if changed := a.config.Changed(now); len(changed) > 0 {
+		a.config = now
+		return &worktree.ConfigChangedError{During: fmt.Sprintf("attempt %d of %s (%s)", a.n, a.id, when), Paths: changed}
+	}
+	return nil
+}
+
+// stopForConfig records an attempt whose run stops because the repository's configuration
+// or the gate's checkout changed under it (err): its task is blocked with the reason, so
+// that no agent runs on it again before a person looks, and the error stops the run
+// (exit 2).
+func (r *runner) stopForConfig(a *attempt, err error) error {
+	why := oneLine(err.Error())
+	a.record(result{Outcome: "blocked", Type: "config_changed", Reason: why})
+	a.write("gate.log", []byte("the run stopped: "+why+"\n"))
+	r.releaseSlot(a)
+	a.copyOut()
+	r.report.event(a.id, "blocked", why)
+	if _, serr := r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusBlocked,
+		queue.SetField{ID: a.id, Field: "Blocked-Reason", Value: why}); serr != nil {
+		return errors.Join(err, serr)
+	}
+	return err
+}
+
+// stopsRun reports whether err must stop the run with exit 2: the repository's own
+// configuration changed, or a checkout the orchestrator made is not its commit.
+func stopsRun(err error) bool {
+	var ce *worktree.ConfigChangedError
+	var co *worktree.CheckoutError
+	return errors.As(err, &ce) || errors.As(err, &co)
+}

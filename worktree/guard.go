@@ -1,0 +1,251 @@
+package worktree
+
+import (
+	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// A ConfigPrint is a fingerprint of the repository's own configuration, the files that
+// change what git does in it (SPEC §15.2 item 4): .git/config (and config.worktree),
+// info/attributes, the hooks folder and the folder core.hooksPath names. It maps each file
+// (by the name people know it by) to a hash of its content and mode; a folder's files are
+// listed one by one.
+type ConfigPrint map[string]string
+
+// ConfigPrint fingerprints the repository's own configuration now.
+func (r *Repo) ConfigPrint(ctx context.Context) (ConfigPrint, error) {
+	p := ConfigPrint{}
+	files := []string{
+		filepath.Join(r.Common, "config"),
+		filepath.Join(r.Common, "config.worktree"),
+		filepath.Join(r.gitDir, "config.worktree"),
+		filepath.Join(r.Common, "info", "attributes"),
+	}
+	for _, f := range files {
+		if err := p.add(r.Root, f); err != nil {
+			return nil, err
+		}
+	}
+	dirs := []string{filepath.Join(r.Common, "hooks")}
+	// core.hooksPath as the person's git reads it (the orchestrator's own commands set it
+	// to /dev/null, so plain git config here).
+	cmd := gitConfigCommand(ctx, r.Root, "config", "--get", "core.hooksPath")
+	if out, err := cmd.Output(); err == nil {
+		if d := strings.TrimSpace(string(out)); d != "" {
+			if strings.HasPrefix(d, "~/") {
+				if home, err := os.UserHomeDir(); err == nil {
+					d = filepath.Join(home, d[2:])
+				}
+			}
+			if !filepath.IsAbs(d) {
+				d = filepath.Join(r.Root, d)
+			}
+			dirs = append(dirs, d)
+			p["core.hooksPath"] = d
+		}
+	}
+	for _, d := range dirs {
+		err := filepath.WalkDir(d, func(path string, e fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil
+				}
+				return err
+			}
+			if e.IsDir() {
+				return nil
+			}
+			return p.add(r.Root, path)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("fingerprint %s: %w", d, err)
+		}
+	}
+	return p, nil
+}
+
+// gitConfigCommand is a git command without the orchestrator's overrides, to read the
+// configuration as the person's own git commands see it.
+func gitConfigCommand(ctx context.Context, dir string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	cmd.Env = gitEnv(nil)
+	return cmd
+}
+
+// add records the file at path in the fingerprint, under its name relative to root when it
+// is inside it. A file that does not exist is not recorded.
+func (p ConfigPrint) add(root, path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	name := path
+	if rel, err := filepath.Rel(root, path); err == nil && !strings.HasPrefix(rel, "..") {
+		name = rel
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%v\x00", fi.Mode())
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, err := os.Readlink(path)
+		if err != nil {
+			return err
+		}
+		io.WriteString(h, target)
+	case fi.Mode().IsRegular():
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	p[name] = hex.EncodeToString(h.Sum(nil))
+	return nil
+}
+
+// Changed lists what differs from p in now: files changed, added or removed, by name.
+func (p ConfigPrint) Changed(now ConfigPrint) []string {
+	var out []string
+	for name, sum := range p {
+		got, ok := now[name]
+		switch {
+		case !ok:
+			out = append(out, name+" (removed)")
+		case got != sum && name == "core.hooksPath":
+			out = append(out, "core.hooksPath (now "+got+")")
+		case got != sum:
+			out = append(out, name+" (changed)")
+		}
+	}
+	for name := range now {
+		if _, ok := p[name]; !ok {
+			out = append(out, name+" (added)")
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A ConfigChangedError means the repository's own configuration changed while an attempt
+// ran, or its gate did (SPEC §15.2 item 4): git commands the person runs later would run
+// what was put there. The run stops (exit 2).
+type ConfigChangedError struct {
+	// During says when: "attempt 2 of TASK-001", say.
+	During string
+	// Paths names what changed, each with how.
+	Paths []string
+}
+
+func (e *ConfigChangedError) Error() string {
+	return fmt.Sprintf("the repository's own configuration changed during %s: %s; the run stops so that a person looks at it (git commands run there would run what was put there)",
+		e.During, strings.Join(e.Paths, ", "))
+}
+
+// A CheckoutError means a file of a checkout the orchestrator made is not the commit's
+// blob: a filter, an attribute or a process changed it (SPEC §7.6). The run stops (exit 2).
+type CheckoutError struct {
+	Commit string
+	// Path is the file, relative to the checkout; Why says how it differs.
+	Path, Why string
+}
+
+func (e *CheckoutError) Error() string {
+	return fmt.Sprintf("the gate's checkout of %.12s is not the commit: %s %s; the run stops (a filter or attribute in the repository's configuration may rewrite files)", e.Commit, e.Path, e.Why)
+}
+
+// CheckCheckout checks that every file of the slot's working tree that commit tracks holds
+// the commit's bytes: its git blob hash, computed here from the bytes on disk, is the one
+// `git ls-tree` names (a symbolic link's target for a link). The first file that differs is
+// a *CheckoutError.
+func (s *Slot) CheckCheckout(ctx context.Context, commit string) error {
+	format, err := s.repo.objectFormat(ctx)
+	if err != nil {
+		return err
+	}
+	out, err := s.repo.git(ctx, s.repo.Root, nil, "ls-tree", "-r", "-z", "--full-tree", commit)
+	if err != nil {
+		return err
+	}
+	for _, entry := range strings.Split(out, "\x00") {
+		meta, path, ok := strings.Cut(entry, "\t")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(meta)
+		if len(f) != 3 || f[1] != "blob" {
+			continue // a submodule's commit: not ours to check
+		}
+		mode, want := f[0], f[2]
+		full := filepath.Join(s.Dir, filepath.FromSlash(path))
+		var data []byte
+		fi, err := os.Lstat(full)
+		switch {
+		case err != nil:
+			return &CheckoutError{Commit: commit, Path: path, Why: "is missing"}
+		case mode == "120000":
+			if fi.Mode()&fs.ModeSymlink == 0 {
+				return &CheckoutError{Commit: commit, Path: path, Why: "is not a symbolic link"}
+			}
+			target, err := os.Readlink(full)
+			if err != nil {
+				return err
+			}
+			data = []byte(target)
+		case !fi.Mode().IsRegular():
+			return &CheckoutError{Commit: commit, Path: path, Why: "is not a plain file"}
+		default:
+			if data, err = os.ReadFile(full); err != nil {
+				return err
+			}
+		}
+		if got := blobHash(format, data); got != want {
+			return &CheckoutError{Commit: commit, Path: path, Why: fmt.Sprintf("differs from its blob (%.12s on disk, %.12s in the commit)", got, want)}
+		}
+	}
+	return nil
+}
+
+// objectFormat returns the repository's hash, sha1 or sha256.
+func (r *Repo) objectFormat(ctx context.Context) (string, error) {
+	if r.format == "" {
+		out, err := r.git(ctx, r.Root, nil, "rev-parse", "--show-object-format")
+		if err != nil {
+			return "", err
+		}
+		r.format = strings.TrimSpace(out)
+	}
+	return r.format, nil
+}
+
+// blobHash returns git's object name of a blob holding data: the hash of
+// "blob <len>\0<data>".
+func blobHash(format string, data []byte) string {
+	var h hash.Hash = sha1.New()
+	if format == "sha256" {
+		h = sha256.New()
+	}
+	h.Write([]byte("blob " + strconv.Itoa(len(data)) + "\x00"))
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
+}
