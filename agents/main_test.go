@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
+	"time"
 )
 
 // testAgent is the path of the internal/testagent program, built once for the test run.
@@ -41,4 +43,15 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
+}
+
+// scaled returns a test's deadline d times ORCHESTRATOR_TEST_TIMESCALE (6 when unset). The
+// tests wait on events; a deadline only bounds how long a test that fails waits, and on a
+// busy machine the events come late, never wrong.
+func scaled(d time.Duration) time.Duration {
+	f, err := strconv.ParseFloat(os.Getenv("ORCHESTRATOR_TEST_TIMESCALE"), 64)
+	if err != nil || f <= 0 {
+		f = 6
+	}
+	return time.Duration(float64(d) * f)
 }

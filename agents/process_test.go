@@ -70,7 +70,7 @@ func waitDone(t *testing.T, p *Process) {
 	t.Helper()
 	select {
 	case <-p.Done():
-	case <-time.After(10 * time.Second):
+	case <-time.After(scaled(10 * time.Second)):
 		t.Fatal("agent did not exit")
 	}
 }
@@ -248,7 +248,7 @@ func TestStopStubbornNeedsKill(t *testing.T) {
 // waitOutput waits until the agent has printed want.
 func waitOutput(t *testing.T, p *Process, want string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(scaled(10 * time.Second))
 	for !strings.Contains(p.Stdout(), want) {
 		if time.Now().After(deadline) {
 			t.Fatalf("agent did not print %q; it printed %q", want, p.Stdout())
@@ -260,7 +260,7 @@ func waitOutput(t *testing.T, p *Process, want string) {
 // readPID waits for the test agent to write the PID file.
 func readPID(t *testing.T, path string) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(scaled(10 * time.Second))
 	for {
 		b, err := os.ReadFile(path)
 		if err == nil && strings.HasSuffix(string(b), "\n") {
@@ -311,7 +311,7 @@ func TestStopKillsGrandchild(t *testing.T) {
 func TestStopLinger(t *testing.T) {
 	e := newEnv(t)
 	p := startAgent(t, e, "", "linger")
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(scaled(10 * time.Second))
 	for {
 		m, err := markers.Find(e.markerDir, "TASK-1")
 		if err != nil {
@@ -382,7 +382,7 @@ func TestAdoptedProcess(t *testing.T) {
 	StopGroup(pid, time.Second)
 	select {
 	case <-gone:
-	case <-time.After(5 * time.Second):
+	case <-time.After(scaled(5 * time.Second)):
 		t.Fatal("WaitGone did not close after StopGroup")
 	}
 	assertGroupGone(t, pid)

@@ -259,7 +259,7 @@ func outsideTmp(t *testing.T) string {
 
 func waitFile(t *testing.T, path string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(scaled(10 * time.Second))
 	for {
 		if _, err := os.Stat(path); err == nil {
 			return
@@ -365,7 +365,7 @@ func TestSandboxProcess(t *testing.T) {
 // carry the attempt's variable.
 func waitInside(t *testing.T, e env, p *Process) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(scaled(10 * time.Second))
 	for len(withEnv("ORCHESTRATOR_ATTEMPT_DIR", e.attemptDir)) < 3 {
 		if time.Now().After(deadline) {
 			t.Fatal("the agent did not start inside its sandbox")
@@ -410,7 +410,7 @@ func TestSandboxAdoption(t *testing.T) {
 			// The child may write its file a moment before its setsid takes effect.
 			var procs []envProc
 			leaders := 0
-			for deadline := time.Now().Add(5 * time.Second); leaders < 2 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			for deadline := time.Now().Add(scaled(5 * time.Second)); leaders < 2 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 				procs = withEnv("ORCHESTRATOR_ATTEMPT_DIR", e.attemptDir)
 				leaders = 0
 				for _, q := range procs {

@@ -90,6 +90,11 @@ type Input struct {
 	// them from files written by anyone else. nil writes them unsealed: they are then not
 	// evidence.
 	Key *seal.Key
+	// Restore brings the checkout back to the candidate's commit, as it was before the
+	// gate's first command: the gate calls it before each command after the first, so that
+	// what one command's code wrote in the checkout (a rewritten test) cannot decide the
+	// next. nil: the commands share the checkout as they leave it.
+	Restore func() error
 }
 
 // RunOptions are the options of a test command of the gate: its environment, and its
@@ -156,6 +161,12 @@ func (v *Verdict) pass(format string, args ...any) *Verdict {
 
 // run runs a test command and logs it.
 func (v *Verdict) run(ctx context.Context, in Input, command string) (*testrun.Result, error) {
+	if len(v.Runs) > 0 && in.Restore != nil {
+		if err := in.Restore(); err != nil {
+			return nil, fmt.Errorf("restore the checkout before %s: %w", command, err)
+		}
+		v.Log.WriteString("checkout: restored to the candidate's commit\n")
+	}
 	fmt.Fprintf(&v.Log, "$ %s\n", command)
 	if in.Jail != nil {
 		fmt.Fprintf(&v.Log, "sandbox: %s\n", in.Jail.Describe(cmp.Or(in.Checkout, in.Root)))

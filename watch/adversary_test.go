@@ -539,7 +539,8 @@ func TestAdversaryBetweenCommands(t *testing.T) {
 			t.Parallel()
 			green := map[string]string{"cart/discount.go": goGreenFiles["cart/discount.go"]}
 			if cheat {
-				hole(t, "GREEN's commands run one after the other in the same writable checkout: the first command's code rewrites the tests the second runs (gate.Green's command loop; GreenAC's by-name run then whole suite likewise)")
+				// The gate restores its checkout to the candidate before each command
+				// after the first (gate.Input.Restore).
 				green["money/money.go"] = goMoneyBroken
 				green["cart/rewrite.go"] = goRewriteOtherTest
 			}

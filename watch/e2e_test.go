@@ -52,6 +52,11 @@ func isolateHome(dir string) {
 			}
 		}
 	}
+	// The user's cache folder stays too: the gate's build cache and the slots live there,
+	// warm from run to run.
+	if cache, err := os.UserCacheDir(); err == nil && os.Getenv("XDG_CACHE_HOME") == "" {
+		os.Setenv("XDG_CACHE_HOME", cache)
+	}
 	home := filepath.Join(dir, "home")
 	os.Setenv("HOME", home)
 	os.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
@@ -279,7 +284,7 @@ func (r *repo) agentsAlive() map[string][]int {
 // noneLeft fails the test if a process of this repo's agents is still alive.
 func (r *repo) noneLeft() {
 	r.t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(scaled(3 * time.Second))
 	for {
 		alive := r.agentsAlive()
 		if len(alive) == 0 {
@@ -519,7 +524,7 @@ func (r *repo) waitFile(rel string) {
 // waitFor polls cond for up to 10 seconds and fails the test with failure if it never holds.
 func (r *repo) waitFor(failure string, cond func() bool) {
 	r.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(scaled(10 * time.Second))
 	for !cond() {
 		if time.Now().After(deadline) {
 			r.t.Fatal(failure)
@@ -528,8 +533,20 @@ func (r *repo) waitFor(failure string, cond func() bool) {
 	}
 }
 
+// scaled returns a test's deadline d times ORCHESTRATOR_TEST_TIMESCALE (6 when unset). The
+// tests wait on events; a deadline only bounds how long a test that fails waits, and on a
+// busy machine (two cores, other work) the events come late, never wrong.
+func scaled(d time.Duration) time.Duration {
+	f, err := strconv.ParseFloat(os.Getenv("ORCHESTRATOR_TEST_TIMESCALE"), 64)
+	if err != nil || f <= 0 {
+		f = 6
+	}
+	return time.Duration(float64(d) * f)
+}
+
 func waitCmd(t *testing.T, c *exec.Cmd, limit time.Duration) error {
 	t.Helper()
+	limit = scaled(limit)
 	done := make(chan error, 1)
 	go func() { done <- c.Wait() }()
 	select {

@@ -595,6 +595,10 @@ func (r *runner) judgeIn(ctx context.Context, a *attempt, commit string, changed
 		ReviewTestChange: a.reviewTests, Key: sealKey(),
 	}
 	in = r.gateInput(in, r.gate.Dir)
+	in.Restore = func() error {
+		_, err := r.gateDir(ctx, commit)
+		return err
+	}
 	switch a.task.Kind {
 	case queue.KindTest:
 		in.ProjectCommand, in.TestFile = redTests(r.o.Layout.Tasks(), a.id, a.testCmd)

@@ -373,6 +373,7 @@ func (w *watchRun) exited() bool {
 // signal ended it). It fails the test if it runs longer.
 func (w *watchRun) wait(t *testing.T, limit time.Duration) int {
 	t.Helper()
+	limit = scaled(limit)
 	select {
 	case <-w.done:
 	case <-time.After(limit):
