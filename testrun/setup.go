@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -59,7 +60,10 @@ type SetupCheck struct {
 	// failure, not the set-up's, and nothing in it is run to check it.
 	Candidate bool
 
-	found map[string]string // by program name: what `command -v` printed, "" for not found
+	found   map[string]string // by program name: what `command -v` printed, "" for not found
+	probed  map[string]error  // by runner, program and folder: what checkRunner found
+	checked map[string]error  // by planKey: what Check found
+	envHash string            // of Env, for probesPassed
 }
 
 // CheckSetup checks that command can run in root with env (nil: the orchestrator's), as
@@ -73,6 +77,46 @@ func CheckSetup(ctx context.Context, root, command string, env []string) error {
 // Check checks one command line. It returns a *SetupError for the first problem found, or
 // nil; another error means the check itself could not run (a Root that does not exist).
 func (c *SetupCheck) Check(ctx context.Context, command string) error {
+	key := planKey(command)
+	if err, ok := c.checked[key]; ok {
+		return setupFor(err, command)
+	}
+	err := c.check(ctx, command)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if c.checked == nil {
+		c.checked = map[string]error{}
+	}
+	c.checked[key] = err
+	return err
+}
+
+// planKey returns what decides a command line's check: for one simple command of plain
+// words (no quotes, expansions, operators, assignments or redirections) whose program is
+// no wrapper, the program and the word after it, and the one after that when it is
+// "-m" or a toolchain ("go test", "python3 -m pytest", "cargo +nightly test"): what
+// tells its runner (runnerAt); else the whole line. A queue of ten thousand tasks whose
+// commands differ only in their arguments is checked once.
+func planKey(command string) string {
+	if strings.ContainsAny(command, "|&;<>()$`\\\"'*?[]#~{}!=\n\r\t") {
+		return command
+	}
+	w0, rest, _ := strings.Cut(strings.TrimLeft(command, " "), " ")
+	if wrappers[path.Base(w0)] || runWrappers[path.Base(w0)] {
+		return command
+	}
+	w1, rest, _ := strings.Cut(strings.TrimLeft(rest, " "), " ")
+	key := w0 + " " + w1
+	if w1 == "-m" || strings.HasPrefix(w1, "+") {
+		w2, _, _ := strings.Cut(strings.TrimLeft(rest, " "), " ")
+		key += " " + w2
+	}
+	return key
+}
+
+// check is Check without its memory.
+func (c *SetupCheck) check(ctx context.Context, command string) error {
 	p := planSetup(command)
 	if err := c.lookup(ctx, p.names); err != nil {
 		return err
@@ -282,10 +326,8 @@ func (c *SetupCheck) lookup(ctx context.Context, names []string) error {
 		c.found = map[string]string{}
 	}
 	var todo []string
-	seen := map[string]bool{}
 	for _, n := range names {
-		if _, ok := c.found[n]; !ok && !seen[n] {
-			seen[n] = true
+		if _, ok := c.found[n]; !ok && !slices.Contains(todo, n) {
 			todo = append(todo, n)
 		}
 	}
@@ -419,17 +461,53 @@ func (c *SetupCheck) checkRunner(ctx context.Context, command string, pr probe) 
 	case Cargo:
 		args = []string{"--version"}
 	case Pytest:
-		// In Root, as the command runs: a pyenv shim picks its Python by the folder.
+		// In Root, as the command runs: a pyenv shim picks its Python by the folder's
+		// .python-version. Nothing of the tree runs: Python imports its site module
+		// before the folder is on its path, and the probe takes the folder off again.
 		args, dir = []string{"-c", pytestProbe}, c.Root
 	default:
 		return nil
 	}
-	h := sha256.New()
-	for _, kv := range c.env() {
-		h.Write([]byte(kv))
-		h.Write([]byte{0})
+	local := string(pr.runner) + "\x00" + where + "\x00" + dir
+	if err, ok := c.probed[local]; ok {
+		return setupFor(err, command)
 	}
-	key := fmt.Sprintf("%s\x00%s\x00%s\x00%x", pr.runner, where, dir, h.Sum(nil))
+	err := c.probe(ctx, pr, where, dir, args, local)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if c.probed == nil {
+		c.probed = map[string]error{}
+	}
+	c.probed[local] = err
+	return setupFor(err, command)
+}
+
+// setupFor returns a runner check's error for command: a *SetupError found for another
+// command names this one.
+func setupFor(err error, command string) error {
+	var se *SetupError
+	if errors.As(err, &se) {
+		c := *se
+		c.Command = command
+		return &c
+	}
+	return err
+}
+
+// probe runs a runner's check (program where with args, in dir) unless it passed before
+// in this process with the same environment. Its *SetupError names no command: setupFor
+// fills it in.
+func (c *SetupCheck) probe(ctx context.Context, pr probe, where, dir string, args []string, local string) error {
+	if c.envHash == "" {
+		h := sha256.New()
+		for _, kv := range c.env() {
+			h.Write([]byte(kv))
+			h.Write([]byte{0})
+		}
+		c.envHash = fmt.Sprintf("%x", h.Sum(nil))
+	}
+	key := local + "\x00" + c.envHash
 	if _, ok := probesPassed.Load(key); ok {
 		return nil
 	}
@@ -456,7 +534,7 @@ func (c *SetupCheck) checkRunner(ctx context.Context, command string, pr probe) 
 		if where != pr.program {
 			what += " (" + where + ")"
 		}
-		return &SetupError{Command: command, Program: pr.program, Reason: fmt.Sprintf(
+		return &SetupError{Program: pr.program, Reason: fmt.Sprintf(
 			"pytest is not installed for %s: it cannot import pytest (No module named pytest)", what)}
 	}
 	shown := strings.Join(append([]string{pr.program}, args...), " ")
@@ -467,5 +545,5 @@ func (c *SetupCheck) checkRunner(ctx context.Context, command string, pr probe) 
 	if detail == "" {
 		detail = err.Error()
 	}
-	return &SetupError{Command: command, Program: pr.program, Reason: fmt.Sprintf("%s runner does not start: %s failed: %s", pr.runner, shown, detail)}
+	return &SetupError{Program: pr.program, Reason: fmt.Sprintf("%s runner does not start: %s failed: %s", pr.runner, shown, detail)}
 }

@@ -178,3 +178,33 @@ func TestRunSetupError(t *testing.T) {
 		t.Errorf("err = %v, want a *SetupError: pytest is not installed", err)
 	}
 }
+
+// TestPlanKey: commands that differ only in their arguments share a check; any other line
+// is its own.
+func TestPlanKey(t *testing.T) {
+	for _, tt := range []struct{ command, key string }{
+		{"go test ./pkg/f1", "go test"},
+		{"go  test -run TestX ./pkg/f1", "go test"},
+		{"go vet ./...", "go vet"},
+		{"/usr/bin/python3 -m pytest tests/a.py", "/usr/bin/python3 -m pytest"},
+		{"cargo +nightly test --lib", "cargo +nightly test"},
+		{"pytest", "pytest "},
+		{"npx vitest run", "npx vitest run"},
+		{"env go test ./...", "env go test ./..."},
+		{"time go test ./...", "time go test ./..."},
+		{"CGO_ENABLED=0 go test ./...", "CGO_ENABLED=0 go test ./..."},
+		{"go test ./... | tee log", "go test ./... | tee log"},
+		{"go\ttest ./...", "go\ttest ./..."},
+	} {
+		if got := planKey(tt.command); got != tt.key {
+			t.Errorf("planKey(%q) = %q, want %q", tt.command, got, tt.key)
+		}
+	}
+	c := &SetupCheck{Root: t.TempDir()}
+	for _, command := range []string{"nosuchrunner ./a", "nosuchrunner ./b"} {
+		var se *SetupError
+		if err := c.Check(context.Background(), command); !errors.As(err, &se) || se.Command != command {
+			t.Errorf("%s: err = %v, want a *SetupError of that command", command, err)
+		}
+	}
+}

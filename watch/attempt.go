@@ -153,7 +153,7 @@ type result struct {
 	Candidate   string      `json:"candidate,omitempty"`
 	Commit      string      `json:"commit,omitempty"`
 	Claim       string      `json:"claim,omitempty"`
-	Outcome     string      `json:"outcome"` // running, completed, failed, issue, blocked, stopped, interrupted, not_started
+	Outcome     string      `json:"outcome"` // running, completed, failed, issue, blocked, stopped, interrupted, not_started, setup_error
 	Type        string      `json:"failure_type,omitempty"`
 	Reason      string      `json:"reason,omitempty"`
 	Primary     string      `json:"primary_error,omitempty"`

@@ -205,17 +205,7 @@ func TestDiscountZero(t *testing.T) {
 					t.Errorf("want one judge prompt and one re-emit prompt of exactly the re-emit text, got %d:\n%s", len(parts)-1, b)
 				}
 			}},
-		{name: "malformed verdict twice", cheat: goGreenFiles, judge: []string{"TESTAGENT_JUDGE_NOTES=" + judgePasses, "TESTAGENT_REVIEW_BAD=always"},
-			config: "retries: {max_retries: 10, same_signature_halt: 2, global_cap: 15}\n", wantStatus: "halted", wantFirst: "format_violation",
-			check: func(t *testing.T, r *realRepo, prompts string) {
-				b, _ := os.ReadFile(prompts)
-				if n := strings.Count(string(b), "=== judge 1\n"); n != 2 {
-					t.Errorf("attempt 1's judge had %d prompts, want 2 (one re-emit)", n)
-				}
-				if r.git("log", "--format=%s", "main") != "fixture" && strings.Contains(r.git("log", "--format=%s", "main"), "TASK-001") {
-					t.Error("TASK-001 landed without a verdict")
-				}
-			}},
+		// A verdict malformed twice is a problem of the set-up: TestSetupJudgeUnreadable.
 		{name: "reviewer edits a file", cheat: goGreenFiles, reviewer: []string{"TESTAGENT_REVIEWER_NOTES=" + allYes, "TESTAGENT_REVIEW_SH=echo '// reviewed' >> cart/discount.go"},
 			judge: []string{"TESTAGENT_JUDGE_NOTES=" + judgePasses}, config: "retries: {max_retries: 10, same_signature_halt: 2, global_cap: 15}\n",
 			wantStatus: "halted", wantFirst: "scope_violation",
