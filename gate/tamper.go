@@ -86,12 +86,10 @@ func (h Harness) Tamperings(ctx context.Context, root string, changed []string) 
 			if slices.Contains(strings.Split(path.Dir(p), "/"), "testdata") {
 				continue // not compiled
 			}
-			test := strings.HasSuffix(p, "_test.go")
-			if !test {
-				out = append(out, goReach(p, src)...)
-			}
-			if test || harness {
+			if harness || strings.HasSuffix(p, "_test.go") {
 				out = append(out, goHarness(p, src)...)
+			} else {
+				out = append(out, goReach(p, src)...)
 			}
 		case ext == ".py":
 			mode := "impl"

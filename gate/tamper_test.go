@@ -707,3 +707,29 @@ def pytest_runtest_makereport(item, call):
 		})
 	}
 }
+
+// TestTamperingHarnessGlobs: a Go helper package that config harness_globs makes part of
+// the harness may import "testing" (it is test support, which only a test writer may
+// change); the same file outside the harness is implementation code reaching into the
+// runner.
+func TestTamperingHarnessGlobs(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	const helper = "package testutil\n\nimport \"testing\"\n\n// Must fails t on err.\nfunc Must(t *testing.T, err error) {\n\tif err != nil {\n\t\tt.Fatal(err)\n\t}\n}\n"
+	p := filepath.Join(root, "internal", "testutil", "must.go")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(helper), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	changed := []string{"internal/testutil/must.go"}
+	found, err := Harness{Globs: []string{"internal/testutil/**"}}.Tamperings(context.Background(), root, changed)
+	if err != nil || len(found) != 0 {
+		t.Errorf("the harness helper: %v %v; want no finding", found, err)
+	}
+	found, err = Harness{}.Tamperings(context.Background(), root, changed)
+	if err != nil || len(found) != 1 || found[0].String() != `internal/testutil/must.go:3: imports "testing", the test runner's package, in code that is not a test` || found[0].Harness {
+		t.Errorf("the same file outside the harness: %v %v; want its import of testing", found, err)
+	}
+}
