@@ -564,8 +564,8 @@ func jsDeclaration(p string) bool {
 var jsRunnerRE = lazyre.New(`^(?:vitest|jest|jest-circus|jest-runner[\w-]*|jest-environment[\w-]*)(?:/.*)?$|^@(?:vitest|jest)/`)
 
 // jsReach returns where a JavaScript or TypeScript module of implementation code reaches
-// into the test runner: it imports or requires vitest or jest (a type-only import runs
-// nothing), replaces process.stdout.write or process.stderr.write, reads the runners'
+// into the test runner: it imports or requires vitest or jest, or passes its name to any
+// call (createRequire(…)('vitest')); a type-only import runs nothing, and is not one; replaces process.stdout.write or process.stderr.write, reads the runners'
 // environment (VITEST…, JEST_WORKER_ID) or their globals (__vitest…).
 func jsReach(name string, src []byte) []Tampering {
 	toks := jsTokens(string(src))
@@ -582,8 +582,7 @@ func jsReach(name string, src []byte) []Tampering {
 			switch {
 			case is(i-1, "from") && !jsTypeOnly(toks, i-1),
 				is(i-1, "import"),
-				is(i-1, "(") && (is(i-2, "require") || is(i-2, "import")),
-				is(i-1, "(") && is(i-2, "resolve") && is(i-3, ".") && is(i-4, "require"):
+				is(i-1, "(") && !jsTypeArg(toks, i-1): // require(…), import(…), createRequire(…)(…)
 				add(t, "imports %s, the test runner, in code that is not a test", t.text)
 			}
 		case t.kind == jsStr && strings.HasPrefix(t.text, "__vitest"),
@@ -611,6 +610,12 @@ func jsReach(name string, src []byte) []Tampering {
 		}
 	}
 	return out
+}
+
+// jsTypeArg reports whether the parenthesis at toks[open] opens a TypeScript import type
+// (typeof import('vitest')), which runs nothing.
+func jsTypeArg(toks []jsToken, open int) bool {
+	return open >= 2 && toks[open-1].text == "import" && toks[open-2].text == "typeof"
 }
 
 // jsTypeOnly reports whether the from at toks[i] ends an import or export of types only

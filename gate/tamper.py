@@ -78,6 +78,10 @@ class Scan:
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 for a in node.names:
                     self.alias[a.asname or a.name] = node.module + "." + a.name
+        self.parent = {}
+        for node in ast.walk(tree):
+            for child in ast.iter_child_nodes(node):
+                self.parent[child] = node
         self.funcs = {}
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -169,8 +173,11 @@ class Scan:
     # Implementation code: nothing of the runner.
 
     def impl(self):
-        argv = any(self.dotted(n) in ("sys.argv", "sys.orig_argv")
-                   for n in ast.walk(self.tree) if isinstance(n, ast.Attribute))
+        attrs = [self.dotted(n) for n in ast.walk(self.tree) if isinstance(n, ast.Attribute)]
+        argv = "sys.argv" in attrs or "sys.orig_argv" in attrs
+        # A module that reads sys.modules and compares a name with the runner's module looks
+        # it up, however it walks the table.
+        modules = "sys.modules" in attrs
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Import):
                 for a in node.names:
@@ -194,6 +201,8 @@ class Scan:
                 self.add(node, "declares %s, a pytest hook, in code that is not a test" % node.name)
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):
                 self.string(node, node.value, argv)
+                if modules and self.compared(node):
+                    self.lookup(node, node)
             elif isinstance(node, (ast.BinOp, ast.JoinedStr)):
                 s = const_str(node)
                 if s is not None:
@@ -212,6 +221,15 @@ class Scan:
                 if p:
                     self.add(t, "patches %s" % p)
         self.atexit()
+
+    def compared(self, node):
+        """Whether a constant is compared with something: a name matched against it."""
+        p = self.parent.get(node)
+        if isinstance(p, ast.Compare):
+            return True
+        if isinstance(p, ast.Call) and isinstance(p.func, ast.Attribute):
+            return p.func.attr in ("startswith", "endswith", "match", "fullmatch", "search", "__eq__", "__contains__")
+        return isinstance(p, (ast.Tuple, ast.List, ast.Set)) and self.compared(p)
 
     def lookup(self, node, key):
         s = const_str(key)

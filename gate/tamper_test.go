@@ -359,6 +359,12 @@ r = importlib.import_module("_py" + "test.runner")
 s = __import__("pluggy")
 `, want: []string{"shop/discount.py:4: looks up the test runner's module 'pytest'", "shop/discount.py:5: looks up the test runner's module '_pytest.reports'",
 			"shop/discount.py:6: looks up", "shop/discount.py:7: looks up the test runner's module '_pytest.runner'", "shop/discount.py:8: looks up the test runner's module 'pluggy'"}},
+		{name: "walks sys.modules for pytest", file: "shop/discount.py", src: `import sys
+
+for name, mod in list(sys.modules.items()):
+    if name.startswith("_pytest"):
+        mod.TestReport = None
+`, want: []string{"shop/discount.py:4: looks up the test runner's module '_pytest'"}},
 		{name: "unittest internals", file: "shop/discount.py", src: `import unittest
 from unittest import result
 import unittest.runner
@@ -531,6 +537,8 @@ func TestTamperingJS(t *testing.T) {
 			want: []string{"src/cart.ts:1: imports vitest, the test runner"}},
 		{name: "requires @jest/globals, imports @vitest/runner", file: "src/cart.js", src: "const { expect } = require(\"@jest/globals\");\nexport * from '@vitest/runner'\nconst v = await import(`vitest`)\nimport 'jest'\n",
 			want: []string{"src/cart.js:1: imports @jest/globals", "src/cart.js:2: imports @vitest/runner", "src/cart.js:3: imports vitest", "src/cart.js:4: imports jest"}},
+		{name: "loads vitest through createRequire", file: "src/cart.mjs", src: "import { createRequire } from 'node:module'\nconst load = createRequire(import.meta.url)\nconst v = load(\n  'vitest/suite')\n",
+			want: []string{"src/cart.mjs:4: imports vitest/suite"}},
 		{name: "replaces process.stdout.write", file: "src/cart.ts", src: "const w = process.stdout.write.bind(process.stdout)\nprocess.stdout.write = (s: string) => w(s.replace(/FAIL/g, 'PASS'))\nObject.defineProperty(process.stderr, 'write', { value: () => true })\n",
 			want: []string{"src/cart.ts:2: replaces process.stdout.write", "src/cart.ts:3: redefines process.stderr"}},
 		{name: "reads the runner's state", file: "src/cart.mjs", src: "if (process.env.VITEST || process.env['JEST_WORKER_ID']) {\n  globalThis.__vitest_worker__.x = 1\n}\n",
@@ -732,4 +740,40 @@ func TestTamperingHarnessGlobs(t *testing.T) {
 	if err != nil || len(found) != 1 || found[0].String() != `internal/testutil/must.go:3: imports "testing", the test runner's package, in code that is not a test` || found[0].Harness {
 		t.Errorf("the same file outside the harness: %v %v; want its import of testing", found, err)
 	}
+}
+
+// FuzzTamperingJS: the tokenizer and the reading of JavaScript never panic, whatever the
+// source, and name only lines the source has.
+func FuzzTamperingJS(f *testing.F) {
+	for _, s := range []string{
+		"import { expect } from 'vitest'\n", "const t = `a ${ {b: `c${d}`} } e`; /re[/]/g.test(x)\n",
+		"process.stdout.write = () => 1 // 'jest'\n", "/* unterminated", "'unterminated\n`${", "a / b / c\nrequire(\"@jest/globals\")",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		lines := strings.Count(src, "\n") + 1
+		for _, tk := range jsTokens(src) {
+			if tk.line < 1 || tk.line > lines {
+				t.Fatalf("token %q on line %d of %d", tk.text, tk.line, lines)
+			}
+		}
+		jsReach("x.ts", []byte(src))
+	})
+}
+
+// FuzzTamperingGo: the readings of Go implementation code and of Go test files never
+// panic, whatever the source.
+func FuzzTamperingGo(f *testing.F) {
+	b, err := os.ReadFile("testdata/go/variants/forged-testmain/calc/zz_test.go")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(string(b))
+	f.Add("package p\n\nimport . \"os\"\n\nfunc init() { Stdout, Args[0] = nil, \"-test.v\" }\n")
+	f.Add("package p\n\nfunc TestMain(m *testing.M) { os.Exit(f(m)) }\n\nfunc f(m *testing.M) int { return f(m) }\n")
+	f.Fuzz(func(t *testing.T, src string) {
+		goReach("p/x.go", []byte(src))
+		goHarness("p/x_test.go", []byte(src))
+	})
 }
