@@ -13,7 +13,10 @@
 // metadata, packages only tests import, config harness_globs), which only a
 // test writer may change, and only where it is the harness; and the environment the tests
 // run with (PinnedEnv, made once when the orchestrator starts), which no file an agent
-// writes later changes.
+// writes later changes. Before any test runs, every gate reads the changed files for
+// runner tampering (tamper.go): implementation code that reaches into the test runner, and
+// harness that rewrites what the runner reports, fail as test_tampered naming the file and
+// the line.
 //
 // For a requirement's TDD cycle (SPEC §9, tdd.go), GreenAC judges one acceptance
 // criterion's implementer (its tests and the earlier ones by name, the whole suite for the

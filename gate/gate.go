@@ -265,6 +265,10 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 		}
 		fmt.Fprintf(&v.Log, "test support the test writer changed (harness): %s\n", strings.Join(allowed, ", "))
 	}
+	// Harness that rewrites what the runner reports tests nothing (SPEC §7.6).
+	if verdict, err := v.checkTampering(ctx, in); verdict != nil || err != nil {
+		return verdict, err
+	}
 	if verdict, err := v.checkExisting(in, testFiles); verdict != nil || err != nil {
 		return verdict, err
 	}
@@ -434,6 +438,10 @@ func Green(ctx context.Context, in Input) (*Verdict, error) {
 		}
 		fmt.Fprintf(&v.Log, "for the judge to rule on: %s\n", v.Reason)
 		v.Pass, v.Type, v.Reason, v.File = false, "", "", ""
+	}
+	// Code that reaches into the test runner decides what the runs below report.
+	if verdict, err := v.checkTampering(ctx, in); verdict != nil || err != nil {
+		return verdict, err
 	}
 	hashes := map[string]string{}
 	for _, m := range in.Deps {
@@ -628,6 +636,9 @@ func Verify(ctx context.Context, in Input) (*Verdict, error) {
 	fmt.Fprintf(&v.Log, "VERIFY gate: task %s attempt %d\n", in.Task, in.Attempt)
 	// Only a TEST task may change the tests and the harness (SPEC §7.6).
 	if verdict, err := v.checkHarness(in, TypeTampered); verdict != nil || err != nil {
+		return verdict, err
+	}
+	if verdict, err := v.checkTampering(ctx, in); verdict != nil || err != nil {
 		return verdict, err
 	}
 	if in.TestCommand == "" {

@@ -113,6 +113,9 @@ func GreenAC(ctx context.Context, in Input, t ACTests) (*Verdict, error) {
 	if verdict, err := v.checkHarness(in, TypeTampered); verdict != nil || err != nil {
 		return verdict, err
 	}
+	if verdict, err := v.checkTampering(ctx, in); verdict != nil || err != nil {
+		return verdict, err
+	}
 	hashes, verdict := v.checkRedHashes(in)
 	if verdict != nil {
 		return verdict, nil

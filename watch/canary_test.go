@@ -59,7 +59,9 @@ func TestMain(m *testing.M) {
 }
 `
 	// goForgedInit is the implementation itself: inside a test binary, its init prints the
-	// lines of a passing test, framed as go test -json's binary frames them, and exits.
+	// lines of a passing test, framed as go test -json's binary frames them, and exits. It
+	// spells the test binary's name so that the gate's reading of runner tampering
+	// (gate/tamper.go) does not see it: the canaries catch what a reading misses.
 	goForgedInit = `package cart
 
 import (
@@ -73,8 +75,10 @@ import (
 // Discount returns c.
 func Discount(c money.Cents, p int64) money.Cents { return c }
 
+var suffix = "test"
+
 func init() {
-	if !strings.HasSuffix(os.Args[0], ".test") {
+	if !strings.HasSuffix(os.Args[0], "."+suffix) {
 		return
 	}
 	fmt.Print("\x16=== RUN   TestDiscount_UNIT_001\n\x16--- PASS: TestDiscount_UNIT_001 (0.00s)\n\x16PASS\n")
@@ -97,8 +101,12 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = None
 `
 	// pyForgedImport is the implementation itself: imported by the tests, it patches
-	// pytest so that every failed report reads passed.
-	pyForgedImport = `import _pytest.reports as _reports
+	// pytest so that every failed report reads passed. It names pytest's module so that the
+	// gate's reading of runner tampering (gate/tamper.go) does not see it: the canaries
+	// catch what a reading misses.
+	pyForgedImport = `import importlib
+
+_reports = importlib.import_module(".".join(["_pytest", "reports"]))
 
 _made = _reports.TestReport.from_item_and_call.__func__
 

@@ -1,0 +1,779 @@
+package gate
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/orchestrator/orchestrator/testrun"
+)
+
+// tamperCase is a file a candidate changed, and what Tamperings must say of it: a place in
+// each of want ("file:line: part of what"), or nothing.
+type tamperCase struct {
+	name string
+	file string
+	src  string
+	want []string
+}
+
+// runTamperCases writes each case's file alone into a project and reads it with
+// Tamperings.
+func runTamperCases(t *testing.T, cases []tamperCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			p := filepath.Join(root, filepath.FromSlash(tt.file))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(tt.src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			found, err := Harness{}.Tamperings(context.Background(), root, []string{tt.file})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, f := range found {
+				got = append(got, f.String())
+			}
+			if len(tt.want) == 0 && len(found) > 0 {
+				t.Fatalf("an honest %s is read as tampering:\n%s", tt.file, strings.Join(got, "\n"))
+			}
+			for _, w := range tt.want {
+				hit := false
+				for _, g := range got {
+					file, what, _ := strings.Cut(w, ": ")
+					hit = hit || strings.HasPrefix(g, file+": ") && strings.Contains(g, what)
+				}
+				if !hit {
+					t.Errorf("no finding %q; found:\n%s", w, strings.Join(got, "\n"))
+				}
+			}
+		})
+	}
+}
+
+// TestTamperingGo: Go implementation code that reaches into the test runner, and Go test
+// files whose TestMain or init rewrites what the test binary reports, each beside an
+// honest twin.
+func TestTamperingGo(t *testing.T) {
+	t.Parallel()
+	runTamperCases(t, []tamperCase{
+		{name: "imports testing", file: "calc/add.go", src: `package calc
+
+import "testing"
+
+func Add(a, b int) int {
+	if testing.Testing() {
+		return 3
+	}
+	return a + b
+}
+`, want: []string{`calc/add.go:3: imports "testing"`, "calc/add.go:6: calls testing.Testing()"}},
+		{name: "flag.Lookup of a test flag", file: "calc/add.go", src: `package calc
+
+import "flag"
+
+func init() {
+	if f := flag.Lookup("test.v"); f != nil {
+		panic("under test")
+	}
+}
+`, want: []string{`calc/add.go:6: names the test binary's flag "test.v"`}},
+		{name: "os.Args scanned for -test.", file: "calc/add.go", src: `package calc
+
+import (
+	"os"
+	"strings"
+)
+
+var underTest = func() bool {
+	for _, a := range os.Args {
+		if strings.HasPrefix(a, "-te"+"st.") {
+			return true
+		}
+	}
+	return false
+}()
+`, want: []string{`calc/add.go:10: names the test binary's flag "-test."`}},
+		{name: "test binary told by its name", file: "cart/discount.go", src: `package cart
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+func init() {
+	if !strings.HasSuffix(os.Args[0], ".test") {
+		return
+	}
+	fmt.Print("--- PASS: TestDiscount (0.00s)\nPASS\n")
+	os.Exit(0)
+}
+`, want: []string{`cart/discount.go:10: tells a test binary by its name (".test")`}},
+		{name: "os.Stdout replaced", file: "calc/add.go", src: `package calc
+
+import "os"
+
+func init() {
+	_, w, _ := os.Pipe()
+	os.Stdout = w
+	os.Stderr, os.Args = w, nil
+}
+`, want: []string{"calc/add.go:7: replaces os.Stdout", "calc/add.go:8: replaces os.Stderr", "calc/add.go:8: replaces os.Args"}},
+		{name: "os.Args rewritten in place", file: "calc/add.go", src: `package calc
+
+import "os"
+
+func init() { os.Args[1] = "-test.run=^$"; p := &os.Stdout; _ = p }
+`, want: []string{"calc/add.go:5: replaces os.Args", "calc/add.go:5: takes the address of os.Stdout", `calc/add.go:5: names the test binary's flag "-test.run=^$"`}},
+		{name: "dot-imported os", file: "calc/add.go", src: `package calc
+
+import . "os"
+
+func init() { Stdout = nil }
+`, want: []string{"calc/add.go:5: replaces os.Stdout"}},
+		{name: "Dup2 onto standard output", file: "calc/add.go", src: `package calc
+
+import (
+	"os"
+	"syscall"
+
+	sys "golang.org/x/sys/unix"
+)
+
+func init() {
+	_, w, _ := os.Pipe()
+	syscall.Dup2(int(w.Fd()), 1)
+	sys.Dup3(int(w.Fd()), int(os.Stderr.Fd()), 0)
+}
+`, want: []string{"calc/add.go:12: duplicates a file onto standard output or error (syscall.Dup2)", "calc/add.go:13: duplicates a file onto standard output or error (unix.Dup3)"}},
+		{name: "honest: os, command line, a string with test. in it", file: "cmd/calc/main.go", src: `package main
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+	"testing/fstest"
+)
+
+const host = "test.example.com"
+
+func main() {
+	out := os.Stdout
+	if len(os.Args) > 1 && os.Args[1] == "-v" {
+		fmt.Fprintln(os.Stderr, "this is a test. verbose")
+	}
+	var Stdout = out
+	Stdout.WriteString(host)
+	syscall.Dup2(3, 4)
+	_ = fstest.MapFS{}
+}
+`},
+		{name: "honest: a file that does not parse", file: "calc/add.go", src: "package calc\n\nimport \"testing\"\n\nfunc {\n"},
+		{name: "honest: testdata is not compiled", file: "calc/testdata/x.go", src: "package x\n\nimport \"testing\"\n"},
+
+		// Harness: a test writer's TestMain.
+		{name: "TestMain exits 0", file: "calc/main_test.go", src: `package calc
+
+import (
+	"os"
+	"testing"
+)
+
+func TestMain(m *testing.M) {
+	m.Run()
+	os.Exit(0)
+}
+`, want: []string{"calc/main_test.go:10: TestMain exits with 0, not the code m.Run() returned"}},
+		{name: "TestMain discards the code", file: "calc/main_test.go", src: `package calc
+
+import (
+	"os"
+	"testing"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if code != 0 {
+		code = 0
+	}
+	os.Exit(code)
+}
+`, want: []string{"calc/main_test.go:13: TestMain exits with code, not the code m.Run() returned"}},
+		{name: "TestMain exits through a helper that returns 0", file: "calc/main_test.go", src: `package calc
+
+import (
+	"os"
+	"testing"
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	m.Run()
+	return 0
+}
+`, want: []string{"calc/main_test.go:8: TestMain exits with run(m)"}},
+		{name: "TestMain redirects standard output", file: "calc/zz_test.go", src: mustRead(t, "testdata/go/variants/forged-testmain/calc/zz_test.go"),
+			want: []string{"calc/zz_test.go:15: replaces os.Stdout", "calc/zz_test.go:31: TestMain exits with 0"}},
+		{name: "TestMain narrows the run by flag", file: "calc/main_test.go", src: `package calc
+
+import (
+	"flag"
+	"os"
+	"testing"
+)
+
+func TestMain(m *testing.M) {
+	flag.Set("test.run", "^TestNothing$")
+	os.Exit(m.Run())
+}
+`, want: []string{`calc/main_test.go:10: TestMain sets or reads the test binary's flag "test.run"`}},
+		{name: "init of a test file redirects standard error", file: "calc/add_test.go", src: `package calc
+
+import "os"
+
+func init() { os.Stderr = os.Stdout }
+`, want: []string{"calc/add_test.go:5: replaces os.Stderr"}},
+		{name: "honest TestMain: os.Exit(m.Run()) with set-up", file: "calc/main_test.go", src: `package calc
+
+import (
+	"fmt"
+	"os"
+	"testing"
+)
+
+func TestMain(m *testing.M) {
+	if err := setup(); err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+func setup() error { return nil }
+`},
+		{name: "honest TestMain: the code kept, failed by a leak check", file: "calc/main_test.go", src: `package calc
+
+import (
+	"os"
+	"testing"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	teardown()
+	if leaked() {
+		code = 2
+	}
+	os.Exit(code)
+}
+
+func teardown()    {}
+func leaked() bool { return false }
+`},
+		{name: "honest TestMain: returns, or exits through a helper", file: "calc/main_test.go", src: `package calc
+
+import (
+	"os"
+	"testing"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("QUICK") != "" {
+		m.Run()
+		return
+	}
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	defer os.RemoveAll(os.TempDir() + "/calc")
+	return m.Run()
+}
+`},
+		{name: "honest tests: capture standard output, a helper process exits 0", file: "calc/add_test.go", src: `package calc
+
+import (
+	"io"
+	"os"
+	"testing"
+)
+
+func TestPrint(t *testing.T) {
+	r, w, _ := os.Pipe()
+	old := os.Stdout
+	os.Stdout = w
+	Print()
+	w.Close()
+	os.Stdout = old
+	b, _ := io.ReadAll(r)
+	if string(b) != "3\n" {
+		t.Fatal(string(b))
+	}
+}
+
+func TestHelperProcess(t *testing.T) {
+	if os.Getenv("GO_WANT_HELPER_PROCESS") != "1" {
+		return
+	}
+	os.Exit(0)
+}
+`},
+	})
+}
+
+// TestTamperingPython: Python implementation code that reaches into the test runner, and
+// test support whose pytest hooks rewrite what the runner reports, each beside an honest
+// twin (read by Python's own ast, through /usr/bin/python3).
+func TestTamperingPython(t *testing.T) {
+	t.Parallel()
+	needPython(t)
+	runTamperCases(t, []tamperCase{
+		{name: "patches pytest's report", file: "shop/discount.py", src: `import _pytest.reports as _reports
+
+_made = _reports.TestReport.from_item_and_call.__func__
+
+
+def discount(cents, p):
+    return cents
+`, want: []string{"shop/discount.py:1: imports _pytest.reports, the test runner's own code"}},
+		{name: "imports pytest, pluggy, a pytest plugin", file: "shop/discount.py", src: "import pytest\nfrom pluggy import HookimplMarker\nimport pytest_cov.plugin\n",
+			want: []string{"shop/discount.py:1: imports pytest", "shop/discount.py:2: imports from pluggy", "shop/discount.py:3: imports pytest_cov.plugin"}},
+		{name: "looks pytest up by name", file: "shop/discount.py", src: `import importlib
+import sys
+
+if "pytest" in sys.modules:
+    p = sys.modules["_pytest.reports"]
+    q = sys.modules.get("pytest")
+r = importlib.import_module("_py" + "test.runner")
+s = __import__("pluggy")
+`, want: []string{"shop/discount.py:4: looks up the test runner's module 'pytest'", "shop/discount.py:5: looks up the test runner's module '_pytest.reports'",
+			"shop/discount.py:6: looks up", "shop/discount.py:7: looks up the test runner's module '_pytest.runner'", "shop/discount.py:8: looks up the test runner's module 'pluggy'"}},
+		{name: "walks sys.modules for pytest", file: "shop/discount.py", src: `import sys
+
+for name, mod in list(sys.modules.items()):
+    if name.startswith("_pytest"):
+        mod.TestReport = None
+`, want: []string{"shop/discount.py:4: looks up the test runner's module '_pytest'"}},
+		{name: "unittest internals", file: "shop/discount.py", src: `import unittest
+from unittest import result
+import unittest.runner
+
+unittest.TestCase.run = lambda self, r=None: None
+unittest.TestResult.addFailure = unittest.TestResult.addSuccess
+`, want: []string{"shop/discount.py:2: imports unittest.result", "shop/discount.py:3: imports unittest.runner",
+			"shop/discount.py:5: patches unittest.TestCase.run", "shop/discount.py:6: patches unittest.TestResult.addFailure"}},
+		{name: "reads the runner's environment and report path", file: "shop/discount.py", src: `import os
+import sys
+
+under = os.environ.get("PYTEST_CURRENT_TEST")
+opts = os.getenv("PYTEST_ADDOPTS")
+for a in sys.argv:
+    if a.startswith("--junitxml"):
+        report = a.split("=", 1)[1]
+xml = [a for a in sys.argv if a.endswith(".xml")]
+`, want: []string{"shop/discount.py:4: reads the test runner's environment (PYTEST_CURRENT_TEST)", "shop/discount.py:5: reads the test runner's environment (PYTEST_ADDOPTS)",
+			"shop/discount.py:7: looks for the test runner's report (--junitxml)", "shop/discount.py:9: looks on the command line for the test runner's report (.xml)"}},
+		{name: "rewrites a report at exit", file: "shop/discount.py", src: `import atexit
+import sys
+
+
+def _rewrite(path):
+    with open(path, "w") as f:
+        f.write("<testsuite failures='0'/>")
+
+
+def _at_exit():
+    _rewrite(sys.argv[-1])
+
+
+atexit.register(_at_exit)
+
+
+@atexit.register
+def _again():
+    open("report.xml", "w").close()
+`, want: []string{"shop/discount.py:14: registers an atexit handler that writes files", "shop/discount.py:17: registers an atexit handler that writes files"}},
+		{name: "patches builtins", file: "shop/discount.py", src: `import builtins
+import builtins as b
+
+builtins.print = lambda *a, **k: None
+setattr(b, "open", None)
+__builtins__["exit"] = None
+`, want: []string{"shop/discount.py:4: patches builtins.print", "shop/discount.py:5: patches builtins", "shop/discount.py:6: patches builtins"}},
+		{name: "declares a pytest hook", file: "shop/plugin.py", src: "def pytest_runtest_makereport(item, call):\n    pass\n",
+			want: []string{"shop/plugin.py:1: declares pytest_runtest_makereport, a pytest hook"}},
+		{name: "honest: os, sys.argv, atexit that closes, the word pytest", file: "shop/discount.py", src: `import atexit
+import builtins
+import importlib
+import os
+import sys
+import unittest.mock
+
+_conn = None
+
+
+def close():
+    if _conn is not None:
+        _conn.close()
+
+
+atexit.register(close)
+CHECK = ["pytest", "-q", "tests"]
+HOST = "test.example.com"
+verbose = "--verbose" in sys.argv
+home = os.environ.get("HOME")
+json = importlib.import_module("json")
+sys.modules["shop.compat"] = json
+echo = builtins.print
+
+
+def discount(cents, p):
+    return cents - cents * p // 100
+`},
+		{name: "honest: a syntax error is the runner's", file: "shop/discount.py", src: "import pytest\ndef discount(:\n"},
+
+		// Harness: a test writer's conftest.py.
+		{name: "hookwrapper sets a report's outcome", file: "conftest.py", src: mustRead(t, "testdata/python/variants/forged-conftest/tests/conftest.py"),
+			want: []string{"conftest.py:10: pytest_runtest_makereport sets a report's outcome"}},
+		{name: "makereport flips a passed test to failed", file: "tests/conftest.py", src: `import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call":
+        report.outcome = "failed"
+        report.longrepr = "AssertionError"
+`, want: []string{"tests/conftest.py:9: pytest_runtest_makereport sets a report's outcome", "tests/conftest.py:10: pytest_runtest_makereport sets a report's longrepr"}},
+		{name: "force_result, a helper, setattr, teststatus, exit status", file: "tests/conftest.py", src: `import pytest
+from _pytest.reports import TestReport
+
+
+def _flip(r):
+    setattr(r, "outcome", "passed")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    _flip(rep)
+    outcome.force_result(rep)
+
+
+def pytest_report_teststatus(report, config):
+    return "passed", ".", "PASSED"
+
+
+class Plugin:
+    def pytest_runtest_logreport(self, report):
+        report.passed = True
+
+
+def pytest_sessionfinish(session, exitstatus):
+    session.exitstatus = 0
+
+
+TestReport.from_item_and_call = None
+`, want: []string{"tests/conftest.py:6: pytest_runtest_makereport sets a report's outcome", "tests/conftest.py:14: pytest_runtest_makereport forces the hook's result (force_result)",
+			"tests/conftest.py:18: pytest_report_teststatus decides how a test's outcome is reported", "tests/conftest.py:23: pytest_runtest_logreport sets a report's passed",
+			"tests/conftest.py:27: pytest_sessionfinish sets the session's exit status", "tests/conftest.py:30: patches _pytest.reports.TestReport.from_item_and_call"}},
+		{name: "honest conftest: fixtures, markers, the report kept for fixtures", file: "tests/conftest.py", src: `import pytest
+
+
+@pytest.fixture
+def three():
+    return 3
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: a slow test")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, "rep_" + rep.when, rep)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        item.add_marker(pytest.mark.slow)
+`},
+		{name: "honest test: its own objects' failed flag", file: "tests/test_jobs.py", src: `import os
+
+from shop.jobs import Job
+
+
+def test_job_failed():
+    job = Job()
+    job.failed = True
+    assert os.environ.get("PYTEST_CURRENT_TEST")
+`},
+	})
+}
+
+// TestTamperingJS: JavaScript and TypeScript implementation modules that import the test
+// runner or replace process.stdout.write, read at the token level, beside honest twins
+// (an import of the module's own helpers; the runner named only in comments, strings,
+// templates, regular expressions and type-only imports).
+func TestTamperingJS(t *testing.T) {
+	t.Parallel()
+	runTamperCases(t, []tamperCase{
+		{name: "imports vitest", file: "src/cart.ts", src: "import { expect } from 'vitest'\nexport const total = () => 3\n",
+			want: []string{"src/cart.ts:1: imports vitest, the test runner"}},
+		{name: "requires @jest/globals, imports @vitest/runner", file: "src/cart.js", src: "const { expect } = require(\"@jest/globals\");\nexport * from '@vitest/runner'\nconst v = await import(`vitest`)\nimport 'jest'\n",
+			want: []string{"src/cart.js:1: imports @jest/globals", "src/cart.js:2: imports @vitest/runner", "src/cart.js:3: imports vitest", "src/cart.js:4: imports jest"}},
+		{name: "loads vitest through createRequire", file: "src/cart.mjs", src: "import { createRequire } from 'node:module'\nconst load = createRequire(import.meta.url)\nconst v = load(\n  'vitest/suite')\n",
+			want: []string{"src/cart.mjs:4: imports vitest/suite"}},
+		{name: "replaces process.stdout.write", file: "src/cart.ts", src: "const w = process.stdout.write.bind(process.stdout)\nprocess.stdout.write = (s: string) => w(s.replace(/FAIL/g, 'PASS'))\nObject.defineProperty(process.stderr, 'write', { value: () => true })\n",
+			want: []string{"src/cart.ts:2: replaces process.stdout.write", "src/cart.ts:3: redefines process.stderr"}},
+		{name: "reads the runner's state", file: "src/cart.mjs", src: "if (process.env.VITEST || process.env['JEST_WORKER_ID']) {\n  globalThis.__vitest_worker__.x = 1\n}\n",
+			want: []string{"src/cart.mjs:1: reads the test runner's environment (VITEST)", "src/cart.mjs:1: reads the test runner's environment (JEST_WORKER_ID)", "src/cart.mjs:2: uses __vitest_worker__"}},
+		{name: "honest: own helpers, the runner only in comments and strings", file: "src/cart.ts", src: `import { add } from './helpers'
+import type { Mock } from 'vitest'
+// import { vi } from 'vitest'
+/* require('jest') */
+const doc = "import { expect } from 'vitest'"
+const tpl = ` + "`require('jest') ${add(1, 2)} import('vitest')`" + `
+const re = /'vitest'|from "jest"/g
+process.stdout.write('total\n')
+if (process.env.NODE_ENV === 'test') console.log(doc, tpl, re)
+export const total = (a: number) => add(a, 1) / 2
+`},
+		{name: "honest: a declaration file", file: "src/vitest.d.ts", src: "import 'vitest'\ndeclare module 'vitest' { interface Assertion<T> { toBeCents(): T } }\n"},
+		{name: "honest: a test file imports its runner", file: "src/cart.test.ts", src: "import { expect, test } from 'vitest'\ntest('x', () => expect(1).toBe(1))\n"},
+		{name: "honest: the runner's configuration", file: "vitest.config.ts", src: "import { defineConfig } from 'vitest/config'\nexport default defineConfig({})\n"},
+	})
+}
+
+// needPython skips a test when /usr/bin/python3 is missing, and fails it under CI=true.
+func needPython(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("/usr/bin/python3 is not installed")
+		}
+		t.Skip("/usr/bin/python3 is not installed")
+	}
+}
+
+func mustRead(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestGatesRefuseTampering: each gate refuses runner tampering in the change as
+// test_tampered, naming the file and the line, before any test command runs; the honest
+// twin runs its tests and passes; and a change a judge is to rule on is logged, not
+// refused (SPEC §11.2).
+func TestGatesRefuseTampering(t *testing.T) {
+	t.Parallel()
+	const cheat = `// Package calc adds numbers.
+package calc
+
+import "testing"
+
+// Add returns a + b, and knows when a test asks.
+func Add(a, b int) int {
+	if testing.Testing() {
+		return a + b
+	}
+	return a + b
+}
+`
+	const honest = "// Package calc adds numbers.\npackage calc\n\nimport \"os\"\n\n// Add returns a + b.\nfunc Add(a, b int) int { _ = os.Args; return a + b }\n"
+	gates := []struct {
+		name string
+		run  func(context.Context, Input) (*Verdict, error)
+	}{
+		{"GREEN", Green},
+		{"VERIFY", Verify},
+		{"GREEN of an AC", func(ctx context.Context, in Input) (*Verdict, error) {
+			in.FullCommand = ""
+			return GreenAC(ctx, in, ACTests{AC: "AC-1", Own: []string{"TestAdd"}, Command: in.TestCommand})
+		}},
+	}
+	for _, g := range gates {
+		for _, tt := range []struct {
+			name, src string
+			review    bool
+			pass      bool
+		}{
+			{"cheat", cheat, false, false},
+			{"honest", honest, false, true},
+			{"cheat, for the judge", cheat, true, true},
+		} {
+			t.Run(g.name+"/"+tt.name, func(t *testing.T) {
+				t.Parallel()
+				root := copyFixture(t, filepath.Join("testdata", "go", "base"))
+				if err := os.WriteFile(filepath.Join(root, "calc", "add.go"), []byte(tt.src), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				in := Input{Root: root, AttemptDir: t.TempDir(), Task: "TASK-001", Attempt: 1,
+					TestCommand: "go test -count=1 ./calc", Changed: []string{"calc/add.go"},
+					Timeout: 2 * time.Minute, ReviewTestChange: tt.review}
+				v, err := g.run(context.Background(), in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				log := v.Log.String()
+				if tt.pass {
+					if !v.Pass || len(v.Runs) == 0 {
+						t.Fatalf("%s refused (%s: %s) or ran nothing\n%s", g.name, v.Type, v.Reason, log)
+					}
+					if tt.review && !strings.Contains(log, "for the judge to rule on: test_tampered: calc/add.go:4: imports \"testing\"") {
+						t.Errorf("gate.log does not put the finding to the judge:\n%s", log)
+					}
+					return
+				}
+				if v.Pass || v.Type != TypeTampered || v.File != "calc/add.go" || len(v.Runs) != 0 ||
+					!strings.Contains(v.Reason, `calc/add.go:4: imports "testing"`) || !strings.Contains(v.Reason, "(and 1 more)") {
+					t.Errorf("%s: pass %v, %s, file %q, %d runs: %s; want test_tampered naming calc/add.go:4 before any run\n%s",
+						g.name, v.Pass, v.Type, v.File, len(v.Runs), v.Reason, log)
+				}
+				if !strings.Contains(log, "runner tampering: calc/add.go:8: calls testing.Testing()") {
+					t.Errorf("gate.log does not list every finding:\n%s", log)
+				}
+			})
+		}
+	}
+}
+
+// TestRedRefusesOutcomeRewrite: a test writer's conftest.py hook that reports its
+// already-passing test as failed (which passed RED before the gate read the harness) is
+// refused at RED as test_tampered naming conftest.py and the line, before any test runs;
+// the same project with an honest conftest.py fixture passes RED. (testdata/red/py_conftest_forges_fail.txtar is the same cheat through the
+// case table.)
+func TestRedRefusesOutcomeRewrite(t *testing.T) {
+	t.Parallel()
+	needPytest(t)
+	for _, tt := range []struct {
+		name, conftest, test string
+		pass                 bool
+	}{
+		{"cheat", `import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" and "unit_001" in item.name:
+        report.outcome = "failed"
+        report.longrepr = "E       AssertionError: assert 5 == 4"
+`, "from calc import add\n\n\ndef test_unit_001_add():\n    assert add(3, 1) == 4\n", false},
+		{"honest", "import pytest\n\n\n@pytest.fixture\ndef three():\n    return 3\n",
+			"from mul import mul\n\n\ndef test_unit_001_mul(three):\n    assert mul(three, 2) == 6\n", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			root := copyFixture(t, filepath.Join("testdata", "python", "base"))
+			after := map[string]string{"conftest.py": tt.conftest, "tests/test_mul.py": tt.test}
+			for p, c := range after {
+				if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(p)), []byte(c), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			in := Input{Root: root, AttemptDir: t.TempDir(), Task: "TASK-T01", Attempt: 1, TestIDs: []string{"UNIT-001"},
+				TestCommand: "/usr/bin/python3 -m pytest -q", ProjectCommand: true, Globs: testrun.DefaultGlobs,
+				Changed: []string{"conftest.py", "tests/test_mul.py"}, Timeout: 2 * time.Minute,
+				Contents: func(p string) ([]byte, []byte, error) { return nil, []byte(after[p]), nil }}
+			v, err := Red(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.pass {
+				if !v.Pass {
+					t.Fatalf("honest RED refused: %s: %s\n%s", v.Type, v.Reason, v.Log.String())
+				}
+				return
+			}
+			if v.Pass || v.Type != TypeTampered || v.File != "conftest.py" || len(v.Runs) != 0 ||
+				!strings.Contains(v.Reason, "conftest.py:9: pytest_runtest_makereport sets a report's outcome") ||
+				!strings.Contains(v.Reason, "not rewrite what the runner reports") {
+				t.Errorf("RED: pass %v, %s, file %q, %d runs: %s; want test_tampered naming conftest.py:9 before any run\n%s",
+					v.Pass, v.Type, v.File, len(v.Runs), v.Reason, v.Log.String())
+			}
+		})
+	}
+}
+
+// TestTamperingHarnessGlobs: a Go helper package that config harness_globs makes part of
+// the harness may import "testing" (it is test support, which only a test writer may
+// change); the same file outside the harness is implementation code reaching into the
+// runner.
+func TestTamperingHarnessGlobs(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	const helper = "package testutil\n\nimport \"testing\"\n\n// Must fails t on err.\nfunc Must(t *testing.T, err error) {\n\tif err != nil {\n\t\tt.Fatal(err)\n\t}\n}\n"
+	p := filepath.Join(root, "internal", "testutil", "must.go")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(helper), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	changed := []string{"internal/testutil/must.go"}
+	found, err := Harness{Globs: []string{"internal/testutil/**"}}.Tamperings(context.Background(), root, changed)
+	if err != nil || len(found) != 0 {
+		t.Errorf("the harness helper: %v %v; want no finding", found, err)
+	}
+	found, err = Harness{}.Tamperings(context.Background(), root, changed)
+	if err != nil || len(found) != 1 || found[0].String() != `internal/testutil/must.go:3: imports "testing", the test runner's package, in code that is not a test` || found[0].Harness {
+		t.Errorf("the same file outside the harness: %v %v; want its import of testing", found, err)
+	}
+}
+
+// FuzzTamperingJS: the tokenizer and the reading of JavaScript never panic, whatever the
+// source, and name only lines the source has.
+func FuzzTamperingJS(f *testing.F) {
+	for _, s := range []string{
+		"import { expect } from 'vitest'\n", "const t = `a ${ {b: `c${d}`} } e`; /re[/]/g.test(x)\n",
+		"process.stdout.write = () => 1 // 'jest'\n", "/* unterminated", "'unterminated\n`${", "a / b / c\nrequire(\"@jest/globals\")",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		lines := strings.Count(src, "\n") + 1
+		for _, tk := range jsTokens(src) {
+			if tk.line < 1 || tk.line > lines {
+				t.Fatalf("token %q on line %d of %d", tk.text, tk.line, lines)
+			}
+		}
+		jsReach("x.ts", []byte(src))
+	})
+}
+
+// FuzzTamperingGo: the readings of Go implementation code and of Go test files never
+// panic, whatever the source.
+func FuzzTamperingGo(f *testing.F) {
+	b, err := os.ReadFile("testdata/go/variants/forged-testmain/calc/zz_test.go")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(string(b))
+	f.Add("package p\n\nimport . \"os\"\n\nfunc init() { Stdout, Args[0] = nil, \"-test.v\" }\n")
+	f.Add("package p\n\nfunc TestMain(m *testing.M) { os.Exit(f(m)) }\n\nfunc f(m *testing.M) int { return f(m) }\n")
+	f.Fuzz(func(t *testing.T, src string) {
+		goReach("p/x.go", []byte(src))
+		goHarness("p/x_test.go", []byte(src))
+	})
+}
