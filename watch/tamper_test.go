@@ -95,9 +95,9 @@ _reports.TestReport.from_item_and_call = classmethod(_passed)
 def discount(cents, p):
     return cents
 `}
-	// pyJUnitAtExit: the implementation is wrong, and rewrites the JUnit report (its path
+	// pyJUnitAtExitFiles: the implementation is wrong, and rewrites the JUnit report (its path
 	// is on pytest's command line) when the interpreter exits.
-	pyJUnitAtExit = map[string]string{"shop/discount.py": `import atexit
+	pyJUnitAtExitFiles = map[string]string{"shop/discount.py": `import atexit
 import sys
 
 
@@ -174,7 +174,7 @@ func TestRunnerTampering(t *testing.T) {
 		{name: "pytest honest, with a conftest.py fixture", py: true, writer: pyHonestFixture, builder: pyGreenFiles, honest: true},
 		{name: "pytest implementation patches pytest", py: true, builder: pyPatchesPytest,
 			cheat: "TASK-001", file: "shop/discount.py", where: "shop/discount.py:1: imports _pytest.reports, the test runner's own code"},
-		{name: "pytest implementation rewrites the JUnit report at exit", py: true, builder: pyJUnitAtExit,
+		{name: "pytest implementation rewrites the JUnit report at exit", py: true, builder: pyJUnitAtExitFiles,
 			cheat: "TASK-001", file: "shop/discount.py", where: "shop/discount.py:7: looks for the test runner's report (--junitxml=)"},
 		{name: "pytest conftest.py reports a passing test as failed", py: true, writer: pyFlipPassed,
 			cheat: "TASK-T01", file: "conftest.py", where: "conftest.py:9: pytest_runtest_makereport sets a report's outcome"},
