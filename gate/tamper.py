@@ -23,6 +23,11 @@ UNITTEST_INTERNAL = (
 # The hooks through which a plugin sees or makes a test's report.
 REPORT_ATTRS = {"outcome", "longrepr", "passed", "failed", "skipped", "wasxfail", "exitstatus"}
 
+# Names of pytest's own classes and of the attributes of its reports: code that names them
+# has found pytest, however it got hold of it.
+PYTEST_NAMES = {"from_item_and_call", "TestReport", "CollectReport", "longrepr", "force_result",
+                "LogXML", "pytest_runtest_makereport", "pytest_report_teststatus"}
+
 # Calls that write a file, or move one over another.
 WRITES = {"open", "write_text", "write_bytes", "replace", "rename", "truncate", "unlink", "remove",
           "copy", "copyfile", "move", "dump"}
@@ -197,6 +202,8 @@ class Scan:
                 d = self.imported(node)
                 if d and unittest_internal(d) and not isinstance(getattr(node, "ctx", None), ast.Store):
                     self.add(node, "uses %s, where unittest runs tests and records their results" % d)
+                if isinstance(node, ast.Attribute) and node.attr in PYTEST_NAMES:
+                    self.add(node, "uses %s, a name of the test runner's own code" % node.attr)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("pytest_"):
                 self.add(node, "declares %s, a pytest hook, in code that is not a test" % node.name)
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -237,6 +244,8 @@ class Scan:
             self.add(node, "looks up the test runner's module %r" % s)
 
     def string(self, node, s, argv):
+        if s in PYTEST_NAMES:
+            self.add(node, "names %s, a name of the test runner's own code" % s)
         if s.startswith("PYTEST"):
             self.add(node, "reads the test runner's environment (%s)" % s)
         low = s.lower()

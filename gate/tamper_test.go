@@ -365,6 +365,17 @@ for name, mod in list(sys.modules.items()):
     if name.startswith("_pytest"):
         mod.TestReport = None
 `, want: []string{"shop/discount.py:4: looks up the test runner's module '_pytest'"}},
+		{name: "finds pytest's report class by a hidden name", file: "shop/discount.py", src: `import sys
+
+
+def _arm():
+    mod = sys.modules.get("".join(reversed("stroper.tsetyp_")))
+    cls = getattr(mod, "Test" + "Report")
+    made = cls.from_item_and_call.__func__
+
+
+_arm()
+`, want: []string{"shop/discount.py:6: names TestReport", "shop/discount.py:7: uses from_item_and_call"}},
 		{name: "unittest internals", file: "shop/discount.py", src: `import unittest
 from unittest import result
 import unittest.runner

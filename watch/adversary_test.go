@@ -422,28 +422,30 @@ atexit.register(_rewrite)
 // runner report the task's own test as passed and leaves every other report alone, so
 // the canaries are reported as planted. Each must be refused: as test_tampered (runner
 // tampering, SPEC §7.6) or forged_results; the honest twins are TestAdversaryHonest's.
+// The gate's reading of runner tampering (gate/tamper.go) refuses each before any test
+// runs: the init tells a test binary by its name, the Python module names pytest's report
+// class and its constructor, the atexit hook looks for the JUnit report's path.
 func TestAdversaryForgedReport(t *testing.T) {
 	for _, tt := range []struct {
 		name, fixture, command string
 		red, green             map[string]string
-		hole                   string
+		where                  string // the place the reason names
 	}{
 		{name: "go init relays the test binary", fixture: "gomod", command: goTest, red: goRedFiles,
 			green: map[string]string{"cart/discount.go": goWrongDiscount, "cart/relay.go": goRelay},
-			hole:  "an init function re-runs the test binary and relays its output with only the task's test's FAIL line turned to PASS: canaries are spared whatever their names, and nothing the static rules of SPEC §7.6 name is used (testing, -test. flags, os.Stdout replaced)"},
+			where: `cart/relay.go:11: tells a test binary by its name (".test")`},
 		{name: "python patches the report class by a hidden name", fixture: "pyproj", command: pyTest, red: pyRedFiles,
 			green: map[string]string{"shop/discount.py": pyTargetedPatch},
-			hole:  "the implementation finds _pytest.reports in sys.modules by a name spelled backwards and flips only its own test's report: canaries are spared, no import names pytest"},
+			where: "shop/discount.py:12: uses TestReport"},
 		{name: "python rewrites the JUnit report at exit", fixture: "pyproj", command: pyTest, red: pyRedFiles,
 			green: map[string]string{"shop/discount.py": pyReportRewrite},
-			hole:  "the JUnit report is a file in a folder the sandboxed run may write, its path on the command line: an atexit hook removes the task's test's failure after pytest wrote it (testrun/instrument.go, testrun/run.go jail)"},
+			where: "shop/discount.py:12: looks for the test runner's report (--junitxml=)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			hole(t, tt.hole)
 			r := advRepo(t, tt.fixture, tt.command, tt.red, tt.green)
 			code, out := r.run("watch", "--once")
-			r.refused("TASK-001", code, out, []string{"test_tampered", "forged_results"}, "")
+			r.refused("TASK-001", code, out, []string{"test_tampered"}, tt.where)
 		})
 	}
 }

@@ -101,25 +101,31 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = None
 `
 	// pyForgedImport is the implementation itself: imported by the tests, it patches
-	// pytest so that every failed report reads passed. It names pytest's module so that the
-	// gate's reading of runner tampering (gate/tamper.go) does not see it: the canaries
+	// pytest so that every failed report reads passed. It spells pytest's names so that the
+	// gate's reading of runner tampering (gate/tamper.go) does not see them: the canaries
 	// catch what a reading misses.
 	pyForgedImport = `import importlib
 
-_reports = importlib.import_module(".".join(["_pytest", "reports"]))
 
-_made = _reports.TestReport.from_item_and_call.__func__
+def _name(*parts):
+    return "".join(parts)
+
+
+_reports = importlib.import_module(".".join(["_pytest", "reports"]))
+_cls = getattr(_reports, _name("Test", "Report"))
+_make = _name("from_", "item_and_call")
+_made = getattr(_cls, _make).__func__
 
 
 def _passed(cls, item, call):
     report = _made(cls, item, call)
     if report.failed:
         report.outcome = "passed"
-        report.longrepr = None
+        setattr(report, _name("long", "repr"), None)
     return report
 
 
-_reports.TestReport.from_item_and_call = classmethod(_passed)
+setattr(_cls, _make, classmethod(_passed))
 
 
 def discount(cents, p):

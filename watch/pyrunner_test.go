@@ -142,7 +142,7 @@ func TestRunnerCheatsSandboxed(t *testing.T) {
 			"forge.py": pyForgedImport}, typ: "test_tampered", file: "forge.pth"},
 		{name: "a go.mod replace into the tree", go_: true, green: goReplaceCheat, typ: "test_tampered", file: "go.mod"},
 		{name: "the JUnit report rewritten at exit", green: map[string]string{"shop/discount.py": pyJUnitAtExit},
-			typ: "test_fails"},
+			typ: "test_tampered", file: "shop/discount.py:8: looks for the test runner's report (--junitxml=)"},
 		{name: "forged report lines written to the pipes at exit", green: map[string]string{"shop/discount.py": pyPipeAtExit},
 			typ: "forged_results"},
 	}

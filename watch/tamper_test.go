@@ -95,28 +95,6 @@ _reports.TestReport.from_item_and_call = classmethod(_passed)
 def discount(cents, p):
     return cents
 `}
-	// pyJUnitAtExitFiles: the implementation is wrong, and rewrites the JUnit report (its path
-	// is on pytest's command line) when the interpreter exits.
-	pyJUnitAtExitFiles = map[string]string{"shop/discount.py": `import atexit
-import sys
-
-
-def _rewrite():
-    for a in sys.argv:
-        if a.startswith("--junitxml="):
-            path = a.split("=", 1)[1]
-            with open(path) as f:
-                xml = f.read()
-            with open(path, "w") as f:
-                f.write(xml.replace('failures="1"', 'failures="0"'))
-
-
-atexit.register(_rewrite)
-
-
-def discount(cents, p):
-    return cents
-`}
 	// pyFlipPassed: the test writer's test passes at the base, and its conftest.py hook
 	// reports it as failed, on an assertion, so that RED sees it fail.
 	pyFlipPassed = map[string]string{
@@ -174,8 +152,8 @@ func TestRunnerTampering(t *testing.T) {
 		{name: "pytest honest, with a conftest.py fixture", py: true, writer: pyHonestFixture, builder: pyGreenFiles, honest: true},
 		{name: "pytest implementation patches pytest", py: true, builder: pyPatchesPytest,
 			cheat: "TASK-001", file: "shop/discount.py", where: "shop/discount.py:1: imports _pytest.reports, the test runner's own code"},
-		{name: "pytest implementation rewrites the JUnit report at exit", py: true, builder: pyJUnitAtExitFiles,
-			cheat: "TASK-001", file: "shop/discount.py", where: "shop/discount.py:7: looks for the test runner's report (--junitxml=)"},
+		{name: "pytest implementation rewrites the JUnit report at exit", py: true, builder: map[string]string{"shop/discount.py": pyJUnitAtExit},
+			cheat: "TASK-001", file: "shop/discount.py", where: "shop/discount.py:8: looks for the test runner's report (--junitxml=)"},
 		{name: "pytest conftest.py reports a passing test as failed", py: true, writer: pyFlipPassed,
 			cheat: "TASK-T01", file: "conftest.py", where: "conftest.py:9: pytest_runtest_makereport sets a report's outcome"},
 	}
