@@ -2,6 +2,7 @@ package testrun
 
 import (
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 
@@ -32,6 +33,12 @@ type goParser struct {
 	open    map[string]*goOpen // running tests by package and name
 	build   []string
 	seen    map[string]bool // build error lines already kept
+	// ended holds the outcome of every test that ended, by package and name; repeats says
+	// that the command runs each test more than once (-count=N), when a test that ends
+	// twice is no forgery.
+	ended   map[string]string
+	repeats bool
+	forged  *ForgedError
 }
 
 // goOpen is a test that has started and not yet ended.
@@ -39,14 +46,23 @@ type goOpen struct {
 	out capped
 }
 
-func newGoParser(verbose bool) *goParser {
+func newGoParser(verbose bool, command string) *goParser {
+	repeats := false
+	if m := goCountRE().FindStringSubmatch(command); m != nil && m[1] != "1" {
+		repeats = true
+	}
 	return &goParser{
 		verbose: verbose,
 		out:     capped{max: maxOutput},
 		open:    map[string]*goOpen{},
 		seen:    map[string]bool{},
+		ended:   map[string]string{},
+		repeats: repeats,
 	}
 }
+
+// goCountRE finds go test's -count flag and its value.
+var goCountRE = lazyre.New(`(?:^|\s)--?(?:test\.)?count[= ](\d+)`)
 
 func (p *goParser) line(s string) {
 	if len(s) > 0 && s[0] == '{' {
@@ -101,6 +117,13 @@ func (p *goParser) event(e *goEvent) {
 // so that the parent's failure shows it in place, as go test prints it.
 func (p *goParser) endTest(pkg, name, action string) {
 	key := pkg + "\x00" + name
+	if first, ok := p.ended[key]; ok && !p.repeats && p.forged == nil {
+		// go test reports each test once: a second outcome was printed by something
+		// in the test binary (an init function, a TestMain) to pass for the runner.
+		p.forged = &ForgedError{Where: "package " + pkg, Stream: true,
+			What: fmt.Sprintf("test %s is reported twice (%s, then %s)", name, first, action)}
+	}
+	p.ended[key] = action
 	o := p.open[key]
 	delete(p.open, key)
 	t := Test{ID: pkg + "." + name, Status: Passed}
@@ -209,6 +232,9 @@ func (p *goParser) buildLine(s string) {
 func (p *goParser) finish(res *Result, _ [][]byte) {
 	res.Tests = p.tests
 	res.BuildErrors = p.build
+	if p.forged != nil && res.Forged == nil {
+		res.Forged = p.forged
+	}
 	if p.sawJSON {
 		res.Output = p.out.String()
 		if p.out.lost {

@@ -330,7 +330,7 @@ type parser interface {
 func newParser(inv invocation, root string) parser {
 	switch inv.runner {
 	case Go:
-		return newGoParser(inv.verbose)
+		return newGoParser(inv.verbose, inv.command)
 	case Pytest:
 		return newPytestParser(root, inv.sessions)
 	case Vitest, Jest:

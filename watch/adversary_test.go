@@ -565,3 +565,31 @@ func TestAdversaryBetweenCommands(t *testing.T) {
 		})
 	}
 }
+
+// goPrintsPass is an implementation whose init function prints a PASS line for the task's
+// test before any test runs: go test -json then reports the test twice, PASS and FAIL.
+const goPrintsPass = `package cart
+
+import (
+	"fmt"
+
+	"example.com/shop/money"
+)
+
+func init() {
+	fmt.Println("--- PASS: TestDiscount_UNIT_001 (0.00s)")
+}
+
+// Discount returns c.
+func Discount(c money.Cents, p int64) money.Cents { return c }
+`
+
+// TestAdversaryReportedTwice: a test reported twice, PASS then FAIL, is a forged report
+// (SPEC §7.6): which of its two outcomes counted depended on the reader. Its honest twin is
+// TestAdversaryHonest's.
+func TestAdversaryReportedTwice(t *testing.T) {
+	t.Parallel()
+	r := advRepo(t, "gomod", goTest, goRedFiles, map[string]string{"cart/discount.go": goPrintsPass})
+	code, out := r.run("watch", "--once")
+	r.refused("TASK-001", code, out, []string{"forged_results"}, "TestDiscount_UNIT_001 is reported twice")
+}
