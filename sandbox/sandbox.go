@@ -46,6 +46,10 @@ type Profile struct {
 	Env []string
 	// Network shares the host's network (config gate_network: host).
 	Network bool
+	// StartedFD is a descriptor the command inherits (3 and up) to which the sandbox's init
+	// writes one byte, and which it closes, just before it starts the command: a caller
+	// that reads nothing there knows that the sandbox itself did not start. 0: none.
+	StartedFD int
 }
 
 // With returns a copy of p that also makes readOnly readable and writable writable.
@@ -110,7 +114,11 @@ func (p Profile) Wrap(argv []string) []string {
 		}
 		w = append(w, "--setenv", name, value)
 	}
-	w = append(w, "--", "/bin/sh", "-c", initScript, "sh")
+	script := initScript
+	if p.StartedFD > 0 {
+		script = fmt.Sprintf("printf . >&%[1]d; exec %[1]d>&-\n%[2]s", p.StartedFD, initScript)
+	}
+	w = append(w, "--", "/bin/sh", "-c", script, "sh")
 	return append(w, argv...)
 }
 

@@ -214,9 +214,27 @@ func execute(ctx context.Context, dir string, inv invocation, timeout time.Durat
 	if env == nil {
 		env = os.Environ()
 	}
+	// Inside the sandbox, the sandbox's environment; bwrap itself runs with the
+	// orchestrator's.
 	argv := []string{"sh", "-c", inv.command}
+	if jail == nil {
+		env = colorOff(inv, env)
+	}
+	var extra []*os.File
+	if stream != nil {
+		extra = append(extra, stream.w)
+	}
+	// In the sandbox, its init says on a pipe of its own that it started the command: a
+	// sandbox that did not start is a problem of the set-up, not the candidate's failure.
+	var started, startedW *os.File
 	if jail != nil {
-		// Inside, the sandbox's environment; bwrap itself runs with the orchestrator's.
+		if started, startedW, err = os.Pipe(); err != nil {
+			pr.Close()
+			pw.Close()
+			return -1, false, fmt.Errorf("run tests: %w", err)
+		}
+		defer started.Close()
+		extra = append(extra, startedW)
 		p := *jail
 		if p.Env == nil {
 			p.Env = env
@@ -225,24 +243,29 @@ func execute(ctx context.Context, dir string, inv invocation, timeout time.Durat
 		if p.Dir == "" {
 			p.Dir = dir
 		}
-		argv, env = p.Wrap(argv), os.Environ()
-	} else {
-		env = colorOff(inv, env)
+		p.StartedFD = 2 + len(extra)
+		argv, env = p.Wrap([]string{"sh", "-c", inv.command}), os.Environ()
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
+	head := &capped{max: 4 << 10}
 	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Env = env
-	if stream != nil {
-		cmd.ExtraFiles = []*os.File{stream.w}
-	}
+	cmd.ExtraFiles = extra
 	if err := cmd.Start(); err != nil {
 		pr.Close()
 		pw.Close()
+		if startedW != nil {
+			startedW.Close()
+		}
 		return -1, false, fmt.Errorf("run %q in %s: %w", inv.command, dir, err)
 	}
 	pw.Close()
+	if startedW != nil {
+		startedW.Close()
+	}
+	w = io.MultiWriter(w, head)
 	if stream != nil {
 		stream.started()
 	}
@@ -292,6 +315,9 @@ func execute(ctx context.Context, dir string, inv invocation, timeout time.Durat
 	if canceled {
 		return -1, false, ctx.Err()
 	}
+	if started != nil && !timedOut && !sandboxStarted(started) {
+		return -1, false, &SetupError{Command: inv.command, Reason: "the sandbox could not start: " + bwrapSaid(head.String())}
+	}
 	if timedOut {
 		return -1, true, nil
 	}
@@ -303,6 +329,31 @@ func execute(ctx context.Context, dir string, inv invocation, timeout time.Durat
 		return ee.ExitCode(), false, nil
 	}
 	return -1, false, werr
+}
+
+// sandboxStarted reports whether the sandbox's init wrote its byte on started: every
+// writer is gone by now (the init closes it before the command starts, and the sandbox's
+// processes end with it), so a read does not wait; the deadline is for safety.
+func sandboxStarted(started *os.File) bool {
+	_ = started.SetReadDeadline(time.Now().Add(time.Second))
+	var b [1]byte
+	n, _ := started.Read(b[:])
+	return n == 1
+}
+
+// bwrapSaid returns bubblewrap's own complaint in a run's output (its "bwrap: " line), or
+// the output's first line.
+func bwrapSaid(out string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "bwrap: ") {
+			return strings.TrimPrefix(l, "bwrap: ")
+		}
+	}
+	l, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
+	if l == "" {
+		return "bwrap exited before it started the command, and said nothing"
+	}
+	return l
 }
 
 // colorOff returns env with NO_COLOR set for the JavaScript runners: Node's color libraries
