@@ -6,7 +6,7 @@ BIN := bin/orchestrator
 VERSION ?= $(shell git describe --tags --dirty 2>/dev/null || echo dev)
 FUZZTIME ?= 30s
 
-.PHONY: build test test-deps bench fuzz lint bench-data demo demo-tdd demo-plan clean
+.PHONY: build test test-deps bench fuzz lint bench-data demo demo-tdd demo-plan replay clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/orchestrator
@@ -51,6 +51,14 @@ fuzz:
 	$(GO) test ./agents -run '^$$' -fuzz '^FuzzUsageReports$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./testrun -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./testrun -run '^$$' -fuzz '^FuzzDetect$$' -fuzztime $(FUZZTIME)
+
+# Replay commits of public Go and Python libraries through `watch --once` as TEST + BUILD
+# tasks (watch/replay_test.go, cases in watch/testdata/replay/cases.json) and print landed /
+# correctly refused / falsely refused. Opt-in, not part of `make test`: it needs local
+# mirrors of those repositories (ORCHESTRATOR_REPLAY_MIRRORS, default /work/.mirror).
+# STRICT=1 fails on every case whose outcome differs from its judgement.
+replay:
+	ORCHESTRATOR_REPLAY=1 ORCHESTRATOR_REPLAY_STRICT=$(STRICT) $(GO) test ./watch -run '^TestReplayHistory$$' -count=1 -v -timeout 3h
 
 lint:
 	@files=$$(git ls-files '*.go' | grep -v /testdata/); test -z "$$(gofmt -l $$files)" || { gofmt -l $$files; exit 1; }
