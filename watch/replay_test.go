@@ -49,22 +49,38 @@ type replayOutcome struct {
 	elapsed  time.Duration
 }
 
+// wantRefusal reads a judgement "refuse: TYPE: why" or "refuse: TYPE (phrase): why" into
+// the failure type SPEC §7.2 asks for and the phrase its reason must hold ("" when the
+// type is enough); ok is false for "land".
+func (c *replayCase) wantRefusal() (typ, phrase string, ok bool) {
+	rest, ok := strings.CutPrefix(c.Expected, "refuse: ")
+	if !ok {
+		return "", "", false
+	}
+	head, _, _ := strings.Cut(rest, ":")
+	typ, phrase, _ = strings.Cut(head, " (")
+	return strings.TrimSpace(typ), strings.TrimSuffix(phrase, ")"), true
+}
+
 // verdict compares the outcome with the case's judgement: "landed", "correctly refused",
+// "refused, other reason" (refused, but not with the failure type and reason §7.2 gives),
 // "falsely refused" (honest work that §7.2 lets land was refused), "wrongly landed" (a
 // change §7.2 refuses landed), or the outcome itself when the case did not run.
 func (o replayOutcome) verdict() string {
-	wantLand := o.c.Expected == "land"
+	typ, phrase, refuse := o.c.wantRefusal()
 	switch {
-	case o.outcome == "landed" && wantLand:
+	case o.outcome == "landed" && !refuse:
 		return "landed"
 	case o.outcome == "landed":
 		return "wrongly landed"
-	case strings.HasPrefix(o.outcome, "refused") && wantLand:
+	case !strings.HasPrefix(o.outcome, "refused"):
+		return o.outcome
+	case !refuse:
 		return "falsely refused"
-	case strings.HasPrefix(o.outcome, "refused"):
-		return "correctly refused"
+	case o.failType != typ || !strings.Contains(o.reason, phrase):
+		return "refused, other reason"
 	}
-	return o.outcome
+	return "correctly refused"
 }
 
 // TestReplayHistory replays every case of testdata/replay/cases.json through `orchestrator
@@ -114,7 +130,7 @@ func TestReplayHistory(t *testing.T) {
 				switch v := o.verdict(); {
 				case v == "no mirror" || v == "error":
 					t.Errorf("%s: %s", v, o.reason)
-				case strict && (v == "falsely refused" || v == "wrongly landed"):
+				case strict && v != "landed" && v != "correctly refused":
 					t.Errorf("%s: %s (%s: %s); judged %q: %s", v, o.outcome, o.failType, o.reason, c.Expected, c.Judgement)
 				}
 			})
@@ -130,7 +146,7 @@ func replayTable(cases []*replayCase, outcomes []replayOutcome, wall time.Durati
 		byName[o.c.Name] = o
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-24s %-6s %-17s %-17s %-15s %s\n", "case", "lang", "outcome", "verdict", "failure type", "reason")
+	fmt.Fprintf(&b, "%-20s %-6s %-16s %-21s %-15s %s\n", "case", "lang", "outcome", "verdict", "failure type", "reason")
 	counts := map[string]int{}
 	for _, c := range cases {
 		o, ok := byName[c.Name]
@@ -139,17 +155,18 @@ func replayTable(cases []*replayCase, outcomes []replayOutcome, wall time.Durati
 		}
 		v := o.verdict()
 		counts[v]++
-		fmt.Fprintf(&b, "%-24s %-6s %-17s %-17s %-15s %s\n", c.Name, c.Lang, o.outcome, v, orDash(o.failType), clipLine(o.reason, 200))
-		if o.outcome != "landed" && c.Expected != "land" {
-			fmt.Fprintf(&b, "%-24s judged: %s\n", "", clipLine(c.Expected, 200))
+		fmt.Fprintf(&b, "%-20s %-6s %-16s %-21s %-15s %s\n", c.Name, c.Lang, o.outcome, v, orDash(o.failType), clipLine(o.reason, 400))
+		if v != "landed" {
+			fmt.Fprintf(&b, "%-20s judged %s: %s\n", "", c.Expected, clipLine(c.Judgement, 400))
 		}
 		if o.redRuns != "" {
-			fmt.Fprintf(&b, "%-24s RED runs (%s in all): %s\n", "", o.elapsed.Round(time.Millisecond), o.redRuns)
+			fmt.Fprintf(&b, "%-20s RED runs (%s in all): %s\n", "", o.elapsed.Round(time.Millisecond), o.redRuns)
 		}
 	}
-	fmt.Fprintf(&b, "\n%d cases in %s (sandbox %s): %d landed, %d refused (%d correctly refused, %d falsely refused), %d wrongly landed",
+	fmt.Fprintf(&b, "\n%d cases in %s (sandbox %s): %d landed, %d refused: %d correctly refused (and %d more refused with another reason than SPEC §7.2's), %d falsely refused; %d wrongly landed",
 		len(outcomes), wall.Round(time.Second), sandbox, counts["landed"]+counts["wrongly landed"],
-		counts["correctly refused"]+counts["falsely refused"], counts["correctly refused"], counts["falsely refused"], counts["wrongly landed"])
+		counts["correctly refused"]+counts["refused, other reason"]+counts["falsely refused"],
+		counts["correctly refused"], counts["refused, other reason"], counts["falsely refused"], counts["wrongly landed"])
 	if n := counts["no mirror"] + counts["error"]; n > 0 {
 		fmt.Fprintf(&b, ", %d did not run", n)
 	}

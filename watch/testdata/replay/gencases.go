@@ -81,8 +81,9 @@ type Case struct {
 	// test's package/Test names, pytest's node IDs); "(build) pkg" for a Go package that
 	// does not build. Facts for the judgement, not read by the test.
 	RedFailing []string `json:"red_failing"`
-	// Expected is the outcome SPEC §7.2 (as rewritten for issue 24) asks for: "land", or
-	// "refuse: <why>". Judgement says why, by hand.
+	// Expected is the outcome SPEC §7.2 (as rewritten for issue 24) asks for, judged by
+	// hand: "land", or "refuse: <failure type>: <why>", or "refuse: <failure type>
+	// (<phrase the reason must hold>): <why>". Judgement says why.
 	Expected  string `json:"expected"`
 	Judgement string `json:"judgement,omitempty"`
 }
@@ -140,11 +141,14 @@ func main() {
 		}
 		f.Cases = append(f.Cases, cases...)
 	}
-	b, err := json.MarshalIndent(f, "", "  ")
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(f); err != nil {
 		fatal(err)
 	}
-	if err := os.WriteFile(*out, append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(*out, b.Bytes(), 0o644); err != nil {
 		fatal(err)
 	}
 	fmt.Fprintf(os.Stderr, "%d cases written to %s\n", len(f.Cases), *out)
