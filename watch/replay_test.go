@@ -93,7 +93,9 @@ func (o replayOutcome) verdict() string {
 // missing mirror or commit fails it. It reports and does not fail on a case whose outcome
 // differs from its judgement, unless ORCHESTRATOR_REPLAY_STRICT=1: then every case judged
 // "land" must land and every case judged "refuse" must be refused. Python cases need
-// Debian's pytest; the gate and the agents run in bubblewrap where it works.
+// Debian's pytest; the gate and the agents run in bubblewrap where it works. With
+// ORCHESTRATOR_REPLAY_KEEP=DIR, each case's attempt folders (gate.log, result.json) are
+// copied to DIR/<case>.
 func TestReplayHistory(t *testing.T) {
 	if os.Getenv("ORCHESTRATOR_REPLAY") != "1" {
 		t.Skip("replay of real history is opt-in: ORCHESTRATOR_REPLAY=1 (make replay); it needs the mirrors of the public repositories")
@@ -275,6 +277,17 @@ func replay(t *testing.T, c *replayCase, mirrors, sandbox string) replayOutcome 
 		o.outcome = "error"
 		o.reason = fmt.Sprintf("watch exited %d with statuses %v:%s%s\n%s", code, st, r.describeAttempts("TASK-T01"), r.describeAttempts("TASK-001"), out)
 	}
+	if keep := os.Getenv("ORCHESTRATOR_REPLAY_KEEP"); keep != "" {
+		// The attempt folders (gate.log, result.json, changes.diff) for a person to read.
+		dst := filepath.Join(keep, c.Name)
+		os.RemoveAll(dst)
+		if err := os.MkdirAll(keep, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("cp", "-r", filepath.Join(r.root, ".orchestrator", "runs"), dst).CombinedOutput(); err != nil {
+			t.Errorf("keep the attempt folders: %v\n%s", err, out)
+		}
+	}
 	r.noneLeft()
 	return o
 }
@@ -315,4 +328,78 @@ func gateRuns(res map[string]any) (string, time.Duration) {
 		parts = append(parts, fmt.Sprintf("%s %v (exit %v)", d.Round(time.Millisecond), run["command"], run["exit_code"]))
 	}
 	return strings.Join(parts, "; "), total
+}
+
+// TestReplayVerdict: the replay's verdict of each outcome against its judgement. A refusal
+// counts as correct only with the failure type, and the phrase, that the judgement names.
+func TestReplayVerdict(t *testing.T) {
+	t.Parallel()
+	const pass = "refuse: false_red (the tests already pass): nothing fails at the base"
+	tests := []struct {
+		expected, outcome, failType, reason, want string
+	}{
+		{"land", "landed", "", "", "landed"},
+		{"land", "refused at RED", "scope_violation", "TestBytes changed", "falsely refused"},
+		{"land", "refused at GREEN", "test_fails", "TestBytes failed", "falsely refused"},
+		{pass, "landed", "", "", "wrongly landed"},
+		{pass, "refused at RED", "false_red", "false RED: the tests already pass (go test . exited 0)", "correctly refused"},
+		{pass, "refused at RED", "false_red", "false RED: no test ran", "refused, other reason"},
+		{pass, "refused at RED", "scope_violation", "TestFormatFloat changed", "refused, other reason"},
+		{"refuse: scope_violation: TestNewConstraint changed while passing", "refused at RED", "scope_violation", "TestNewConstraint changed", "correctly refused"},
+		{"land", "no mirror", "", "", "no mirror"},
+	}
+	for _, tt := range tests {
+		o := replayOutcome{c: &replayCase{Expected: tt.expected}, outcome: tt.outcome, failType: tt.failType, reason: tt.reason}
+		if got := o.verdict(); got != tt.want {
+			t.Errorf("judged %q, %s (%s: %s): verdict %q, want %q", tt.expected, tt.outcome, tt.failType, tt.reason, got, tt.want)
+		}
+	}
+}
+
+// TestReplayCases checks the case list without the mirrors: every case is named once,
+// judged ("land" or "refuse: TYPE…" with a known failure type, and a judgement), and has
+// test files and code files to replay.
+func TestReplayCases(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("testdata", "replay", "cases.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct{ Cases []*replayCase }
+	if err := json.Unmarshal(b, &file); err != nil {
+		t.Fatalf("cases.json: %v", err)
+	}
+	if len(file.Cases) < 20 {
+		t.Errorf("%d cases, want at least 20", len(file.Cases))
+	}
+	types := map[string]bool{"false_red": true, "scope_violation": true, "broken_test": true, "test_fails": true, "test_tampered": true, "regression": true}
+	seen := map[string]bool{}
+	langs := map[string]map[string]bool{}
+	for _, c := range file.Cases {
+		if seen[c.Name] {
+			t.Errorf("%s: named twice", c.Name)
+		}
+		seen[c.Name] = true
+		if langs[c.Lang] == nil {
+			langs[c.Lang] = map[string]bool{}
+		}
+		langs[c.Lang][c.Repo] = true
+		if len(c.Commit) != 40 || len(c.Parent) != 40 || c.TestCommand == "" {
+			t.Errorf("%s: commit %q, parent %q, test command %q", c.Name, c.Commit, c.Parent, c.TestCommand)
+		}
+		if len(c.TestFiles)+len(c.TestDeleted) == 0 || len(c.CodeFiles)+len(c.CodeDeleted) == 0 {
+			t.Errorf("%s: a case changes tests and code together", c.Name)
+		}
+		if typ, _, refuse := c.wantRefusal(); refuse && !types[typ] || !refuse && c.Expected != "land" {
+			t.Errorf("%s: expected %q: want \"land\" or \"refuse: <failure type>: why\"", c.Name, c.Expected)
+		}
+		if c.Judgement == "" || c.Judgement == "not judged yet" {
+			t.Errorf("%s: not judged", c.Name)
+		}
+	}
+	for _, lang := range []string{"go", "python"} {
+		if len(langs[lang]) < 3 {
+			t.Errorf("%s cases come from %d repositories, want at least 3", lang, len(langs[lang]))
+		}
+	}
 }
