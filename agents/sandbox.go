@@ -1,18 +1,15 @@
 package agents
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
-	"time"
+
+	"github.com/orchestrator/orchestrator/sandbox"
 )
 
 // A Sandbox is the bubblewrap jail of one attempt (SPEC §15.2 item 2): the whole file system
@@ -138,11 +135,6 @@ func (s Sandbox) Wrap(argv []string) []string {
 const initScript = `"$@"
 exit $?`
 
-// bwrapCheck is the sandbox BwrapAvailable tries: the options and the init that Wrap
-// uses, with nothing to bind.
-var bwrapCheck = []string{"bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-	"--unshare-pid", "--as-pid-1", "--", "/bin/sh", "-c", initScript, "sh", "true"}
-
 // BwrapAvailable reports whether bubblewrap runs here, by running `true` in a sandbox like
 // Wrap's once; the answer is kept for the life of the program. The error says why not:
 // not Linux, bwrap not installed, or bwrap's own complaint (no user namespaces, no
@@ -151,29 +143,9 @@ func BwrapAvailable() error { return bwrapAvailable() }
 
 var bwrapAvailable = sync.OnceValue(checkBwrap)
 
-// checkBwrap is BwrapAvailable without the memory.
-func checkBwrap() error {
-	if runtime.GOOS != "linux" {
-		return fmt.Errorf("bubblewrap runs on Linux only, not on %s", runtime.GOOS)
-	}
-	path, err := exec.LookPath(bwrapCheck[0])
-	if err != nil {
-		return errors.New("bubblewrap is not installed (no bwrap on PATH)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, bwrapCheck[1:]...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			msg = err.Error()
-		}
-		return fmt.Errorf("bubblewrap does not work here: %s", msg)
-	}
-	return nil
-}
+// checkBwrap is BwrapAvailable without the memory: the sandbox package's check, which tries
+// a sandbox like Wrap's with nothing to bind.
+func checkBwrap() error { return sandbox.Check() }
 
 // makeHomeState creates the folders of HomeState that are missing in the home folder, as
 // the agent programs would on their first run: bwrap can only bind what exists, and Claude

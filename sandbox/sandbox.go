@@ -176,10 +176,10 @@ exit $?`
 // permission to mount).
 func Available() error { return available() }
 
-var available = sync.OnceValue(check)
+var available = sync.OnceValue(Check)
 
-// check is Available without the memory.
-func check() error {
+// Check is Available without the memory: it tries again each time.
+func Check() error {
 	if runtime.GOOS != "linux" {
 		return fmt.Errorf("bubblewrap runs on Linux only, not on %s", runtime.GOOS)
 	}
