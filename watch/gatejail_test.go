@@ -183,14 +183,15 @@ func writeFile(t *testing.T, p, text string) {
 }
 
 // sharedGateCache is the gate's cache folder of the tests that give the orchestrator a home
-// of their own: the user's, so that Go's build cache stays warm from test to test.
+// of their own: the one the other tests' orchestrators use (gate.CacheDir), so that Go's
+// build cache stays warm from test to test.
 func sharedGateCache(t *testing.T) string {
 	t.Helper()
 	d, err := os.UserCacheDir()
 	if err != nil {
 		d = os.TempDir()
 	}
-	return filepath.Join(d, "orchestrator-test", "gate")
+	return filepath.Join(d, "orchestrator", "gate")
 }
 
 // goCache is the Go build cache of the tests, for an orchestrator given a home of its own.
