@@ -55,7 +55,7 @@ fuzz:
 # Replay commits of public Go and Python libraries through `watch --once` as TEST + BUILD
 # tasks (watch/replay_test.go, cases in watch/testdata/replay/cases.json) and print landed /
 # correctly refused / falsely refused. Opt-in, not part of `make test`: it needs local
-# mirrors of those repositories (ORCHESTRATOR_REPLAY_MIRRORS, default /work/.mirror).
+# mirrors of those repositories (ORCHESTRATOR_REPLAY_MIRRORS, which must be set).
 # STRICT=1 fails on every case whose outcome differs from its judgement.
 replay:
 	ORCHESTRATOR_REPLAY=1 ORCHESTRATOR_REPLAY_STRICT=$(STRICT) $(GO) test ./watch -run '^TestReplayHistory$$' -count=1 -v -timeout 3h

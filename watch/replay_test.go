@@ -89,7 +89,7 @@ func (o replayOutcome) verdict() string {
 //
 // It is opt-in: it runs only with ORCHESTRATOR_REPLAY=1 (`make replay`), because it needs
 // the mirrors of the public repositories, which CI does not fetch: bare git directories at
-// $ORCHESTRATOR_REPLAY_MIRRORS/<owner>+<name>/repo (default /work/.mirror). When it runs, a
+// $ORCHESTRATOR_REPLAY_MIRRORS/<owner>+<name>/repo. When it runs, a
 // missing mirror or commit fails it. It reports and does not fail on a case whose outcome
 // differs from its judgement, unless ORCHESTRATOR_REPLAY_STRICT=1: then every case judged
 // "land" must land and every case judged "refuse" must be refused. Python cases need
@@ -110,7 +110,7 @@ func TestReplayHistory(t *testing.T) {
 	}
 	mirrors := os.Getenv("ORCHESTRATOR_REPLAY_MIRRORS")
 	if mirrors == "" {
-		mirrors = "/work/.mirror"
+		t.Fatal("ORCHESTRATOR_REPLAY_MIRRORS must name the folder of the repositories' bare mirrors, <owner>+<name>/repo")
 	}
 	strict := os.Getenv("ORCHESTRATOR_REPLAY_STRICT") == "1"
 	sandbox := "bwrap"

@@ -2,7 +2,7 @@
 
 // Command gencases regenerates cases.json, the fixed case list of TestReplayHistory
 // (watch/replay_test.go), from local mirrors of public repositories: bare git directories
-// at <mirrors>/<owner>+<name>/repo, as the fetch tool leaves them. It holds no code of
+// at <mirrors>/<owner>+<name>/repo (-mirrors, else $ORCHESTRATOR_REPLAY_MIRRORS). It holds no code of
 // those repositories; it reads their history with git and runs their tests.
 //
 // For each repository it walks the history of the default branch's head, newest first
@@ -24,7 +24,7 @@
 //
 // Usage (from the module root):
 //
-//	go run watch/testdata/replay/gencases.go [-mirrors /work/.mirror] [-per 5] [-scan 150] [-repo owner/name]
+//	go run watch/testdata/replay/gencases.go -mirrors DIR [-per 5] [-scan 150] [-repo owner/name]
 package main
 
 import (
@@ -95,7 +95,7 @@ type File struct {
 }
 
 func main() {
-	mirrors := flag.String("mirrors", "/work/.mirror", "folder of the mirrors, <owner>+<name>/repo")
+	mirrors := flag.String("mirrors", os.Getenv("ORCHESTRATOR_REPLAY_MIRRORS"), "folder of the mirrors, <owner>+<name>/repo")
 	per := flag.Int("per", 5, "cases per repository at most")
 	scan := flag.Int("scan", 150, "commits per repository to look at, newest first")
 	out := flag.String("o", "watch/testdata/replay/cases.json", "output file")
