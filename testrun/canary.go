@@ -781,39 +781,11 @@ func (p *Planted) plantPytest(s site, dir string) ([]edit, string, error) {
 // pyTestPaths reads the testpaths of the pytest configuration in dir (pytest.ini,
 // pyproject.toml, tox.ini, setup.cfg, the first that configures pytest); nil when none.
 func pyTestPaths(dir string) []string {
-	for _, name := range []string{"pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"} {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			continue
-		}
-		text := string(b)
-		section := map[string]string{"pyproject.toml": "[tool.pytest.ini_options]", "setup.cfg": "[tool:pytest]"}[name]
-		if section == "" {
-			section = "[pytest]"
-		}
-		i := strings.Index(text, section)
-		if i < 0 {
-			continue
-		}
-		lines := strings.Split(text[i+len(section):], "\n")
-		for j, l := range lines {
-			t := strings.TrimSpace(l)
-			if strings.HasPrefix(t, "[") && !strings.HasPrefix(t, "[\"") && !strings.HasPrefix(t, "['") {
-				break // the next section
-			}
-			key, val, ok := strings.Cut(t, "=")
-			if !ok || strings.TrimSpace(key) != "testpaths" {
-				continue
-			}
-			// The value, and ini continuation lines (indented) or a TOML list's lines.
-			for k := j + 1; k < len(lines) && (strings.HasPrefix(lines[k], " ") || strings.HasPrefix(lines[k], "\t") || strings.Contains(val, "[") && !strings.Contains(val, "]")); k++ {
-				val += " " + lines[k]
-			}
-			return strings.Fields(strings.NewReplacer("[", " ", "]", " ", ",", " ", "\"", " ", "'", " ").Replace(val))
-		}
+	v := pytestIniValues(dir, "testpaths")
+	if len(v) == 0 {
 		return nil
 	}
-	return nil
+	return iniWords(v[0])
 }
 
 // pyNoRecurse are the folders pytest does not look into by default (norecursedirs).

@@ -172,16 +172,7 @@ func checkTestCommands(l queue.Layout, cfg *config.Config, tasks *queue.Doc, onl
 		if n == 1 {
 			suffix = " (and one more test command)"
 		}
-		switch e := problems[first[reason]].(type) {
-		case *queue.ParseError:
-			c := *e
-			c.Msg += suffix
-			problems[first[reason]] = &c
-		case *config.Error:
-			c := *e
-			c.Msg += suffix
-			problems[first[reason]] = &c
-		}
+		problems[first[reason]] = withSuffix(problems[first[reason]], suffix)
 	}
 	return problems
 }
@@ -341,18 +332,7 @@ func groupMissing(list []error) []error {
 		if n == 1 {
 			suffix = " (named once more)"
 		}
-		switch e := out[first[m]].(type) {
-		case *queue.ParseError:
-			c := *e
-			c.Msg += suffix
-			out[first[m]] = &c
-		case *config.Error:
-			c := *e
-			c.Msg += suffix
-			out[first[m]] = &c
-		default:
-			out[first[m]] = errors.New(e.Error() + suffix)
-		}
+		out[first[m]] = withSuffix(out[first[m]], suffix)
 	}
 	return out
 }
@@ -436,4 +416,20 @@ func (p *preflight) installed(program string) error {
 		return fmt.Errorf("program %q is not executable", program)
 	}
 	return nil
+}
+
+// withSuffix returns the finding err with suffix added to its message, keeping its file and
+// line where it has them.
+func withSuffix(err error, suffix string) error {
+	switch e := err.(type) {
+	case *queue.ParseError:
+		c := *e
+		c.Msg += suffix
+		return &c
+	case *config.Error:
+		c := *e
+		c.Msg += suffix
+		return &c
+	}
+	return errors.New(err.Error() + suffix)
 }
