@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -204,7 +205,7 @@ func goCache(t *testing.T) string {
 	return strings.TrimSpace(string(out))
 }
 
-// tagged returns the PIDs of live processes whose command line holds tag.
+// tagged returns the PIDs of live processes one of whose arguments is tag.
 func tagged(tag string) []int {
 	var pids []int
 	entries, _ := os.ReadDir("/proc")
@@ -214,8 +215,8 @@ func tagged(tag string) []int {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !strings.Contains(string(b), tag) {
-			continue
+		if err != nil || !slices.Contains(strings.Split(string(b), "\x00"), tag) {
+			continue // the tag is a whole argument: "…-sandbox" is not "…-sandbox off"
 		}
 		if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && strings.Contains(string(st), ") Z ") {
 			continue
