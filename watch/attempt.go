@@ -264,6 +264,11 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 		_, err := r.setStatus(ctx, t.ID, queue.StatusInProgress, queue.StatusBlocked, queue.SetField{ID: t.ID, Field: "Blocked-Reason", Value: why})
 		return err
 	}
+	if w, ok := r.waitingCandidate(ctx, t.ID); ok {
+		// Verified work that waited for the person's uncommitted changes: it lands with no
+		// new agent run (SPEC §7.7), and spends nothing a budget counts.
+		return r.landWaiting(ctx, tasks, t, w)
+	}
 	if why := r.overBudget(tasks, t); why != "" {
 		return r.haltForBudget(ctx, tasks, t, why) // before the attempt, which would pass it
 	}

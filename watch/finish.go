@@ -87,6 +87,9 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 				r.byHand = append(r.byHand, a.id)
 			}
 			r.report.event(a.id, "stopped", res.Reason)
+		} else if why := nothingToLand(a); why != "" {
+			res.Outcome, res.Type, res.Reason = "skipped", typeNoChange, why
+			log += "after the gate: skipped: " + why + "\n"
 		} else {
 			log += r.landVerified(ctx, a, &res)
 		}
@@ -181,7 +184,7 @@ func (r *runner) landVerified(ctx context.Context, a *attempt, res *result) stri
 	commit, v, err := r.land(ctx, a, msg, func(c string) (*gate.Verdict, error) { return r.judge(ctx, a, c) })
 	switch {
 	case errors.Is(err, errLandingConflict):
-		res.Outcome, res.Type, res.Reason = "blocked", "landing_conflict", err.Error()+"; the candidate waits under refs/orchestrator/attempts/"+a.id
+		res.Outcome, res.Type, res.Reason = "blocked", typeLandingConflict, fmt.Sprintf("%v; the verified candidate waits under refs/orchestrator/attempts/%s/%d: commit or undo those changes and set the task back to pending, and it lands with no new agent run", err, a.id, a.n)
 	case errors.Is(err, errRebaseConflict):
 		res.Outcome, res.Type, res.Reason = "requeue", "rebase_conflict", err.Error()
 	case setupReason(err) != "":
@@ -207,6 +210,23 @@ func (r *runner) landVerified(ctx context.Context, a *attempt, res *result) stri
 	}
 	fmt.Fprintf(&log, "after landing: %s: %s\n", res.Outcome, res.Reason)
 	return log.String()
+}
+
+// typeNoChange is the type of a BUILD attempt whose agent changed nothing while its gate
+// passed: the work was already on the integration branch (another task's, or the
+// person's), so the task is skipped, not completed (SPEC §7.7, issue 27).
+const typeNoChange = "no_change"
+
+// nothingToLand returns why a BUILD attempt whose gate passed has nothing to land, or "".
+// Its agent changed nothing, so its candidate is its base: recorded as completed at that
+// commit, the task would claim a landing that is another task's, or the person's. VERIFY
+// and QA tasks change nothing by design and keep their Commit (the head they were verified
+// at); a TEST task that changes nothing never passes RED.
+func nothingToLand(a *attempt) string {
+	if a.task.Kind != queue.KindBuild || a.candidate == "" || a.candidate != a.base {
+		return ""
+	}
+	return fmt.Sprintf("no_change: the agent changed nothing, and what the gate checks already passes at %.12s; nothing lands, and the task is skipped, not completed with a commit that is not its own (set it back to pending for a new attempt)", a.base)
 }
 
 // markRed records, in the RED evidence, the commit that landed the tests. A hand-off whose
@@ -381,14 +401,17 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 	default:
 		r.report.event(a.id, status, fmt.Sprintf("attempt %d: %s", a.n, res.Reason))
 	}
-	if status == queue.StatusCompleted {
+	if status == queue.StatusCompleted || status == queue.StatusSkipped {
 		if a.n > 1 {
 			// A retried task passed: its issue is resolved.
 			if err := retry.Resolve(ctx, l, a.id, time.Now()); err != nil {
 				r.report.event(a.id, "warning", "issue: "+err.Error())
 			}
 		}
-		r.growBaseline(a)
+		if status == queue.StatusCompleted {
+			// A skipped task's gate ran at its base, which may no longer be the head.
+			r.growBaseline(a)
+		}
 	}
 	return r.launchAll(ctx, doc, picks)
 }
@@ -460,43 +483,50 @@ func (r *runner) decide(ctx context.Context, a *attempt, candErr error) (result,
 		res.Primary = retry.Normalize(res.Reason)
 	default:
 		fmt.Fprintf(&log, "candidate: %s (%d changes from %.12s)\n", a.candidate, len(a.changes), a.base)
-		v, err := r.judge(ctx, a, a.candidate)
-		a.verdict = v
-		if stopsRun(err) {
-			a.fatal = err
-		}
-		if why := setupReason(err); why != "" {
-			// No test ran: nothing was learned of the agent's work (SPEC §7.6).
-			res.Outcome, res.Type, res.Reason = outcomeSetup, "", why
-			break
-		}
-		if err != nil {
-			res.Type, res.Reason = "gate_error", "the gate could not run: "+err.Error()
-			res.Primary = retry.Normalize(res.Reason)
-			break
-		}
-		log.WriteString(v.Log.String())
-		a.gateOutput = v.Output
-		res.Gate = &gateResult{Pass: v.Pass, Runs: v.Runs}
-		res.Type, res.FailingTest, res.File = v.Type, v.FailingTest, v.File
-		if v.Type == gate.TypeForged {
-			// No test of a forged report counts, and the canaries' names are random: the
-			// same forgery must get the same signature.
-			res.FailingTest, res.File = "-", ""
-		}
-		if v.Pass {
-			res.Outcome, res.Type, res.Reason = "completed", "", "claim verified: "+v.Reason
-		} else {
-			res.Reason = "claim rejected: " + v.Reason
-			if v.Output == "" || v.Type == gate.TypeForged {
-				// Refused before any test ran (scope, integrity), or on a forged report
-				// whose output holds the canaries' random names: the reason is the error.
-				res.Primary = retry.Normalize(v.Reason)
-			}
-		}
+		r.gateCandidate(ctx, a, &res, &log)
 	}
 	fmt.Fprintf(&log, "decision: %s: %s\n", res.Outcome, res.Reason)
 	return res, log.String()
+}
+
+// gateCandidate judges the attempt's candidate with the gate for its task's kind and turns
+// res into the verdict: completed when it passes, else failed with the gate's reason (or a
+// set-up problem, or a gate that could not run). The gate's log goes to log.
+func (r *runner) gateCandidate(ctx context.Context, a *attempt, res *result, log *strings.Builder) {
+	v, err := r.judge(ctx, a, a.candidate)
+	a.verdict = v
+	if stopsRun(err) {
+		a.fatal = err
+	}
+	if why := setupReason(err); why != "" {
+		// No test ran: nothing was learned of the agent's work (SPEC §7.6).
+		res.Outcome, res.Type, res.Reason = outcomeSetup, "", why
+		return
+	}
+	if err != nil {
+		res.Type, res.Reason = "gate_error", "the gate could not run: "+err.Error()
+		res.Primary = retry.Normalize(res.Reason)
+		return
+	}
+	log.WriteString(v.Log.String())
+	a.gateOutput = v.Output
+	res.Gate = &gateResult{Pass: v.Pass, Runs: v.Runs}
+	res.Type, res.FailingTest, res.File = v.Type, v.FailingTest, v.File
+	if v.Type == gate.TypeForged {
+		// No test of a forged report counts, and the canaries' names are random: the
+		// same forgery must get the same signature.
+		res.FailingTest, res.File = "-", ""
+	}
+	if v.Pass {
+		res.Outcome, res.Type, res.Reason = "completed", "", "claim verified: "+v.Reason
+	} else {
+		res.Reason = "claim rejected: " + v.Reason
+		if v.Output == "" || v.Type == gate.TypeForged {
+			// Refused before any test ran (scope, integrity), or on a forged report
+			// whose output holds the canaries' random names: the reason is the error.
+			res.Primary = retry.Normalize(v.Reason)
+		}
+	}
 }
 
 func orNone(s string) string {
@@ -857,6 +887,8 @@ func (r *runner) statusAfter(a *attempt, res result) (string, []queue.Op, string
 	case "completed":
 		// The status and the commit that verifies it, in one write.
 		return queue.StatusCompleted, []queue.Op{queue.SetField{ID: a.id, Field: "Commit", Value: res.Commit}}, ""
+	case "skipped":
+		return queue.StatusSkipped, nil, ""
 	case "requeue":
 		// A rebase conflict is not the agent's failure: a fresh attempt on the new head,
 		// no retry used; but not forever.
@@ -874,7 +906,7 @@ func (r *runner) statusAfter(a *attempt, res result) (string, []queue.Op, string
 			Value: oneLine("unclear requirement, needs a person: " + res.Message)}}, ""
 	case "blocked":
 		why := "dependency: " + res.Message
-		if res.Type == "landing_conflict" || res.Type == typeRewriteTests {
+		if res.Type == typeLandingConflict || res.Type == typeRewriteTests {
 			why = res.Reason
 		}
 		return queue.StatusBlocked, []queue.Op{queue.SetField{ID: a.id, Field: "Blocked-Reason", Value: oneLine(why)}}, ""
