@@ -87,7 +87,7 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 				r.byHand = append(r.byHand, a.id)
 			}
 			r.report.event(a.id, "stopped", res.Reason)
-		} else if why := nothingToLand(a); why != "" {
+		} else if why := r.nothingToLand(ctx, a); why != "" {
 			res.Outcome, res.Type, res.Reason = "skipped", typeNoChange, why
 			log += "after the gate: skipped: " + why + "\n"
 		} else {
@@ -213,20 +213,29 @@ func (r *runner) landVerified(ctx context.Context, a *attempt, res *result) stri
 }
 
 // typeNoChange is the type of a BUILD attempt whose agent changed nothing while its gate
-// passed: the work was already on the integration branch (another task's, or the
-// person's), so the task is skipped, not completed (SPEC §7.7, issue 27).
+// passed, after the RED of a TEST task it depends on landed: the tests that RED made fail
+// pass without it, so the work is another commit's (another task's, or the person's), and
+// the task is skipped rather than completed at a commit that is not its own (issue 27).
 const typeNoChange = "no_change"
 
-// nothingToLand returns why a BUILD attempt whose gate passed has nothing to land, or "".
-// Its agent changed nothing, so its candidate is its base: recorded as completed at that
-// commit, the task would claim a landing that is another task's, or the person's. VERIFY
-// and QA tasks change nothing by design and keep their Commit (the head they were verified
-// at); a TEST task that changes nothing never passes RED.
-func nothingToLand(a *attempt) string {
-	if a.task.Kind != queue.KindBuild || a.candidate == "" || a.candidate != a.base {
+// nothingToLand returns why a BUILD attempt whose gate passed has nothing of its own to
+// land, or "". Its agent changed nothing (its candidate is its base) and a TEST task it
+// depends on has landed its RED: recorded as completed at its base, the task would claim
+// a landing that is another's. Left as SPEC §7.7 has it (completed at the head it was
+// verified at): VERIFY and QA tasks, which change nothing by design; a BUILD task with no
+// landed RED to make pass (TDD-exempt, or started early with `run`); and the tasks of a
+// TDD cycle, whose later ACs the earlier ACs' code may already satisfy. A TEST task that
+// changes nothing never passes RED.
+func (r *runner) nothingToLand(ctx context.Context, a *attempt) string {
+	if a.task.Kind != queue.KindBuild || a.cycle != nil || a.candidate == "" || a.candidate != a.base {
 		return ""
 	}
-	return fmt.Sprintf("no_change: the agent changed nothing, and what the gate checks already passes at %.12s; nothing lands, and the task is skipped, not completed with a commit that is not its own (set it back to pending for a new attempt)", a.base)
+	for _, dep := range a.depTests {
+		if red := r.repo.LastLanding(ctx, dep); red != "" {
+			return fmt.Sprintf("no_change: the agent changed nothing, and the tests of %s (RED landed as %.12s) already pass at %.12s: the work is another commit's; nothing lands, and the task is skipped, not completed with a commit that is not its own (set it back to pending for a new attempt)", dep, red, a.base)
+		}
+	}
+	return ""
 }
 
 // markRed records, in the RED evidence, the commit that landed the tests. A hand-off whose

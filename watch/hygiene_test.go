@@ -174,9 +174,10 @@ func TestBlockedCandidateLands(t *testing.T) {
 	})
 }
 
-// TestNoChangeBuildSkipped: a BUILD task whose agent changed nothing, while its tests pass
-// already (the task before it did the work), is not completed with that task's commit: it
-// is skipped, with no Commit, and says why. Its honest twin lands a commit of its own.
+// TestNoChangeBuildSkipped: a BUILD task whose agent changed nothing, while the tests of
+// its TEST task's landed RED pass already (the BUILD task before it did the work), is not
+// completed with that task's commit: it is skipped, with no Commit, and says why. Its
+// honest twin lands a commit of its own.
 func TestNoChangeBuildSkipped(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
@@ -189,10 +190,13 @@ func TestNoChangeBuildSkipped(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			// Both BUILD tasks must make TASK-T01's test pass; the first does.
 			r := newRepo(t, []task{
-				{id: "TASK-001", category: "backend", agent: "first", testCommand: "test -f a.txt"},
-				{id: "TASK-002", category: "backend", agent: "second", testCommand: "test -f a.txt", deps: "TASK-001"},
+				{id: "TASK-T01", category: "testing", mode: "write", agent: "writer", testCommand: "test -f a.txt"},
+				{id: "TASK-001", category: "backend", agent: "first", testCommand: "test -f a.txt", deps: "TASK-T01", tdd: true},
+				{id: "TASK-002", category: "backend", agent: "second", testCommand: "test -f a.txt", deps: "TASK-T01, TASK-001", tdd: true},
 			}, map[string][]string{
+				"writer": {"TESTAGENT_MODE=honest", "TESTAGENT_ROLE=test-writer", "TESTAGENT_WRITE=a_test.go=package a"},
 				"first":  {"TESTAGENT_MODE=honest", "TESTAGENT_WRITE=a.txt=done"},
 				"second": tt.second,
 			}, "")
@@ -201,8 +205,8 @@ func TestNoChangeBuildSkipped(t *testing.T) {
 				t.Errorf("exit %d, want 0\n%s", code, out)
 			}
 			st := r.statuses()
-			if st["TASK-001"] != "completed" || st["TASK-002"] != tt.want {
-				t.Fatalf("statuses %v, want TASK-001 completed and TASK-002 %s\n%s", st, tt.want, out)
+			if st["TASK-T01"] != "completed" || st["TASK-001"] != "completed" || st["TASK-002"] != tt.want {
+				t.Fatalf("statuses %v, want TASK-T01 and TASK-001 completed, TASK-002 %s\n%s", st, tt.want, out)
 			}
 			rr := &realRepo{repo: r}
 			first, second := rr.field("TASK-001", "Commit"), rr.field("TASK-002", "Commit")
