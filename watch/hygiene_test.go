@@ -235,3 +235,72 @@ func TestNoChangeBuildSkipped(t *testing.T) {
 		})
 	}
 }
+
+// TestInitGitignoreKeepsStateOut: after `orchestrator init` and a commit of what it says
+// to commit, a run that measures a baseline, retries and halts a task leaves git nothing
+// untracked under .orchestrator/: what stays on the machine (attempt folders, markers,
+// reports, the baseline's copy, session counters) is ignored, so `git add -A` and
+// `git stash -u` leave it alone, and only the queues the run edited are modified. The
+// .gitignore of the earlier init (runs/ and complete/ only) lets the baseline and the
+// halt report through.
+func TestInitGitignoreKeepsStateOut(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name      string
+		gitignore string // "" for init's own
+		untracked []string
+	}{
+		{name: "init's", untracked: nil},
+		{name: "earlier init's", gitignore: ".lock\nwatch.lock\nwatch.pid\ncomplete/\nruns/\n",
+			untracked: []string{".orchestrator/baseline.json", ".orchestrator/reports/"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRealRepo(t, "gomod", goTest, []realTask{
+				{id: "TASK-001", category: "backend", agent: "quiet", testCommand: "go test ./money", exempt: true},
+			}, map[string][]string{"quiet": {"TESTAGENT_MODE=nomarker"}}, "")
+			r.write(".git/info/exclude", "") // the person's repository: nothing excluded
+			if tt.gitignore != "" {
+				r.write(".orchestrator/.gitignore", tt.gitignore)
+			}
+			if code, out := r.run("init"); code != 0 || !strings.Contains(out, "add .orchestrator") {
+				t.Fatalf("init: exit %d, and it does not say what to commit:\n%s", code, out)
+			}
+			git(t, r.root, "add", ".orchestrator")
+			git(t, r.root, "commit", "-q", "-m", "orchestrator: queues and config")
+			if code, out := r.run("watch", "--once"); code != 3 {
+				t.Fatalf("exit %d, want 3 (halted)\n%s", code, out)
+			}
+			var untracked, modified []string
+			for _, line := range strings.Split(git(t, r.root, "status", "--porcelain", "--untracked-files=normal"), "\n") {
+				switch {
+				case strings.HasPrefix(line, "?? "):
+					untracked = append(untracked, strings.TrimPrefix(line, "?? "))
+				case line != "":
+					modified = append(modified, strings.TrimSpace(line))
+				}
+			}
+			if strings.Join(untracked, " ") != strings.Join(tt.untracked, " ") {
+				t.Errorf("untracked after the run: %q, want %q", untracked, tt.untracked)
+			}
+			for _, m := range modified {
+				if tt.gitignore != "" && m == "M .orchestrator/session_state.md" {
+					continue // committed with the rest: the run's counters then show as an edit
+				}
+				if m != "M .orchestrator/task_queue.md" && m != "M .orchestrator/issue_queue.md" {
+					t.Errorf("after the run git says %q; want only the queues modified", m)
+				}
+			}
+			if tt.gitignore != "" {
+				return
+			}
+			ignored := git(t, r.root, "status", "--porcelain", "--ignored")
+			for _, want := range []string{".orchestrator/baseline.json", ".orchestrator/reports/", ".orchestrator/runs/", ".orchestrator/session_state.md"} {
+				if !strings.Contains(ignored, "!! "+want) {
+					t.Errorf("%s is not ignored:\n%s", want, ignored)
+				}
+			}
+			r.noneLeft()
+		})
+	}
+}
