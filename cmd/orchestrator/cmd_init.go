@@ -28,7 +28,12 @@ func newInitCommand(g *globalOptions) *cobra.Command {
 		Short: "Create .orchestrator/ with empty queues, session state and a commented config",
 		Long: `Create .orchestrator/ in the repository root (the git root, or --dir) with an empty task
 queue, issue queue, session state and a commented config.yaml. Files that exist are kept as
-they are, so running init again is safe.`,
+they are, so running init again is safe.
+
+config.yaml names the agent that init finds on PATH: claude, else codex; when neither is
+installed, an exec agent, my-agent, whose program ./scripts/agent.sh you write (it reads the
+prompt on standard input and ends its output with a tdd-result block). The task queue holds
+an example TEST task and its BUILD task in a comment: nothing runs until you write a task.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runInit(c.Context(), opts)
@@ -69,7 +74,13 @@ func runInit(_ context.Context, opts *initOptions) error {
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		data, err := fs.ReadFile(templates.Files(), templates.Source(name))
+		var data []byte
+		var err error
+		if name == "config.yaml" {
+			data, err = templates.Config(agentPrograms())
+		} else {
+			data, err = fs.ReadFile(templates.Files(), templates.Source(name))
+		}
 		if err != nil {
 			return err
 		}
@@ -83,6 +94,18 @@ func runInit(_ context.Context, opts *initOptions) error {
 		fmt.Fprintf(opts.Stdout, "note: %v\n", err)
 	}
 	return nil
+}
+
+// agentPrograms returns the agent programs among claude and codex that are on PATH, for the
+// agent that init's config.yaml names.
+func agentPrograms() []string {
+	var found []string
+	for _, p := range []string{"claude", "codex"} {
+		if _, err := exec.LookPath(p); err == nil {
+			found = append(found, p)
+		}
+	}
+	return found
 }
 
 // gitRoot returns the top of the git work tree around the working directory, or "".
