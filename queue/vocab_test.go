@@ -66,3 +66,21 @@ func TestKnownWordsHaveNoWarning(t *testing.T) {
 		t.Errorf("findings on known words: %v", fs)
 	}
 }
+
+// BenchmarkCheckVocabulary measures validate's vocabulary warnings on a generated
+// 10,000-task queue of known words, parsed once (compare with BenchmarkValidate, the rest
+// of what validate does on the same queue).
+func BenchmarkCheckVocabulary(b *testing.B) {
+	src := genQueue(b, 10000)
+	d, err := Parse("task_queue.md", src, Tasks)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(src)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if fs := CheckVocabulary(d); len(fs) != 0 {
+			b.Fatalf("%d findings, want none: %v", len(fs), fs[0])
+		}
+	}
+}

@@ -61,11 +61,11 @@ func TestValidateAgreesWithWatch(t *testing.T) {
 	const refusal = `agent claude: program "claude" is not installed (not on PATH)`
 
 	onlyOnPath(t)
-	code, out, errOut := runMain(t, root, "watch", "--once")
+	code, _, errOut := runMain(t, root, "watch", "--once")
 	if code != exitUsage || !strings.Contains(errOut, refusal) {
 		t.Fatalf("watch --once: exit %d, stderr %q; want exit 2 and %q", code, errOut, refusal)
 	}
-	code, out, errOut = runMain(t, root, "validate")
+	code, out, errOut := runMain(t, root, "validate")
 	want := filepath.Join(l, "config.yaml") + ":1: warning: " + refusal + "\n"
 	if code != 0 || out != want || errOut != "" {
 		t.Errorf("validate: exit %d, stdout %q, stderr %q; want exit 0 and %q", code, out, errOut, want)
