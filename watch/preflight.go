@@ -56,33 +56,35 @@ func (e *PreflightError) Unwrap() []error { return e.Problems }
 // runner that is not installed would otherwise be met by the gate after an agent worked,
 // and stop the run then.
 func Preflight(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only ...string) error {
-	named, missing := checkAgents(l, cfg, tasks, only, false, true)
-	problems := mergeProblems(named, append(missing, checkTestCommands(l, cfg, tasks, only, false)...))
+	named, missing := startProblems(l, cfg, tasks, only, false)
+	problems := mergeProblems(named, missing)
 	if len(problems) == 0 {
 		return nil
 	}
 	return &PreflightError{Problems: problems}
 }
 
-// CheckAgents makes Preflight's checks for `orchestrator validate`, in two lists: the
-// problems of the files (an unknown agent name, an agent without a command), and the
-// programs that are not installed on this machine, which may not be the one that runs the
-// agents. Unlike Preflight, it checks the names of the config's default agent and ladder
-// even when no task would use them: a name that does not exist is an error of the file.
-// The default agent is checked for its program only when config.yaml names it: the
-// built-in default on a machine that only validates is no finding.
-func CheckAgents(l queue.Layout, cfg *config.Config, tasks *queue.Doc) (named, notInstalled []error) {
-	named, notInstalled = checkAgents(l, cfg, tasks, nil, true, cfg.Line("agent") > 0)
+// CheckStart makes Preflight's checks for `orchestrator validate`, so that validate reports
+// every problem watch would refuse to start with: it is the same check (startProblems),
+// given to validate in two lists: the problems of the files (an unknown agent name, an
+// agent without a command), and those of this machine, which may not be the one that runs
+// the agents (a program or a test runner that is not installed). It checks more than
+// Preflight, never less: the names of the config's default agent and ladder even when no
+// task would use them, and the project's test command even when no task could run.
+func CheckStart(l queue.Layout, cfg *config.Config, tasks *queue.Doc) (named, notInstalled []error) {
+	named, notInstalled = startProblems(l, cfg, tasks, nil, true)
 	return mergeProblems(named, nil), notInstalled
 }
 
-// CheckTestCommands makes Preflight's checks of the test commands for `orchestrator
-// validate`: the project's test command (config commands.test, else the task queue's
-// Project Commands) whenever there is one, and the Test Command of every task that could
-// still run. Like a program of an agent, a runner missing on this machine is no error of
-// the files: validate reports these as warnings.
-func CheckTestCommands(l queue.Layout, cfg *config.Config, tasks *queue.Doc) []error {
-	return checkTestCommands(l, cfg, tasks, nil, true)
+// startProblems is the check of Preflight and CheckStart: the agents (checkAgents) and the
+// test commands (checkTestCommands) of the tasks that could still run, only those named in
+// only when it names any. With all, every name in config.yaml and the project's test
+// command are checked whether a task needs them or not. The default agent's program is
+// checked whenever a task would start it, config.yaml naming it or not: watch refuses to
+// start without it, so validate says so too.
+func startProblems(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only []string, all bool) (named, notInstalled []error) {
+	named, notInstalled = checkAgents(l, cfg, tasks, only, all)
+	return named, append(notInstalled, checkTestCommands(l, cfg, tasks, only, all)...)
 }
 
 // checkTestCommands checks, with testrun.SetupCheck, that the test commands a run could
@@ -219,9 +221,8 @@ func mergeProblems(a, b []error) []error {
 
 // checkAgents checks the agents of the tasks that could still run, and the config's default
 // agent and ladder when one of those tasks has no agent of its own, or always by name with
-// allNames. defaultInstalled checks the default agent's program (the ladder's are checked
-// whenever the ladder is used).
-func checkAgents(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only []string, allNames, defaultInstalled bool) (named, missing []error) {
+// allNames. A program is checked whenever its agent is used.
+func checkAgents(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only []string, allNames bool) (named, missing []error) {
 	p := &preflight{l: l, cfg: cfg, checked: map[string]problem{}}
 	seen := map[string]bool{}
 	add := func(pr problem, err error) {
@@ -281,7 +282,7 @@ func checkAgents(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only []st
 		if !used && !allNames {
 			continue
 		}
-		pr := p.check(ref.name, "", used && (i > 0 || defaultInstalled))
+		pr := p.check(ref.name, "", used)
 		if pr.msg == "" {
 			continue
 		}

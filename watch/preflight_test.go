@@ -103,6 +103,9 @@ func TestPreflight(t *testing.T) {
 			for _, w := range tt.want {
 				want = append(want, strings.NewReplacer("$Q", l.Tasks(), "$C", l.Config()).Replace(w))
 			}
+			if tt.only == nil {
+				agree(t, l, cfg, tasks, err)
+			}
 			if len(want) == 0 {
 				if err != nil {
 					t.Fatalf("Preflight: %v", err)
@@ -152,9 +155,34 @@ func writeFile(t *testing.T, path, text string, mode os.FileMode) {
 	}
 }
 
-// TestCheckAgents checks validate's view: names and commands apart from programs that are
-// not installed, and the built-in default agent's program not looked for.
-func TestCheckAgents(t *testing.T) {
+// agree checks that validate's check (CheckStart) finds every problem that Preflight
+// refused a run of all the tasks with (err, or nil): validate and watch agree on what
+// cannot start.
+func agree(t *testing.T, l queue.Layout, cfg *config.Config, tasks *queue.Doc, err error) {
+	t.Helper()
+	named, notInstalled := CheckStart(l, cfg, tasks)
+	found := map[string]bool{}
+	for _, p := range append(named, notInstalled...) {
+		found[p.Error()] = true
+	}
+	var pe *PreflightError
+	if err != nil && !errors.As(err, &pe) {
+		t.Fatalf("Preflight: %v", err)
+	}
+	if pe == nil {
+		return
+	}
+	for _, p := range pe.Problems {
+		if !found[p.Error()] {
+			t.Errorf("watch refuses to start with %q, which validate's CheckStart does not report (it reports %q, %q)", p, named, notInstalled)
+		}
+	}
+}
+
+// TestCheckStart checks validate's view: names and commands apart from programs that are
+// not installed, the built-in default agent's program among them when a task would start it
+// (watch refuses to start without it).
+func TestCheckStart(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	tasks := "# Tasks\n\n### TASK-001\n\n| Field | Value |\n|---|---|\n| Status | pending |\n\n" +
 		"### TASK-002\n\n| Field | Value |\n|---|---|\n| Status | pending |\n| Agent | codex |\n\n" +
@@ -165,7 +193,8 @@ func TestCheckAgents(t *testing.T) {
 	}{
 		{"built-in default", "jobs: 1\n",
 			"$Q:21: TASK-003: agent exec has no command: give it one under agents: in config.yaml",
-			`$Q:14: TASK-002: agent codex: program "codex" is not installed (not on PATH)`},
+			"agent claude: program \"claude\" is not installed (not on PATH)\n" +
+				`$Q:14: TASK-002: agent codex: program "codex" is not installed (not on PATH)`},
 		{"unknown names unused", "agent: nope\nladder: [replay]\n",
 			"$C:1: unknown agent \"nope\" (known: claude, codex, exec, replay)\n" +
 				"$Q:21: TASK-003: agent exec has no command: give it one under agents: in config.yaml",
@@ -187,7 +216,8 @@ func TestCheckAgents(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			named, missing := CheckAgents(l, cfg, d)
+			named, missing := CheckStart(l, cfg, d)
+			agree(t, l, cfg, d, Preflight(l, cfg, d))
 			r := strings.NewReplacer("$Q", l.Tasks(), "$C", l.Config())
 			if got := errors.Join(named...); got == nil || got.Error() != r.Replace(tt.named) {
 				t.Errorf("named = %v\nwant %s", got, r.Replace(tt.named))
@@ -281,8 +311,8 @@ func TestPreflightTestCommands(t *testing.T) {
 				t.Errorf("got\n%s\nwant\n%s", got, want)
 			}
 			// validate sees the same, whatever the tasks' statuses.
-			if got := errors.Join(CheckTestCommands(l, cfg, tasks)...); tt.only == nil && (got == nil || got.Error() != want) {
-				t.Errorf("CheckTestCommands = %v\nwant %s", got, want)
+			if _, got := CheckStart(l, cfg, tasks); tt.only == nil && (errors.Join(got...) == nil || errors.Join(got...).Error() != want) {
+				t.Errorf("CheckStart = %v\nwant %s", got, want)
 			}
 		})
 	}

@@ -34,7 +34,12 @@ Commit the queues and the config (git add .orchestrator takes exactly those): th
 project's plan and its record, and watch edits them in place. The .gitignore keeps out what
 stays on this machine: attempt folders (runs/), markers (complete/), reports/, the
 baseline's readable copy, session counters and locks. init names what a .gitignore kept
-from an earlier version lacks.`,
+from an earlier version lacks.
+
+config.yaml names the agent that init finds on PATH: claude, else codex; when neither is
+installed, an exec agent, my-agent, whose program ./scripts/agent.sh you write (it reads the
+prompt on standard input and ends its output with a tdd-result block). The task queue holds
+an example TEST task and its BUILD task in a comment: nothing runs until you write a task.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runInit(c.Context(), opts)
@@ -75,7 +80,13 @@ func runInit(_ context.Context, opts *initOptions) error {
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		data, err := fs.ReadFile(templates.Files(), templates.Source(name))
+		var data []byte
+		var err error
+		if name == "config.yaml" {
+			data, err = templates.Config(agentPrograms())
+		} else {
+			data, err = fs.ReadFile(templates.Files(), templates.Source(name))
+		}
 		if err != nil {
 			return err
 		}
@@ -134,6 +145,18 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// agentPrograms returns the agent programs among claude and codex that are on PATH, for the
+// agent that init's config.yaml names.
+func agentPrograms() []string {
+	var found []string
+	for _, p := range []string{"claude", "codex"} {
+		if _, err := exec.LookPath(p); err == nil {
+			found = append(found, p)
+		}
+	}
+	return found
 }
 
 // gitRoot returns the top of the git work tree around the working directory, or "".

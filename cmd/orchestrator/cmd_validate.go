@@ -40,13 +40,19 @@ func newValidateCommand(g *globalOptions) *cobra.Command {
     Test IDs of exactly one TEST task (an ID in a task but not in the plan is a warning), and
     the coverage matrix is current;
   - config.yaml: value errors and unknown keys, each at its line, and the agents the
-    queue would start: an unknown agent name or an agent without a command is an error, a
-    program that is not installed here a warning (watch refuses to start without it);
+    queue would start, by the same check watch makes before it starts: an unknown agent
+    name or an agent without a command is an error, a program that is not installed here
+    (the default agent's too, claude unless config.yaml names another) a warning (watch
+    refuses to start without it);
   - the test commands a run could run (config commands.test, else the task queue's
     Project Commands, and each task's Test Command): a program the shell does not find, or
     a runner that is not installed (go, cargo, pytest for the Python the command names,
     vitest or jest in node_modules), is a warning at the line that sets the command (watch
-    refuses to start with it, exit 2).
+    refuses to start with it, exit 2);
+  - the vocabulary (warnings): a field name spelt nearly like a known one (Categroy), a
+    Category the orchestrator does not know (tests: a BUILD task; did you mean testing?),
+    a task-like field table under a heading that does not begin with a task ID
+    (### Task-001: the task does not exist). docs/queue.md lists every field and category.
 
 It prints one line per finding, in file order, and never writes. Exit 0 when there are no
 errors (warnings allowed), 1 when there are errors, 2 when a file cannot be parsed (config.yaml
@@ -186,14 +192,14 @@ func checkConfig(l queue.Layout) (findings []queue.Finding, cfg *config.Config, 
 	return findings, nil, true, nil
 }
 
-// agentFindings reports the agents the task queue d would start that cannot start (see
-// watch.CheckAgents): a bad name or a missing command is an error, a program missing on
-// this machine a warning; and the test commands that cannot run here (see
-// watch.CheckTestCommands), warnings too. Those of config.yaml come first, then the
-// queue's in line order.
+// agentFindings reports what keeps a run of the task queue d from starting, by watch's own
+// check (watch.CheckStart, which finds everything watch.Preflight refuses a run with): a bad
+// agent name or an agent without a command is an error; a program or a test runner missing
+// on this machine, a warning. A problem without a line of its own (the built-in default
+// agent, which config.yaml does not name) is at config.yaml's line 1, where agent: would
+// name another. Those of config.yaml come first, then the queue's in line order.
 func agentFindings(l queue.Layout, cfg *config.Config, d *queue.Doc) []queue.Finding {
-	named, missing := watch.CheckAgents(l, cfg, d)
-	missing = append(missing, watch.CheckTestCommands(l, cfg, d)...)
+	named, missing := watch.CheckStart(l, cfg, d)
 	var out []queue.Finding
 	for i, list := range [][]error{named, missing} {
 		sev := queue.Error
@@ -250,6 +256,9 @@ func checkFile(path string, withPlan func() (*queue.Plan, error), agents func(*q
 		}
 	}
 	findings = queue.Check(d, plan)
+	if words := queue.CheckVocabulary(d); len(words) > 0 {
+		findings = mergeFindings(d.Path, findings, words)
+	}
 	if agents != nil {
 		if more := agents(d); len(more) > 0 {
 			findings = mergeFindings(d.Path, findings, more)
