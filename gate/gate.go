@@ -711,10 +711,11 @@ type Manifest struct {
 	// Outputs holds each failing test's own output at RED, by test ID: what the
 	// implementer of one acceptance criterion is shown of its tests, and of no others.
 	Outputs   map[string]string `json:"outputs,omitempty"`
+	Allowlist []string          `json:"allowlist"`
+
 	// ChangedTests are the existing tests the RED rewrote, each failing at the base (SPEC
 	// §7.2), as file:name.
 	ChangedTests []string `json:"changed_tests,omitempty"`
-	Allowlist []string          `json:"allowlist"`
 }
 
 // ReadManifest reads a manifest written by Write, without checking its seal: for people
