@@ -18,6 +18,11 @@
 // harness that rewrites what the runner reports, fail as test_tampered naming the file and
 // the line.
 //
+// A test writer's change to the tests already there is judged per test (SPEC §7.2,
+// redrules.go, with package testdiff): tests added to or moved are allowed, deleted or
+// skipped ones refused before anything runs, and a rewritten test allowed only when it
+// fails at the base, named in Verdict.ChangedTests for the landing's trailer.
+//
 // For a requirement's TDD cycle (SPEC §9, tdd.go), GreenAC judges one acceptance
 // criterion's implementer (its tests and the earlier ones by name, the whole suite for the
 // baseline and for the later criteria, which must stay undone) and Refactor the refactorer

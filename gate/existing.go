@@ -16,7 +16,9 @@ import (
 )
 
 // A test writer may add tests and test support, but a test that was already there is not
-// its to weaken (SPEC §7.2): an existing test file may only gain tests. existingTests
+// its to weaken (SPEC §7.2). Go and Python tests are compared by package testdiff, with
+// their languages' own parsers (checkExisting); for the other languages, read here, an
+// existing test file may only gain tests. existingTests
 // compares a test file before and after the change and says, for each test that was there,
 // whether it was deleted, changed or skipped; and whether the file as a whole was skipped
 // (a module-level pytestmark, a describe.skip). Tests are read as declared() reads them: Go

@@ -132,6 +132,10 @@ type Verdict struct {
 	// Full is the run of the project's whole suite that decided a GREEN gate (nil when
 	// none did): when the candidate lands, the baseline grows from it, with no run more.
 	Full *testrun.Result
+	// ChangedTests are the existing tests a RED that passed rewrote, each failing at the
+	// base (SPEC §7.2), as file:name: the landing names them in its
+	// Orchestrator-Changed-Tests trailer.
+	ChangedTests []string
 
 	forged *testrun.ForgedError // a run whose canaries were misreported (canary.go)
 }
@@ -254,6 +258,20 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 		}
 	}
 	if len(outside) > 0 {
+		data, deleted, rest, err := testData(in, outside)
+		if err != nil {
+			return nil, err
+		}
+		if len(deleted) > 0 {
+			v.File = deleted[0]
+			return v.fail(TypeScope, "scope_violation: a test writer may add and change test data, not delete it (a case of a data-driven test): %s deleted. %s", strings.Join(deleted, ", "), existingAdvice), nil
+		}
+		if len(data) > 0 {
+			fmt.Fprintf(&v.Log, "test data the test writer added or changed: %s\n", strings.Join(data, ", "))
+		}
+		outside = rest
+	}
+	if len(outside) > 0 {
 		// Test support beside the tests: the harness (conftest.py, the runner's
 		// configuration), changed only in its harness part.
 		allowed, out, err := redHarness(in, outside)
@@ -269,7 +287,8 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 	if verdict, err := v.checkTampering(ctx, in); verdict != nil || err != nil {
 		return verdict, err
 	}
-	if verdict, err := v.checkExisting(in, testFiles); verdict != nil || err != nil {
+	changed, verdict, err := v.checkExisting(ctx, in, testFiles)
+	if verdict != nil || err != nil {
 		return verdict, err
 	}
 	if in.TestCommand == "" {
@@ -303,6 +322,9 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 	case testrun.ClassAssertionFailure, testrun.ClassMissingImplementation:
 	default:
 		return v.fail(TypeFalseRed, "the tests did not run as tests (%s, exit %d): %s", res.Class, res.ExitCode, first(res.BuildErrors, "")), nil
+	}
+	if verdict := v.checkChanged(in, res, changed); verdict != nil {
+		return verdict, nil
 	}
 	// The tests the agent declared, and those of the run that are the agent's: in its files
 	// by the runner's word, or, when the runner does not say the file (go test), declared
@@ -371,6 +393,7 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 		Phase: "red", Timestamp: time.Now().UTC(), Task: in.Task, Attempt: in.Attempt,
 		TestFiles: testFiles, Command: command, ExitCode: res.ExitCode,
 		RunnerOutput: clip(res.Output, 2000), FailingTests: failing, Allowlist: testFiles,
+		ChangedTests: v.ChangedTests,
 	}
 	if len(byID) > 0 {
 		m.Tests = byID
@@ -689,6 +712,10 @@ type Manifest struct {
 	// implementer of one acceptance criterion is shown of its tests, and of no others.
 	Outputs   map[string]string `json:"outputs,omitempty"`
 	Allowlist []string          `json:"allowlist"`
+
+	// ChangedTests are the existing tests the RED rewrote, each failing at the base (SPEC
+	// §7.2), as file:name.
+	ChangedTests []string `json:"changed_tests,omitempty"`
 }
 
 // ReadManifest reads a manifest written by Write, without checking its seal: for people

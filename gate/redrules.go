@@ -1,26 +1,43 @@
 package gate
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/orchestrator/orchestrator/internal/lazyre"
+	"github.com/orchestrator/orchestrator/testdiff"
 	"github.com/orchestrator/orchestrator/testrun"
 )
 
-// checkExisting refuses a test writer's change to a test that was already there (SPEC §7.2):
-// a test deleted, changed or skipped, in any of the test files it changed, is a
-// scope_violation. A test writer may add tests and test support; an existing test file may
-// only gain tests. Without Contents (no base to compare with) it checks nothing.
-func (v *Verdict) checkExisting(in Input, files []string) (*Verdict, error) {
+// checkExisting reads what a test writer's change did to the tests that were already there
+// (SPEC §7.2), compared per test function or method by the language's own parser (package
+// testdiff: Go, Python; other languages by existingTests, which allows only new tests).
+// Added to and moved are allowed; deleted and skipped are refused here, as a
+// scope_violation naming each test and what it lost, before any test runs; changed tests
+// are returned, for checkChanged to weigh against the run. Without Contents (no base to
+// compare with) it checks nothing.
+func (v *Verdict) checkExisting(ctx context.Context, in Input, files []string) ([]testdiff.Test, *Verdict, error) {
 	if in.Contents == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var found []string
+	var parsed []testdiff.File
 	for _, f := range files {
 		before, after, err := in.Contents(f)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", f, err)
+			return nil, nil, fmt.Errorf("read %s: %w", f, err)
+		}
+		switch path.Ext(f) {
+		case ".go", ".py":
+			parsed = append(parsed, testdiff.File{Path: f, Before: before, After: after})
+			continue
 		}
 		if lines := existingTests(f, before, after); len(lines) > 0 {
 			if v.File == "" {
@@ -29,10 +46,164 @@ func (v *Verdict) checkExisting(in Input, files []string) (*Verdict, error) {
 			found = append(found, lines...)
 		}
 	}
-	if len(found) == 0 {
-		return nil, nil
+	tests, err := testdiff.Compare(ctx, parsed)
+	if err != nil {
+		return nil, nil, err
 	}
-	return v.fail(TypeScope, "scope_violation: a test writer may add tests, not change, skip or delete the tests already there: %s", strings.Join(found, "; ")), nil
+	var changed []testdiff.Test
+	for _, t := range tests {
+		switch t.Kind {
+		case testdiff.Unchanged:
+			continue
+		case testdiff.Deleted, testdiff.Skipped:
+			if v.File == "" {
+				v.File = t.File
+			}
+			found = append(found, t.String())
+		case testdiff.Changed:
+			changed = append(changed, t)
+		}
+		fmt.Fprintf(&v.Log, "existing test: %s\n", t)
+	}
+	if len(found) == 0 {
+		return changed, nil, nil
+	}
+	return nil, v.fail(TypeScope, "scope_violation: a test writer may add tests, rows and assertions, not delete, skip or weaken the tests already there: %s. %s",
+		strings.Join(found, "; "), existingAdvice), nil
+}
+
+// existingAdvice tells the person what to do with a change that needs an existing test
+// gone or weakened.
+const existingAdvice = "If the change needs it, a person commits that test change directly, " +
+	"or takes the test out of the baseline (orchestrator baseline --drop ID) and gives the change a TEST task of its own"
+
+// checkChanged weighs the existing tests the change rewrote against the run of RED (SPEC
+// §7.2): a rewritten test that fails there, against the base's implementation, states new
+// behaviour and is allowed (named in v.ChangedTests, for the landing's
+// Orchestrator-Changed-Tests trailer); one that still passes, or that the run did not show
+// failing, is a scope_violation, since a gate cannot tell its refactor from its weakening.
+// A test the run could not reach because the build failed for the missing implementation
+// fails there when it names what is missing.
+func (v *Verdict) checkChanged(in Input, res *testrun.Result, changed []testdiff.Test) *Verdict {
+	if len(changed) == 0 {
+		return nil
+	}
+	missing := missingNames(res)
+	var refused []string
+	for _, t := range changed {
+		status := changedStatus(in, res, t, missing)
+		fmt.Fprintf(&v.Log, "existing test changed: %s: %s at the base\n", t, status)
+		if status == "fails" {
+			v.ChangedTests = append(v.ChangedTests, t.File+":"+t.Name)
+			continue
+		}
+		if v.File == "" {
+			v.File = t.File
+		}
+		refused = append(refused, fmt.Sprintf("%s (and it %s at the base)", t, status))
+	}
+	if len(refused) == 0 {
+		return nil
+	}
+	v.ChangedTests = nil
+	return v.fail(TypeScope, "scope_violation: an existing test changed in a way that is not an addition while it still passes at the base (a changed test must fail there: it states new behaviour): %s. %s",
+		strings.Join(refused, "; "), existingAdvice)
+}
+
+// changedStatus says how a changed test fared in the run: "fails" (any of its cases, or
+// its package's build for a missing name it uses), "passes", "is skipped", or "did not
+// run".
+func changedStatus(in Input, res *testrun.Result, t testdiff.Test, missing map[string]bool) string {
+	status := "did not run"
+	for _, r := range res.Tests {
+		if !resultOf(in, r, t) {
+			continue
+		}
+		switch r.Status {
+		case testrun.Failed:
+			return "fails"
+		case testrun.Passed:
+			status = "passes"
+		case testrun.Skipped:
+			if status != "passes" {
+				status = "is skipped"
+			}
+		}
+	}
+	if status == "did not run" && res.Class == testrun.ClassMissingImplementation {
+		for _, name := range t.Refs {
+			if missing[name] {
+				return "fails"
+			}
+		}
+	}
+	return status
+}
+
+// resultOf reports whether a test of the run is (a case of) the test t: for Go, a test of
+// t's package (its import path ends with t's folder) named t.Name, or a subtest named by
+// the method of a suite; for pytest, a node of t's file whose class and function path is
+// t.Name, parameters aside.
+func resultOf(in Input, r testrun.Test, t testdiff.Test) bool {
+	switch path.Ext(t.File) {
+	case ".go":
+		short := shortName(r.ID)
+		pkg := strings.TrimSuffix(r.ID, "."+short)
+		if dir := path.Dir(t.File); dir != "." && pkg != r.ID && pkg != dir && !strings.HasSuffix(pkg, "/"+dir) {
+			return false
+		}
+		_, method, isMethod := strings.Cut(t.Name, ".")
+		if !isMethod {
+			return topName(r.ID) == t.Name
+		}
+		parts := strings.Split(short, "/")
+		return len(parts) >= 2 && parts[1] == method
+	case ".py":
+		file, rest, ok := strings.Cut(r.ID, "::")
+		if !ok {
+			return false
+		}
+		if r.File != "" {
+			file = r.File
+		}
+		if file != t.File && !strings.HasSuffix(t.File, "/"+file) && !strings.HasSuffix(file, "/"+t.File) {
+			return false
+		}
+		var names []string
+		for _, p := range strings.Split(rest, "::") {
+			if i := strings.IndexByte(p, '['); i > 0 {
+				p = p[:i]
+			}
+			names = append(names, p)
+		}
+		return strings.Join(names, ".") == t.Name
+	}
+	return false
+}
+
+// missingNameRE finds the names a build or an import says are missing: Go's "undefined:
+// X" and "has no field or method X", Python's "cannot import name 'X'", "No module named
+// 'a.b'" and "has no attribute 'X'".
+var missingNameRE = lazyre.New(`undefined: (?:\w+\.)?(\w+)|has no field or method (\w+)|cannot import name '(\w+)'|No module named '([\w.]+)'|has no attribute '(\w+)'`)
+
+// missingNames returns the names a run that failed for the missing implementation says
+// are missing (a module's every part).
+func missingNames(res *testrun.Result) map[string]bool {
+	out := map[string]bool{}
+	if res.Class != testrun.ClassMissingImplementation {
+		return out
+	}
+	text := strings.Join(res.BuildErrors, "\n") + "\n" + res.Output
+	for _, m := range missingNameRE().FindAllStringSubmatch(text, -1) {
+		for _, g := range m[1:] {
+			for _, part := range strings.Split(g, ".") {
+				if part != "" {
+					out[part] = true
+				}
+			}
+		}
+	}
+	return out
 }
 
 // raisedInTest refuses a RED whose failing test fails by a panic or an exception raised in
@@ -53,4 +224,61 @@ func (v *Verdict) raisedInTest(in Input, res *testrun.Result, mine []testrun.Tes
 		return v.fail(TypeBrokenTest, "false RED: %s fails by a %s raised in the test's own code (%s:%d), not by an assertion or in the code under test", t.ID, kind, file, line)
 	}
 	return nil
+}
+
+// isTestData reports whether a file is data that tests read (SPEC §7.2): anything under a
+// testdata folder, a golden file, and files that are not code under a folder of tests
+// (tests/data/, fixtures/, __snapshots__/). A test writer may add and change them: a new
+// case of a data-driven test is a new file.
+func isTestData(p string) bool {
+	p = path.Clean(p)
+	dirs := strings.Split(path.Dir(p), "/")
+	if slices.Contains(dirs, "testdata") || strings.HasSuffix(p, ".golden") {
+		return true
+	}
+	if codeExts[path.Ext(p)] {
+		return false
+	}
+	for _, d := range dirs {
+		switch d {
+		case "test", "tests", "fixtures", "__snapshots__", "data":
+			return slices.ContainsFunc(dirs, func(d string) bool { return d == "test" || d == "tests" })
+		}
+	}
+	return false
+}
+
+// codeExts are the extensions of files a runner imports or loads as code, never data.
+var codeExts = map[string]bool{
+	".go": true, ".py": true, ".pyc": true, ".pth": true, ".js": true, ".mjs": true, ".cjs": true,
+	".ts": true, ".mts": true, ".cts": true, ".jsx": true, ".tsx": true, ".rs": true, ".so": true,
+	".toml": true, ".cfg": true, ".ini": true,
+}
+
+// testData splits the files a test writer changed beside its tests into test data it
+// added or changed (allowed), test data it deleted (a data-driven test's case gone:
+// refused) and the rest.
+func testData(in Input, files []string) (data, deleted, rest []string, err error) {
+	for _, f := range files {
+		if !isTestData(f) {
+			rest = append(rest, f)
+			continue
+		}
+		gone := false
+		if in.Contents != nil {
+			_, after, err := in.Contents(f)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("read %s: %w", f, err)
+			}
+			gone = after == nil
+		} else if _, err := os.Lstat(filepath.Join(in.Root, filepath.FromSlash(f))); errors.Is(err, fs.ErrNotExist) {
+			gone = true
+		}
+		if gone {
+			deleted = append(deleted, f)
+		} else {
+			data = append(data, f)
+		}
+	}
+	return data, deleted, rest, nil
 }

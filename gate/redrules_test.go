@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"os/exec"
@@ -18,7 +19,8 @@ import (
 // test, pytest), and checks its verdict (SPEC §7.2). Each case is a txtar archive: the
 // project at the candidate's base (base/…), what the test writer wrote (agent/…), and in its
 // comment the project's test command, the verdict wanted (pass or a failure type) and a part
-// of the reason. The task has Test ID UNIT-001; the gate reads the base and the candidate as
+// of the reason, and (changed:) the existing tests it lists as rewritten to fail at the
+// base ("-" for none). The task has Test ID UNIT-001; the gate reads the base and the candidate as
 // the loop gives them (Contents).
 func TestRedRules(t *testing.T) {
 	t.Parallel()
@@ -89,6 +91,13 @@ func TestRedRules(t *testing.T) {
 			}
 			if got != meta["want"] || !strings.Contains(v.Reason, meta["reason"]) {
 				t.Errorf("RED: %s: %s\nwant %s: …%s…\n%s", got, v.Reason, meta["want"], meta["reason"], v.Log.String())
+			}
+			if want, ok := meta["changed"]; ok {
+				// The existing tests rewritten to fail at the base, for the landing's
+				// Orchestrator-Changed-Tests trailer ("-": none).
+				if got := cmp.Or(strings.Join(v.ChangedTests, ", "), "-"); got != want {
+					t.Errorf("changed tests = %s, want %s\n%s", got, want, v.Log.String())
+				}
 			}
 			_, err = os.Stat(filepath.Join(in.AttemptDir, "handoff-red.json"))
 			if (err == nil) != v.Pass {

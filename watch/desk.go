@@ -190,6 +190,10 @@ func landingMessage(a *attempt, title string, v *gate.Verdict, red string) strin
 	if a.ruling != "" {
 		fmt.Fprintf(&b, "Orchestrator-Review: %s\n", oneLine(a.ruling))
 	}
+	if len(v.ChangedTests) > 0 {
+		// Existing tests a TEST task rewrote to state new behaviour (SPEC §7.2): people see them.
+		fmt.Fprintf(&b, "Orchestrator-Changed-Tests: %s\n", strings.Join(v.ChangedTests, ", "))
+	}
 	return b.String()
 }
 

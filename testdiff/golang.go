@@ -1,0 +1,599 @@
+package testdiff
+
+import (
+	"bytes"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/printer"
+	"go/token"
+	"reflect"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// parseGo reads the tests of a Go file: its Test functions (func TestX(t *testing.T)), and
+// the Test methods of suites (func (s *Suite) TestX()), named Suite.TestX; its helpers (the
+// other functions and methods, by name, and its package-level variables, read as tables);
+// init as a helper of every test; the skip markers of TestMain; and its build constraint.
+// A file that does not parse gives nil: its syntax error is the runner's to report.
+func parseGo(src []byte) *parsed {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "x_test.go", src, parser.SkipObjectResolution|parser.ParseComments)
+	if err != nil {
+		return nil
+	}
+	p := &parsed{tests: map[string]*unit{}, helpers: map[string][]*unit{}, scopeSkips: map[string]int{}}
+	for _, cg := range f.Comments {
+		if cg.Pos() > f.Package {
+			break
+		}
+		for _, c := range cg.List {
+			if strings.HasPrefix(c.Text, "//go:build ") {
+				p.constraint = strings.TrimSpace(strings.TrimPrefix(c.Text, "//go:build "))
+			}
+		}
+	}
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if d.Body == nil {
+				continue
+			}
+			d.Doc = nil
+			b := &goBuilder{ranged: rangedNames(d.Body)}
+			n := b.funcDecl(d)
+			u := &unit{name: d.Name.Name, line: fset.Position(d.Pos()).Line, node: n, body: bodyKey(d)}
+			switch {
+			case isGoTest(d):
+				if d.Recv != nil {
+					u.name = recvName(d) + "." + d.Name.Name
+				}
+				p.tests[u.name] = u
+				p.order = append(p.order, u.name)
+			case d.Recv == nil && d.Name.Name == "TestMain":
+				p.scopeSkips[""] += n.Skips
+			case d.Recv == nil && d.Name.Name == "init":
+				u.implicit = true
+				p.helpers["init"] = append(p.helpers["init"], u)
+			default:
+				p.helpers[d.Name.Name] = append(p.helpers[d.Name.Name], u)
+			}
+		case *ast.GenDecl:
+			if d.Tok != token.VAR {
+				continue
+			}
+			for _, s := range d.Specs {
+				vs := s.(*ast.ValueSpec)
+				for i, name := range vs.Names {
+					var v ast.Expr
+					if i < len(vs.Values) {
+						v = vs.Values[i]
+					}
+					b := &goBuilder{}
+					n := &node{Head: "var " + name.Name + " " + goText(vs.Type)}
+					n.Text = n.Head + " = " + goText(v)
+					if v != nil {
+						n.Kids = []*node{b.expr(v, true)}
+					}
+					n.Refs = goRefs(vs)
+					u := &unit{name: name.Name, line: fset.Position(name.Pos()).Line, node: n}
+					p.helpers[name.Name] = append(p.helpers[name.Name], u)
+				}
+			}
+		}
+	}
+	return p
+}
+
+// isGoTest reports whether a function is a test the go tool runs (TestX(t *testing.T),
+// X not starting with a lower-case letter), or a Test method of a suite.
+func isGoTest(d *ast.FuncDecl) bool {
+	name := d.Name.Name
+	if !strings.HasPrefix(name, "Test") || name == "TestMain" {
+		return false
+	}
+	if r, _ := utf8.DecodeRuneInString(name[len("Test"):]); unicode.IsLower(r) {
+		return false
+	}
+	if d.Recv != nil {
+		return true
+	}
+	params := d.Type.Params.List
+	if len(params) != 1 || len(params[0].Names) > 1 {
+		return false
+	}
+	star, ok := params[0].Type.(*ast.StarExpr)
+	if !ok {
+		return false
+	}
+	sel, ok := star.X.(*ast.SelectorExpr)
+	return ok && sel.Sel.Name == "T"
+}
+
+// recvName returns the type name of a method's receiver.
+func recvName(d *ast.FuncDecl) string {
+	t := d.Recv.List[0].Type
+	for {
+		switch x := t.(type) {
+		case *ast.StarExpr:
+			t = x.X
+		case *ast.IndexExpr:
+			t = x.X
+		case *ast.IndexListExpr:
+			t = x.X
+		case *ast.Ident:
+			return x.Name
+		default:
+			return goText(t)
+		}
+	}
+}
+
+// bodyKey is what a moved test keeps: its signature without name or receiver, and its body.
+func bodyKey(d *ast.FuncDecl) string {
+	return goText(d.Type) + goText(d.Body)
+}
+
+// goText prints a node in gofmt's form, without comments ("" for nil).
+func goText(n ast.Node) string {
+	if n == nil || isNilNode(n) {
+		return ""
+	}
+	var b bytes.Buffer
+	if err := printer.Fprint(&b, token.NewFileSet(), n); err != nil {
+		return fmt.Sprintf("%T", n)
+	}
+	return b.String()
+}
+
+// isNilNode reports whether n holds a nil pointer (an absent part of a statement).
+func isNilNode(n ast.Node) bool {
+	v := reflect.ValueOf(n)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// rangedNames returns the names a function ranges over: the variables that hold its
+// tables, whose literal's elements are rows.
+func rangedNames(body *ast.BlockStmt) map[string]bool {
+	names := map[string]bool{}
+	ast.Inspect(body, func(n ast.Node) bool {
+		if r, ok := n.(*ast.RangeStmt); ok {
+			if id, ok := r.X.(*ast.Ident); ok {
+				names[id.Name] = true
+			}
+		}
+		return true
+	})
+	return names
+}
+
+// A goBuilder reads one Go function into nodes.
+type goBuilder struct {
+	ranged map[string]bool
+}
+
+func (b *goBuilder) funcDecl(d *ast.FuncDecl) *node {
+	sig := *d
+	sig.Body = nil
+	n := &node{Head: goText(&sig), Text: goText(d)}
+	n.Kids = []*node{b.stmt(d.Body)}
+	n.Skips = goSkips(d)
+	n.Refs = goRefs(d)
+	return n
+}
+
+func leaf(text string) *node { return &node{Text: text, Head: text} }
+
+// stmt reads a statement: its kids and sequences, and, as added code would be, its early
+// exits, skips, binds and writes.
+func (b *goBuilder) stmt(s ast.Stmt) *node {
+	if s == nil || isNilNode(s) {
+		return nil
+	}
+	n := &node{Text: goText(s)}
+	switch s := s.(type) {
+	case *ast.BlockStmt:
+		n.Head = "{}"
+		var items []*node
+		for _, x := range s.List {
+			items = append(items, b.stmt(x))
+		}
+		n.Seqs = []seq{{Items: items}}
+	case *ast.ExprStmt:
+		n.Head = "expr"
+		n.Kids = []*node{b.expr(s.X, false)}
+	case *ast.AssignStmt:
+		var lhs []string
+		for _, l := range s.Lhs {
+			lhs = append(lhs, goText(l))
+		}
+		n.Head = fmt.Sprintf("%s %s %d", strings.Join(lhs, ", "), s.Tok, len(s.Rhs))
+		for i, r := range s.Rhs {
+			rows := false
+			if len(s.Lhs) == len(s.Rhs) {
+				if id, ok := s.Lhs[i].(*ast.Ident); ok && b.ranged[id.Name] {
+					rows = true
+				}
+			}
+			n.Kids = append(n.Kids, b.expr(r, rows))
+		}
+	case *ast.DeclStmt:
+		gd, ok := s.Decl.(*ast.GenDecl)
+		if !ok || gd.Tok != token.VAR {
+			n.Head = n.Text
+			break
+		}
+		var head []string
+		for _, sp := range gd.Specs {
+			vs := sp.(*ast.ValueSpec)
+			for i, name := range vs.Names {
+				head = append(head, name.Name+" "+goText(vs.Type))
+				if i < len(vs.Values) {
+					n.Kids = append(n.Kids, b.expr(vs.Values[i], b.ranged[name.Name]))
+				}
+			}
+		}
+		n.Head = "var " + strings.Join(head, ", ")
+	case *ast.IfStmt:
+		n.Head = fmt.Sprintf("if %s; %s else=%v", goText(s.Init), goText(s.Cond), s.Else != nil)
+		n.Kids = []*node{b.stmt(s.Body)}
+		if s.Else != nil {
+			n.Kids = append(n.Kids, b.stmt(s.Else))
+		}
+	case *ast.ForStmt:
+		n.Head = fmt.Sprintf("for %s; %s; %s", goText(s.Init), goText(s.Cond), goText(s.Post))
+		n.Kids = []*node{b.stmt(s.Body)}
+		n.Loop = true
+	case *ast.RangeStmt:
+		n.Head = fmt.Sprintf("for %s, %s %s range", goText(s.Key), goText(s.Value), s.Tok)
+		n.Kids = []*node{b.expr(s.X, true), b.stmt(s.Body)}
+		n.Loop = true
+	case *ast.SwitchStmt:
+		n.Head = fmt.Sprintf("switch %s; %s", goText(s.Init), goText(s.Tag))
+		b.clauses(n, s.Body)
+	case *ast.TypeSwitchStmt:
+		n.Head = fmt.Sprintf("switch %s; %s", goText(s.Init), goText(s.Assign))
+		b.clauses(n, s.Body)
+	case *ast.SelectStmt:
+		n.Head = "select"
+		b.clauses(n, s.Body)
+	case *ast.LabeledStmt:
+		n.Head = s.Label.Name + ":"
+		n.Kids = []*node{b.stmt(s.Stmt)}
+	case *ast.GoStmt:
+		n.Head = "go"
+		n.Kids = []*node{b.expr(s.Call, false)}
+	case *ast.DeferStmt:
+		n.Head = "defer"
+		n.Kids = []*node{b.expr(s.Call, false)}
+	default:
+		n.Head = n.Text
+	}
+	n.Exit = goExit(s)
+	n.Skips = goSkips(s)
+	n.Binds = goBinds(s)
+	n.Writes = goWrites(s)
+	return n
+}
+
+// clauses reads the clauses of a switch or select: a fixed list (a clause added takes
+// values from the others), each of whose bodies may grow.
+func (b *goBuilder) clauses(n *node, body *ast.BlockStmt) {
+	for _, c := range body.List {
+		k := &node{Text: goText(c)}
+		var stmts []ast.Stmt
+		switch c := c.(type) {
+		case *ast.CaseClause:
+			var list []string
+			for _, e := range c.List {
+				list = append(list, goText(e))
+			}
+			k.Head = "case " + strings.Join(list, ", ")
+			if c.List == nil {
+				k.Head = "default"
+			}
+			stmts = c.Body
+		case *ast.CommClause:
+			k.Head = "case " + goText(c.Comm)
+			stmts = c.Body
+		}
+		var items []*node
+		for _, x := range stmts {
+			items = append(items, b.stmt(x))
+		}
+		k.Seqs = []seq{{Items: items}}
+		n.Kids = append(n.Kids, k)
+	}
+}
+
+// expr reads an expression. A composite literal that is a table (rows: ranged over, or
+// held by a variable that is) may gain rows, and its row type fields; a function literal's
+// body may grow; a call's arguments may each grow. Anything else is compared whole.
+func (b *goBuilder) expr(e ast.Expr, rows bool) *node {
+	if e == nil {
+		return nil
+	}
+	text := goText(e)
+	switch e := e.(type) {
+	case *ast.CompositeLit:
+		if !rows || isStructLit(e) {
+			return leaf(text)
+		}
+		n := &node{Text: text, Head: "composite"}
+		n.Kids = []*node{b.typ(e.Type)}
+		var items []*node
+		for _, x := range e.Elts {
+			items = append(items, leaf(goText(x)))
+		}
+		n.Seqs = []seq{{Rows: true, Items: items}}
+		return n
+	case *ast.FuncLit:
+		return &node{Text: text, Head: "func" + goText(e.Type), Kids: []*node{b.stmt(e.Body)}}
+	case *ast.CallExpr:
+		n := &node{Text: text, Head: fmt.Sprintf("%s(%d%v)", goText(e.Fun), len(e.Args), e.Ellipsis.IsValid())}
+		for _, a := range e.Args {
+			n.Kids = append(n.Kids, b.expr(a, false))
+		}
+		return n
+	case *ast.UnaryExpr:
+		return &node{Text: text, Head: e.Op.String(), Kids: []*node{b.expr(e.X, rows)}}
+	case *ast.ParenExpr:
+		return &node{Text: text, Head: "()", Kids: []*node{b.expr(e.X, rows)}}
+	}
+	return leaf(text)
+}
+
+// typ reads the type of a table: the fields of its row struct may grow (an old row has
+// the new field's zero value).
+func (b *goBuilder) typ(t ast.Expr) *node {
+	if t == nil {
+		return nil
+	}
+	text := goText(t)
+	switch t := t.(type) {
+	case *ast.ArrayType:
+		return &node{Text: text, Head: "[" + goText(t.Len) + "]", Kids: []*node{b.typ(t.Elt)}}
+	case *ast.MapType:
+		return &node{Text: text, Head: "map[" + goText(t.Key) + "]", Kids: []*node{b.typ(t.Value)}}
+	case *ast.StarExpr:
+		return &node{Text: text, Head: "*", Kids: []*node{b.typ(t.X)}}
+	case *ast.StructType:
+		var items []*node
+		for _, f := range t.Fields.List {
+			items = append(items, leaf(goText(&ast.StructType{Fields: &ast.FieldList{List: []*ast.Field{f}}})))
+		}
+		return &node{Text: text, Head: "struct", Seqs: []seq{{Rows: true, Items: items}}}
+	}
+	return leaf(text)
+}
+
+// isStructLit reports whether a literal names its elements by field (a struct value, whose
+// new field changes what it says), not by key.
+func isStructLit(e *ast.CompositeLit) bool {
+	for _, x := range e.Elts {
+		if kv, ok := x.(*ast.KeyValueExpr); ok {
+			if _, ok := kv.Key.(*ast.Ident); ok {
+				return true
+			}
+		}
+	}
+	if _, ok := e.Type.(*ast.StructType); ok {
+		return true
+	}
+	return false
+}
+
+// goExit returns how a statement, added to a test, leaves it or its block early or skips
+// it: a return not inside a function literal of its own, a break or continue not inside a
+// loop (or switch) of its own, a goto, t.Skip, os.Exit, runtime.Goexit; or recovers from a
+// panic the test would fail by.
+func goExit(s ast.Stmt) string {
+	var walk func(n ast.Node, fn, loop, sw bool) string
+	walk = func(root ast.Node, fn, loop, sw bool) string {
+		found := ""
+		ast.Inspect(root, func(n ast.Node) bool {
+			if found != "" || n == nil {
+				return false
+			}
+			if n != root {
+				switch x := n.(type) {
+				case *ast.FuncLit:
+					found = walk(x.Body, true, false, false)
+					return false
+				case *ast.ForStmt, *ast.RangeStmt:
+					found = walk(x, fn, true, sw)
+					return false
+				case *ast.SwitchStmt, *ast.TypeSwitchStmt, *ast.SelectStmt:
+					found = walk(x, fn, loop, true)
+					return false
+				}
+			}
+			switch x := n.(type) {
+			case *ast.ReturnStmt:
+				if !fn {
+					found = "an early return"
+				}
+			case *ast.BranchStmt:
+				switch {
+				case x.Tok == token.GOTO || x.Label != nil:
+					found = "a " + x.Tok.String()
+				case x.Tok == token.BREAK && !loop && !sw, x.Tok == token.CONTINUE && !loop:
+					found = "a " + x.Tok.String()
+				}
+			case *ast.CallExpr:
+				found = goExitCall(x)
+			}
+			return true
+		})
+		return found
+	}
+	return walk(s, false, false, false)
+}
+
+// goExitCall names a call that skips or ends a test, or recovers from its panic.
+func goExitCall(c *ast.CallExpr) string {
+	switch f := c.Fun.(type) {
+	case *ast.SelectorExpr:
+		switch f.Sel.Name {
+		case "Skip", "Skipf", "SkipNow":
+			return goText(f)
+		case "Exit", "Goexit":
+			if id, ok := f.X.(*ast.Ident); ok && (id.Name == "os" || id.Name == "runtime" || id.Name == "syscall") {
+				return goText(f)
+			}
+		}
+	case *ast.Ident:
+		if f.Name == "recover" {
+			return "recover()"
+		}
+	}
+	return ""
+}
+
+// goSkips counts the calls of Skip, Skipf and SkipNow in a node.
+func goSkips(n ast.Node) int {
+	count := 0
+	ast.Inspect(n, func(n ast.Node) bool {
+		if c, ok := n.(*ast.CallExpr); ok {
+			if sel, ok := c.Fun.(*ast.SelectorExpr); ok {
+				switch sel.Sel.Name {
+				case "Skip", "Skipf", "SkipNow":
+					count++
+				}
+			}
+		}
+		return true
+	})
+	return count
+}
+
+// goBinds returns the names a statement declares in its own block (:=, var).
+func goBinds(s ast.Stmt) []string {
+	var out []string
+	switch s := s.(type) {
+	case *ast.AssignStmt:
+		if s.Tok == token.DEFINE {
+			for _, l := range s.Lhs {
+				if id, ok := l.(*ast.Ident); ok && id.Name != "_" {
+					out = append(out, id.Name)
+				}
+			}
+		}
+	case *ast.DeclStmt:
+		if gd, ok := s.Decl.(*ast.GenDecl); ok {
+			for _, sp := range gd.Specs {
+				switch sp := sp.(type) {
+				case *ast.ValueSpec:
+					for _, id := range sp.Names {
+						out = append(out, id.Name)
+					}
+				case *ast.TypeSpec:
+					out = append(out, sp.Name.Name)
+				}
+			}
+		}
+	case *ast.LabeledStmt:
+		return goBinds(s.Stmt)
+	}
+	return out
+}
+
+// goWrites returns the roots of the places a statement assigns (=, op=, ++, --) that it
+// does not declare itself: names of outer scopes, fields and elements of outer values,
+// package variables.
+func goWrites(s ast.Stmt) []string {
+	inside := map[string]bool{}
+	var roots []string
+	ast.Inspect(s, func(n ast.Node) bool {
+		switch x := n.(type) {
+		case *ast.AssignStmt:
+			for _, l := range x.Lhs {
+				if x.Tok == token.DEFINE {
+					if id, ok := l.(*ast.Ident); ok {
+						inside[id.Name] = true
+					}
+					continue
+				}
+				roots = append(roots, goRoot(l))
+			}
+		case *ast.RangeStmt:
+			for _, l := range []ast.Expr{x.Key, x.Value} {
+				if l == nil {
+					continue
+				}
+				if x.Tok == token.DEFINE {
+					if id, ok := l.(*ast.Ident); ok {
+						inside[id.Name] = true
+					}
+				} else {
+					roots = append(roots, goRoot(l))
+				}
+			}
+		case *ast.IncDecStmt:
+			roots = append(roots, goRoot(x.X))
+		case *ast.ValueSpec:
+			for _, id := range x.Names {
+				inside[id.Name] = true
+			}
+		case *ast.FuncLit:
+			for _, f := range x.Type.Params.List {
+				for _, id := range f.Names {
+					inside[id.Name] = true
+				}
+			}
+		}
+		return true
+	})
+	var out []string
+	for _, r := range roots {
+		if r != "" && r != "_" && !inside[r] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// goRoot returns the variable an assigned expression belongs to: x for x, x.f, x[i], *x.
+func goRoot(e ast.Expr) string {
+	for {
+		switch x := e.(type) {
+		case *ast.Ident:
+			return x.Name
+		case *ast.SelectorExpr:
+			e = x.X
+		case *ast.IndexExpr:
+			e = x.X
+		case *ast.IndexListExpr:
+			e = x.X
+		case *ast.StarExpr:
+			e = x.X
+		case *ast.ParenExpr:
+			e = x.X
+		default:
+			return ""
+		}
+	}
+}
+
+// goRefs returns every name a node mentions: identifiers and selected names.
+func goRefs(n ast.Node) []string {
+	seen := map[string]bool{}
+	var out []string
+	ast.Inspect(n, func(n ast.Node) bool {
+		var name string
+		switch x := n.(type) {
+		case *ast.Ident:
+			name = x.Name
+		case *ast.SelectorExpr:
+			name = x.Sel.Name
+		}
+		if name != "" && !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+		return true
+	})
+	return out
+}

@@ -1,0 +1,343 @@
+# The tests of Python files, read with Python's own ast for testdiff (SPEC §7.2):
+# testdiff/python.go runs this script and compares what it writes. It never imports or
+# runs the files it reads.
+#
+# Input (stdin): a JSON list of sources (strings, or null for a file that is not there).
+# Output (stdout): a JSON list, one entry a source: null when it is not there or does not
+# parse (a syntax error is the runner's to report), else {"tests": [...], "helpers":
+# [...], "skips": {scope: count}}. A test or helper is {"name", "line", "scope", "node",
+# "body", "implicit"}; a node is the tree of testdiff/tree.go: "t" text, "h" head, "d"
+# what a person reads, "k" kids, "s" sequences ({"rows", "i"}), "l" loop, "x" early exit,
+# "n" skip markers, "b" binds, "w" writes, "r" names mentioned.
+
+import ast
+import json
+import sys
+
+# Names that mark or make a skip: pytest's marks and calls, unittest's decorators and
+# exception.
+SKIP_NAMES = {"skip", "skipif", "xfail", "importorskip", "skipTest", "skipIf", "skipUnless",
+              "expectedFailure", "SkipTest", "Skipped"}
+
+# Methods and functions the runners call around every test of their class or module.
+IMPLICIT = {"setUp", "tearDown", "setUpClass", "tearDownClass", "asyncSetUp", "asyncTearDown",
+            "setup_method", "teardown_method", "setup_class", "teardown_class", "setup_module",
+            "teardown_module", "setup_function", "teardown_function", "setup", "teardown",
+            "setUpModule", "tearDownModule"}
+
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp,
+          ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def dumpv(v):
+    if isinstance(v, ast.AST):
+        return ast.dump(v)
+    if isinstance(v, list):
+        return "[" + ",".join(dumpv(x) for x in v) + "]"
+    return repr(v)
+
+
+def head_of(n, skip):
+    parts = [type(n).__name__]
+    for f in n._fields:
+        if f == "type_comment":
+            continue
+        parts.append(f + "=" + ("_" if f in skip else dumpv(getattr(n, f, None))))
+    return " ".join(parts)
+
+
+def show(n):
+    try:
+        s = ast.unparse(n)
+    except Exception:
+        return ""
+    return s.split("\n")[0]
+
+
+def leaf(n):
+    t = ast.dump(n)
+    return {"t": t, "h": t, "d": show(n)}
+
+
+def callee(call):
+    f = call.func
+    if isinstance(f, ast.Attribute):
+        return f.attr, f.value
+    if isinstance(f, ast.Name):
+        return f.id, None
+    return "", None
+
+
+def exit_of(root):
+    """How a statement, added to a test, leaves it early or skips it ("" if it does not)."""
+    found = []
+
+    def walk(n, fn, loop):
+        if found:
+            return
+        if n is not root and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            fn, loop = True, False
+        elif n is not root and isinstance(n, (ast.For, ast.AsyncFor, ast.While)):
+            loop = True
+        if isinstance(n, ast.Return) and not fn:
+            found.append("an early return")
+        elif isinstance(n, ast.Break) and not loop:
+            found.append("a break")
+        elif isinstance(n, ast.Continue) and not loop:
+            found.append("a continue")
+        elif isinstance(n, ast.Raise) and n.exc is not None:
+            names = {x.id for x in ast.walk(n.exc) if isinstance(x, ast.Name)}
+            names |= {x.attr for x in ast.walk(n.exc) if isinstance(x, ast.Attribute)}
+            if names & {"SkipTest", "Skipped"} or {"skip", "Exception"} <= names:
+                found.append("a raised skip (" + show(n) + ")")
+        elif isinstance(n, ast.Call):
+            name, base = callee(n)
+            if name in ("skip", "xfail", "importorskip", "skipTest"):
+                found.append(show(n.func))
+            elif name == "exit" and (base is None or isinstance(base, ast.Name) and base.id in ("sys", "pytest", "os")):
+                found.append(show(n.func))
+            elif name in ("_exit", "quit", "abort"):
+                found.append(show(n.func))
+        for c in ast.iter_child_nodes(n):
+            walk(c, fn, loop)
+
+    walk(root, False, False)
+    return found[0] if found else ""
+
+
+def skips_of(n):
+    count = 0
+    for x in ast.walk(n):
+        if isinstance(x, ast.Name) and x.id in SKIP_NAMES or isinstance(x, ast.Attribute) and x.attr in SKIP_NAMES:
+            count += 1
+    return count
+
+
+def root_of(e):
+    while True:
+        if isinstance(e, ast.Name):
+            return e.id
+        if isinstance(e, (ast.Attribute, ast.Subscript, ast.Starred)):
+            e = e.value
+        else:
+            return ""
+
+
+def binds_writes(stmt):
+    """The names a statement binds in its function, and the roots of what it writes that
+    it does not bind: attributes and items of outer values, globals, patched names."""
+    binds, writes = [], []
+
+    def walk(n, top):
+        if not top and isinstance(n, SCOPES):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                binds.append(n.name)
+            # What an inner scope writes to outer values is still written.
+            for x in ast.walk(n):
+                if isinstance(x, (ast.Attribute, ast.Subscript)) and isinstance(x.ctx, (ast.Store, ast.Del)):
+                    writes.append(root_of(x))
+                elif isinstance(x, (ast.Global, ast.Nonlocal)):
+                    writes.extend(x.names)
+            return
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            binds.append(n.id)
+        elif isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            writes.append(root_of(n))
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            writes.extend(n.names)
+        elif isinstance(n, ast.alias):
+            binds.append((n.asname or n.name).split(".")[0])
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            binds.append(n.name)
+        elif isinstance(n, ast.Call):
+            name, base = callee(n)
+            if name == "setattr" and n.args:
+                writes.append(root_of(n.args[0]) or "setattr")
+            elif name in ("patch", "object", "dict", "multiple") and (name == "patch" or isinstance(base, ast.Attribute) and base.attr == "patch"):
+                writes.append("patch")
+            elif name in ("setitem", "delattr", "delitem", "syspath_prepend", "chdir"):
+                writes.append(name)
+        for c in ast.iter_child_nodes(n):
+            walk(c, False)
+
+    walk(stmt, True)
+    bound = set(binds)
+    return sorted(set(binds)), sorted({w for w in writes if w and w not in bound})
+
+
+def refs_of(n):
+    out = set()
+    for x in ast.walk(n):
+        if isinstance(x, ast.Name):
+            out.add(x.id)
+        elif isinstance(x, ast.Attribute):
+            out.add(x.attr)
+        elif isinstance(x, ast.arg):
+            out.add(x.arg)
+    return sorted(out)
+
+
+def ranged_names(fn):
+    names = set()
+    for x in ast.walk(fn):
+        it = None
+        if isinstance(x, (ast.For, ast.AsyncFor, ast.comprehension)):
+            it = x.iter
+        if it is None:
+            continue
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute):
+            it = it.func.value  # cases.items()
+        if isinstance(it, ast.Call) and it.args:
+            it = it.args[0]  # enumerate(cases), zip(...)
+        if isinstance(it, ast.Name):
+            names.add(it.id)
+    return names
+
+
+class Builder:
+    def __init__(self, ranged):
+        self.ranged = ranged
+
+    def stmts(self, body):
+        return {"i": [self.stmt(s) for s in body]}
+
+    def stmt(self, s):
+        t = ast.dump(s)
+        n = {"t": t, "d": show(s)}
+        if isinstance(s, ast.If):
+            n["h"] = head_of(s, {"body", "orelse"})
+            n["s"] = [self.stmts(s.body), self.stmts(s.orelse)]
+        elif isinstance(s, (ast.For, ast.AsyncFor)):
+            n["h"] = head_of(s, {"iter", "body", "orelse"})
+            n["k"] = [self.expr(s.iter, True)]
+            n["s"] = [self.stmts(s.body), self.stmts(s.orelse)]
+            n["l"] = True
+        elif isinstance(s, ast.While):
+            n["h"] = head_of(s, {"body", "orelse"})
+            n["s"] = [self.stmts(s.body), self.stmts(s.orelse)]
+            n["l"] = True
+        elif isinstance(s, (ast.With, ast.AsyncWith)):
+            n["h"] = head_of(s, {"body"})
+            n["s"] = [self.stmts(s.body)]
+        elif isinstance(s, ast.Try) or type(s).__name__ == "TryStar":
+            n["h"] = head_of(s, {"body", "orelse", "finalbody"})
+            n["s"] = [self.stmts(s.body), self.stmts(s.orelse), self.stmts(s.finalbody)]
+        elif isinstance(s, ast.Expr):
+            n["h"] = "Expr"
+            n["k"] = [self.expr(s.value, False)]
+        elif isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None:
+            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            rows = any(isinstance(x, ast.Name) and x.id in self.ranged for x in targets)
+            n["h"] = head_of(s, {"value"})
+            n["k"] = [self.expr(s.value, rows)]
+        else:
+            n["h"] = t
+        x = exit_of(s)
+        if x:
+            n["x"] = x
+        n["n"] = skips_of(s)
+        n["b"], n["w"] = binds_writes(s)
+        return n
+
+    def expr(self, e, rows):
+        if isinstance(e, ast.Call):
+            name, _ = callee(e)
+            n = {"t": ast.dump(e), "d": show(e),
+                 "h": head_of(e, {"args", "keywords"}) + " %d %s" % (len(e.args), [k.arg for k in e.keywords])}
+            kids = []
+            for i, a in enumerate(e.args):
+                kids.append(self.expr(a, name == "parametrize" and i == 1))
+            for k in e.keywords:
+                kids.append(self.expr(k.value, name == "parametrize" and k.arg == "argvalues"))
+            n["k"] = kids
+            return n
+        if rows and isinstance(e, (ast.List, ast.Tuple, ast.Set)):
+            return {"t": ast.dump(e), "d": show(e), "h": type(e).__name__,
+                    "s": [{"rows": True, "i": [leaf(x) for x in e.elts]}]}
+        if rows and isinstance(e, ast.Dict):
+            items = []
+            for k, v in zip(e.keys, e.values):
+                t = (ast.dump(k) if k is not None else "**") + ": " + ast.dump(v)
+                items.append({"t": t, "h": t, "d": (show(k) if k is not None else "**") + ": " + show(v)})
+            return {"t": ast.dump(e), "d": show(e), "h": "Dict", "s": [{"rows": True, "i": items}]}
+        return leaf(e)
+
+    def function(self, fn):
+        n = {"t": ast.dump(fn), "d": "def " + fn.name,
+             "h": head_of(fn, {"decorator_list", "body"}),
+             "k": [self.expr(d, False) for d in fn.decorator_list],
+             "s": [self.stmts(fn.body)],
+             "n": skips_of(fn), "r": refs_of(fn)}
+        return n
+
+
+def body_key(fn):
+    named = ast.FunctionDef if isinstance(fn, ast.FunctionDef) else ast.AsyncFunctionDef
+    copy = named(name="_", args=fn.args, body=fn.body, decorator_list=fn.decorator_list,
+                 returns=fn.returns, type_params=getattr(fn, "type_params", []))
+    return ast.dump(copy)
+
+
+def autouse(fn):
+    for d in fn.decorator_list:
+        if isinstance(d, ast.Call) and any(k.arg == "autouse" and isinstance(k.value, ast.Constant) and k.value.value for k in d.keywords):
+            return True
+    return False
+
+
+def unit(fn, scope, name):
+    b = Builder(ranged_names(fn))
+    return {"name": name, "line": fn.lineno, "scope": scope, "node": b.function(fn), "body": body_key(fn)}
+
+
+def read(src):
+    try:
+        tree = ast.parse(src)
+    except (SyntaxError, ValueError):
+        return None
+    out = {"tests": [], "helpers": [], "skips": {}}
+
+    def other(s, scope, prefix):
+        # A statement of a module or class body that is not a function: a table (by the
+        # names it assigns) and skip markers (a pytestmark, a module-level skip call).
+        skips = skips_of(s)
+        if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None:
+            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            names = [x.id for x in targets if isinstance(x, ast.Name)]
+            if "pytestmark" not in names:
+                skips = 0
+            b = Builder(set(names))
+            node = b.stmt(s)
+            node["r"] = refs_of(s)
+            for name in names:
+                out["helpers"].append({"name": name, "line": s.lineno, "scope": scope, "node": node, "body": node["t"]})
+        elif isinstance(s, (ast.Import, ast.ImportFrom)):
+            skips = 0
+        out["skips"][scope] = out["skips"].get(scope, 0) + skips
+
+    def visit(body, scope, prefix):
+        for s in body:
+            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if s.name.startswith("test"):
+                    out["tests"].append(unit(s, scope, prefix + s.name))
+                else:
+                    h = unit(s, scope, s.name)
+                    h["implicit"] = s.name in IMPLICIT or autouse(s)
+                    out["helpers"].append(h)
+            elif isinstance(s, ast.ClassDef):
+                inner = prefix + s.name
+                out["skips"][inner] = out["skips"].get(inner, 0) + sum(skips_of(d) for d in s.decorator_list)
+                visit(s.body, inner, inner + ".")
+            else:
+                other(s, scope, prefix)
+
+    visit(tree.body, "", "")
+    return out
+
+
+def main():
+    sources = json.load(sys.stdin)
+    json.dump([None if s is None else read(s) for s in sources], sys.stdout)
+
+
+main()

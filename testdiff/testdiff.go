@@ -1,0 +1,359 @@
+package testdiff
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+)
+
+// A Kind says what a change did to a test that existed before it.
+type Kind string
+
+// The kinds of SPEC §7.2.
+const (
+	Unchanged Kind = "unchanged"
+	// AddedTo: the old body survives with only statements, rows or subtests added, and
+	// nothing added exits or skips early or writes what the old statements read.
+	AddedTo Kind = "added to"
+	// Moved: the same body, under another name or in another file.
+	Moved   Kind = "moved"
+	Deleted Kind = "deleted"
+	// Skipped: a skip or an early exit added, in the test or around it (its class, its
+	// module, its file's build constraint).
+	Skipped Kind = "skipped"
+	// Changed: any other change, to the test or to a helper it uses.
+	Changed Kind = "changed"
+)
+
+// A File is a test file before and after a change (nil: not there).
+type File struct {
+	Path          string // slash-separated, relative to the project
+	Before, After []byte
+}
+
+// A Test is what a change did to one test that existed before it.
+type Test struct {
+	File string // the file that held it, slash-separated
+	// Name is the test as its file declares it: TestX, Suite.TestX (a suite's method),
+	// test_x, TestClass.test_x.
+	Name string
+	Line int // its line in the new version (in the old one when it is gone)
+	Kind Kind
+	// What says what it lost, or where it moved: "`if got != want {...}` removed or
+	// changed", "t.Skip added", "moved to b_test.go as TestY".
+	What string
+	// Refs are the names its new version mentions (its calls, its fields), sorted: a test
+	// changed against a missing implementation names what is missing.
+	Refs []string
+}
+
+func (t Test) String() string {
+	s := fmt.Sprintf("%s: %s %s", t.File, t.Name, t.Kind)
+	if t.What != "" {
+		s += ": " + t.What
+	}
+	return s
+}
+
+// A unit is one test or helper of a file as read.
+type unit struct {
+	name     string
+	line     int
+	scope    string // Python: the class that holds it ("" for the module); Go: ""
+	node     *node
+	body     string // what a move keeps: the canonical form without the name
+	implicit bool   // a helper the runner calls around every test of its scope
+}
+
+// parsed is a test file as read: its tests by name (in order), its helpers by name, and
+// the skip markers around its tests by scope ("" for the module or file).
+type parsed struct {
+	tests      map[string]*unit
+	order      []string
+	helpers    map[string][]*unit
+	scopeSkips map[string]int
+	constraint string // Go: the //go:build line
+}
+
+// Compare returns what the change did to each test that files held before it, in the
+// order of files and of the tests in each. Go is read with go/ast, Python with Python's
+// own ast (python3 run isolated, which never imports the files); other files have no
+// tests here. A file whose new version does not parse gives no verdicts: its syntax
+// error is the runner's to report. It fails only when Python must be read and cannot.
+func Compare(ctx context.Context, files []File) ([]Test, error) {
+	before := make([]*parsed, len(files))
+	after := make([]*parsed, len(files))
+	var pyIdx []int
+	var pySrc [][]byte
+	for i, f := range files {
+		switch path.Ext(f.Path) {
+		case ".go":
+			if f.Before != nil {
+				before[i] = parseGo(f.Before)
+			}
+			if f.After != nil {
+				after[i] = parseGo(f.After)
+			}
+		case ".py":
+			pyIdx = append(pyIdx, i)
+			pySrc = append(pySrc, f.Before, f.After)
+		}
+	}
+	if len(pyIdx) > 0 {
+		read, err := parsePython(ctx, pySrc)
+		if err != nil {
+			return nil, err
+		}
+		for k, i := range pyIdx {
+			before[i], after[i] = read[2*k], read[2*k+1]
+		}
+	}
+	c := &comparison{files: files, before: before, after: after, claimed: map[*unit]bool{}}
+	return c.run(), nil
+}
+
+// A comparison classifies the tests of one change.
+type comparison struct {
+	files         []File
+	before, after []*parsed
+	claimed       map[*unit]bool // new tests that an old one moved to
+}
+
+func (c *comparison) run() []Test {
+	var out []Test
+	type gone struct {
+		i int
+		u *unit
+	}
+	var missing []gone
+	for i, f := range c.files {
+		old, now := c.before[i], c.after[i]
+		if old == nil || f.After != nil && now == nil {
+			continue // new, or does not parse now
+		}
+		for _, name := range old.order {
+			u := old.tests[name]
+			if now == nil || now.tests[name] == nil {
+				missing = append(missing, gone{i, u})
+				continue
+			}
+			out = append(out, c.same(i, u, now.tests[name]))
+		}
+	}
+	// A test gone from its place may be found, with the same body, among the new tests.
+	for _, g := range missing {
+		out = append(out, c.gone(g.i, g.u))
+	}
+	slices.SortStableFunc(out, func(a, b Test) int {
+		return cmp.Or(cmp.Compare(c.index(a.File), c.index(b.File)), cmp.Compare(a.Line, b.Line))
+	})
+	return out
+}
+
+func (c *comparison) index(file string) int {
+	return slices.IndexFunc(c.files, func(f File) bool { return f.Path == file })
+}
+
+// same classifies a test found under its name in its file.
+func (c *comparison) same(i int, old, new *unit) Test {
+	f := c.files[i]
+	t := Test{File: f.Path, Name: new.name, Line: new.line, Refs: refsOf(new.node)}
+	g := newComparer(old.node, new.node).extends(old.node, new.node, true)
+	switch {
+	case old.node.Text == new.node.Text:
+		t.Kind = Unchanged
+	case g.ok && g.exit != "":
+		t.Kind, t.What = Skipped, g.exit
+	case g.ok && g.write != "":
+		t.Kind, t.What = Changed, g.write
+	case g.ok:
+		t.Kind = AddedTo
+	case new.node.Skips > old.node.Skips:
+		t.Kind, t.What = Skipped, "a skip marker added"
+	default:
+		t.Kind, t.What = Changed, g.lost
+	}
+	if t.Kind == Unchanged || t.Kind == AddedTo {
+		if why := c.around(i, old, new); why != "" {
+			t.Kind, t.What = Skipped, why
+		} else if why, grew := c.helpers(i, old, new); why != "" {
+			t.Kind, t.What = Changed, why
+		} else if grew {
+			t.Kind, t.What = AddedTo, "a table or helper it uses grew"
+		}
+	}
+	return t
+}
+
+// around says what skips a test from outside it: a skip marker added to its class or
+// module, a build constraint added to its file.
+func (c *comparison) around(i int, old, new *unit) string {
+	was, now := c.before[i], c.after[i]
+	if was.constraint != now.constraint {
+		return fmt.Sprintf("its file's build constraint changed from %q to %q", was.constraint, now.constraint)
+	}
+	for _, scope := range scopes(new.scope) {
+		if now.scopeSkips[scope] > was.scopeSkips[scope] {
+			if scope == "" {
+				return "a skip marker added to its file"
+			}
+			return "a skip marker added to its class " + scope
+		}
+	}
+	return ""
+}
+
+// scopes returns a scope and the scopes around it: "A.B" gives "A.B", "A", "".
+func scopes(s string) []string {
+	out := []string{s}
+	for s != "" {
+		if k := strings.LastIndexByte(s, '.'); k >= 0 {
+			s = s[:k]
+		} else {
+			s = ""
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// helpers says which helper of a test changed in a way that is not an addition: one it
+// names, or one the runner calls around it (init, setUp, an autouse fixture); and whether
+// one only grew. Go helpers are looked for in every changed file of the test's folder (its
+// package), Python ones in its own file.
+func (c *comparison) helpers(i int, old, new *unit) (why string, grew bool) {
+	refs := map[string]bool{}
+	for _, r := range new.node.Refs {
+		refs[r] = true
+	}
+	for _, r := range old.node.Refs {
+		refs[r] = true
+	}
+	for _, j := range c.package_(i) {
+		was, now := c.before[j], c.after[j]
+		if was == nil {
+			continue
+		}
+		for _, name := range sortedNames(was.helpers) {
+			for _, h := range was.helpers[name] {
+				if !h.implicit && !refs[name] || !slices.Contains(scopes(new.scope), h.scope) {
+					continue
+				}
+				var to *unit
+				if now != nil {
+					for _, n := range now.helpers[name] {
+						if n.scope == h.scope {
+							to = n
+						}
+					}
+				}
+				if to == nil {
+					return fmt.Sprintf("its helper %s was deleted", name), false
+				}
+				if h.node.Text == to.node.Text {
+					continue
+				}
+				g := newComparer(h.node, to.node).extends(h.node, to.node, true)
+				switch {
+				case !g.ok:
+					return fmt.Sprintf("its helper %s changed: %s", name, g.lost), false
+				case g.exit != "":
+					return fmt.Sprintf("its helper %s changed: %s", name, g.exit), false
+				case g.write != "":
+					return fmt.Sprintf("its helper %s changed: %s", name, g.write), false
+				}
+				grew = true
+			}
+		}
+	}
+	return "", grew
+}
+
+// package_ returns the files whose helpers a test of file i sees: for Go the changed Go
+// files of its folder, for Python its own.
+func (c *comparison) package_(i int) []int {
+	f := c.files[i]
+	if path.Ext(f.Path) != ".go" {
+		return []int{i}
+	}
+	var out []int
+	for j, g := range c.files {
+		if path.Ext(g.Path) == ".go" && path.Dir(g.Path) == path.Dir(f.Path) {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+func sortedNames(m map[string][]*unit) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// gone classifies a test whose name its file no longer holds: moved, when a new test (one
+// whose name its file did not hold) has its body, in a file that runs as its did; else
+// deleted, renamed away when a function that is not a test has its body.
+func (c *comparison) gone(i int, old *unit) Test {
+	f := c.files[i]
+	t := Test{File: f.Path, Name: old.name, Line: old.line, Kind: Deleted}
+	for j, g := range c.files {
+		now := c.after[j]
+		if now == nil || path.Ext(g.Path) != path.Ext(f.Path) {
+			continue
+		}
+		for _, name := range now.order {
+			u := now.tests[name]
+			if c.claimed[u] || u.body != old.body {
+				continue
+			}
+			if was := c.before[j]; was != nil && was.tests[name] != nil {
+				continue // a test that was there already
+			}
+			if now.constraint != c.before[i].constraint || skipsAround(now, u.scope) > skipsAround(c.before[i], old.scope) {
+				continue
+			}
+			c.claimed[u] = true
+			t.Kind, t.Refs = Moved, refsOf(u.node)
+			if g.Path == f.Path {
+				t.What = "renamed " + u.name
+			} else {
+				t.What = fmt.Sprintf("moved to %s as %s", g.Path, u.name)
+			}
+			return t
+		}
+	}
+	if c.after[i] == nil {
+		t.What = "its file was deleted"
+	}
+	for j, g := range c.files {
+		now := c.after[j]
+		if now == nil || path.Ext(g.Path) != path.Ext(f.Path) {
+			continue
+		}
+		for _, name := range sortedNames(now.helpers) {
+			for _, h := range now.helpers[name] {
+				if h.body == old.body {
+					t.What = fmt.Sprintf("renamed to %s in %s, which the runner does not run as a test", name, g.Path)
+					return t
+				}
+			}
+		}
+	}
+	return t
+}
+
+// skipsAround counts the skip markers around a test of scope: its file's and its classes'.
+func skipsAround(p *parsed, scope string) int {
+	n := 0
+	for _, s := range scopes(scope) {
+		n += p.scopeSkips[s]
+	}
+	return n
+}
