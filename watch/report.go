@@ -205,7 +205,9 @@ func (r *reporter) draw() {
 	r.clear()
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tSTATUS\tATTEMPT\tELAPSED\tAGENT\tCOST")
+	// The header's STATUS is painted too (in the default colour), so that its column
+	// carries the same invisible bytes as the words under it.
+	fmt.Fprintf(tw, "TASK\t%s\tATTEMPT\tELAPSED\tAGENT\tCOST\n", r.paint("STATUS"))
 	for _, id := range r.order {
 		rw := r.rows[id]
 		elapsed := ""
@@ -235,7 +237,7 @@ func (r *reporter) final(tasks *queue.Doc, l queue.Layout, verified func(id, com
 	r.clear()
 	fmt.Fprintln(r.w)
 	tw := tabwriter.NewWriter(r.w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tKIND\tSTATUS\tATTEMPTS")
+	fmt.Fprintf(tw, "TASK\tKIND\t%s\tATTEMPTS\n", r.paint("STATUS"))
 	for _, t := range tasks.Tasks() {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", t.ID, t.Kind, r.paint(orNone(tasks.ShownStatus(t, verified))), lastAttempt(l.Runs(), t.ID))
 	}
@@ -292,6 +294,8 @@ var statusColors = map[string]string{
 	"waiting":     "33",
 	"in_progress": "36", // cyan: running
 	"checking":    "36",
+	"warning":     "33",
+	"interrupt":   "33",
 }
 
 // paint returns word in its status colour when the reporter paints (a terminal, and
