@@ -430,6 +430,9 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 			break // its line, and its report, are above
 		}
 		r.report.eventWith(a.id, status, reasonLine(a.n, ev.FailureType, res.Reason, "", ev.GateLog), ev)
+	case queue.StatusSkipped:
+		// Its reason names its type (no_change) first.
+		r.report.eventWith(a.id, status, reasonLine(a.n, "", res.Reason, "", ev.GateLog), ev)
 	case queue.StatusFailed:
 		if then != "" {
 			then = "not retried: " + then

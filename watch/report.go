@@ -104,9 +104,9 @@ type eventFields struct {
 }
 
 // shownAbove are the events whose line the live table keeps above it, so that a person
-// sees why without opening a file: a rejection (failed, retry), a halt, a block, and a
-// run that stops.
-var shownAbove = map[string]bool{"failed": true, "retry": true, "halted": true, "blocked": true, "stopped": true}
+// sees why without opening a file: a rejection (failed, retry), a halt, a block, a task
+// skipped with nothing landed, and a run that stops.
+var shownAbove = map[string]bool{"failed": true, "retry": true, "halted": true, "blocked": true, "skipped": true, "stopped": true}
 
 // event reports one thing that happened to a task ("" for the run itself).
 func (r *reporter) event(id, kind, msg string) {
@@ -157,7 +157,7 @@ func (r *reporter) eventWith(id, kind, msg string, f eventFields) {
 			rw.state = "waiting" // for its agent's rate limit to lift
 		case "retry":
 			rw.state = "pending"
-		case "completed", "failed", "stopped", "timeout", "halted", "blocked":
+		case "completed", "failed", "stopped", "timeout", "halted", "blocked", "skipped":
 			rw.state = kind
 		}
 		if f.Attempt > 0 {
@@ -289,6 +289,7 @@ var statusColors = map[string]string{
 	"halted":      "31",
 	"retry":       "31", // a rejection, retried
 	"blocked":     "33", // yellow: a person looks
+	"skipped":     "33",
 	"stopped":     "33",
 	"timeout":     "33",
 	"waiting":     "33",
@@ -327,7 +328,7 @@ func (r *runner) fieldsOf(a *attempt, res result) eventFields {
 }
 
 // maxReason is how much of a reason an event line holds; gate.log has all of it.
-const maxReason = 300
+const maxReason = 600
 
 // reasonLine returns the message of an event that rejects, halts or blocks attempt n:
 // "attempt 2 (test_fails): why; then; see .orchestrator/runs/TASK-001/2/gate.log", on one
