@@ -260,7 +260,7 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 		// Not the agent's failure, and no attempt is used: a person starts the service
 		// and sets the task back to pending.
 		why := "required service unavailable: " + strings.Join(down, "; ")
-		r.report.event(t.ID, "blocked", why)
+		r.report.event(t.ID, "blocked", "no attempt used: "+why)
 		_, err := r.setStatus(ctx, t.ID, queue.StatusInProgress, queue.StatusBlocked, queue.SetField{ID: t.ID, Field: "Blocked-Reason", Value: why})
 		return err
 	}
@@ -290,8 +290,10 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 	fail := func(reason, detail string) error {
 		r.releaseSlot(a)
 		a.write("gate.log", []byte("attempt could not start: "+detail+"\n"))
-		a.record(result{Outcome: "failed", Reason: reason})
-		r.report.event(t.ID, "failed", detail)
+		res := result{Outcome: "failed", Reason: reason}
+		a.record(res)
+		ev := r.fieldsOf(a, res)
+		r.report.eventWith(t.ID, "failed", reasonLine(n, "", "could not start ("+reason+"): "+detail, "", ev.GateLog), ev)
 		_, err := r.setStatus(ctx, t.ID, queue.StatusInProgress, queue.StatusFailed)
 		return err
 	}
@@ -357,7 +359,7 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 	}
 	a.proc, a.pid, a.start = p, p.PID(), p.StartTime()
 	a.record(result{Outcome: "running"})
-	r.report.event(t.ID, "started", fmt.Sprintf("attempt %d, %s task, agent %s (pid %d)", n, t.Kind, a.agent, a.pid))
+	r.report.eventWith(t.ID, "started", fmt.Sprintf("attempt %d, %s task, agent %s (pid %d)", n, t.Kind, a.agent, a.pid), eventFields{Attempt: n, Agent: a.agent})
 	r.track(a, p.Done())
 	return nil
 }

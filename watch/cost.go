@@ -291,7 +291,7 @@ func (r *runner) haltForBudget(ctx context.Context, tasks *queue.Doc, t queue.Ta
 	if err != nil {
 		return err
 	}
-	r.report.block(t.ID, "halted", reason, text)
+	r.report.block(t.ID, "halted", "no attempt used: "+oneLine(reason), text, eventFields{Outcome: queue.StatusHalted, FailureType: "budget"})
 	r.notify(ctx, "halt", notifyEvent{Task: t.ID, Status: queue.StatusHalted, Attempt: lastAttempt(r.runs, t.ID), Reason: reason, spent: s})
 	return nil
 }

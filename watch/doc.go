@@ -23,6 +23,11 @@
 // change stops the run with a *worktree.ConfigChangedError, as does a gate checkout that is
 // not its commit (*worktree.CheckoutError).
 //
+// What a run says is its concern too (report.go): one line per event, JSON lines with
+// the attempt's fields, or a live table whose status words are painted on a terminal; a
+// rejection, halt or block is one line with its attempt, failure type, reason and
+// gate.log. Show (show.go) gathers the same for one task: `orchestrator show`.
+//
 // The package owns scheduling, attempt folders, reading the agent's claim and putting the
 // pieces together. It does not parse markdown (package queue), start or kill processes itself
 // (package agents), read markers (package markers), write prompts (package prompts), judge

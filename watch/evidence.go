@@ -145,11 +145,13 @@ func (r *runner) checkConfig(ctx context.Context, a *attempt, when string) error
 // (exit 2).
 func (r *runner) stopForConfig(a *attempt, err error) error {
 	why := oneLine(err.Error())
-	a.record(result{Outcome: "blocked", Type: "config_changed", Reason: why})
+	res := result{Outcome: "blocked", Type: "config_changed", Reason: why}
+	a.record(res)
 	a.write("gate.log", []byte("the run stopped: "+why+"\n"))
 	r.releaseSlot(a)
 	a.copyOut()
-	r.report.event(a.id, "blocked", why)
+	ev := r.fieldsOf(a, res)
+	r.report.eventWith(a.id, "blocked", reasonLine(a.n, ev.FailureType, why, "", ev.GateLog), ev)
 	if _, serr := r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusBlocked,
 		queue.SetField{ID: a.id, Field: "Blocked-Reason", Value: why}); serr != nil {
 		return errors.Join(err, serr)

@@ -170,7 +170,8 @@ func (r *runner) stopForSetup(a *attempt, res result, log string) error {
 	if _, err := r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusPending, r.costOps(a)...); err != nil {
 		r.report.event(a.id, "warning", err.Error())
 	}
-	r.report.event(a.id, "stopped", fmt.Sprintf("attempt %d: %s; not the agent's failure: back to pending, no attempt counted; the run stops", a.n, res.Reason))
+	ev := r.fieldsOf(a, res)
+	r.report.eventWith(a.id, "stopped", reasonLine(a.n, outcomeSetup, res.Reason, "not the agent's failure: back to pending, no attempt counted; the run stops", ev.GateLog), ev)
 	return &SetupError{Task: a.id, Attempt: a.n, Reason: res.Reason}
 }
 
@@ -373,6 +374,13 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 			}
 		}
 	}
+	// What the events say of the attempt: the failure type is the Root Cause
+	// when the retry rules judged a failure, the attempt's own otherwise (a block).
+	ev := r.fieldsOf(a, res)
+	if fin.decision != nil {
+		ev.FailureType = string(f.Type)
+	}
+	haltSaid := false
 	if d := fin.decision; d != nil && fin.applied {
 		r.capped = r.capped || d.Deferred
 		r.spendBudget(a, res, *d, f)
@@ -381,7 +389,8 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 			if err != nil {
 				return err
 			}
-			r.report.block(a.id, "halted", d.HaltReason, text)
+			r.report.block(a.id, "halted", reasonLine(a.n, ev.FailureType, d.HaltReason, "last: "+oneLine(res.Reason), ev.GateLog), text, ev)
+			haltSaid = d.Halt
 		}
 		r.notifyAfter(ctx, a, status, res, d.Halt, d.HaltReason)
 	} else if fin.applied {
@@ -393,22 +402,44 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 		}
 		a.copyOut()
 	}
+	// A rejection, a halt or a block is one line that says why and where its gate.log is.
+	var then string
+	if d := fin.decision; d != nil {
+		then = strings.TrimPrefix(d.Reason, status+": ")
+	}
 	switch status {
 	case "":
 		// A person's edit won; nothing to report.
 	case queue.StatusCompleted:
-		r.report.event(a.id, "completed", fmt.Sprintf("attempt %d: %s", a.n, res.Reason))
+		r.report.eventWith(a.id, "completed", fmt.Sprintf("attempt %d: %s", a.n, res.Reason), ev)
 	case queue.StatusPending:
 		if res.Outcome == "rate_limited" {
 			break // holdAgent said why, and how long it waits
 		}
 		if r.o.Only != "" {
-			r.report.event(a.id, "failed", fmt.Sprintf("attempt %d: %s; its next attempt is due (watch, or run it again)", a.n, res.Reason))
+			r.report.eventWith(a.id, "failed", reasonLine(a.n, ev.FailureType, res.Reason, "its next attempt is due (watch, or run it again)", ev.GateLog), ev)
 		} else {
-			r.report.event(a.id, "retry", fmt.Sprintf("attempt %d: %s; trying again", a.n, res.Reason))
+			again := "trying again"
+			if then != "" {
+				again += " (" + then + ")"
+			}
+			r.report.eventWith(a.id, "retry", reasonLine(a.n, ev.FailureType, res.Reason, again, ev.GateLog), ev)
 		}
+	case queue.StatusHalted:
+		if haltSaid {
+			break // its line, and its report, are above
+		}
+		r.report.eventWith(a.id, status, reasonLine(a.n, ev.FailureType, res.Reason, "", ev.GateLog), ev)
+	case queue.StatusSkipped:
+		// Its reason names its type (no_change) first.
+		r.report.eventWith(a.id, status, reasonLine(a.n, "", res.Reason, "", ev.GateLog), ev)
+	case queue.StatusFailed:
+		if then != "" {
+			then = "not retried: " + then
+		}
+		r.report.eventWith(a.id, status, reasonLine(a.n, ev.FailureType, res.Reason, then, ev.GateLog), ev)
 	default:
-		r.report.event(a.id, status, fmt.Sprintf("attempt %d: %s", a.n, res.Reason))
+		r.report.eventWith(a.id, status, reasonLine(a.n, ev.FailureType, res.Reason, "", ev.GateLog), ev)
 	}
 	if status == queue.StatusCompleted || status == queue.StatusSkipped {
 		if a.n > 1 {
@@ -763,7 +794,7 @@ func (r *runner) recoverAttempts(ctx context.Context) error {
 		}
 		if pid, start, ok := agents.FindByEnv("ORCHESTRATOR_ATTEMPT_DIR", dir); ok {
 			a.pid, a.start, a.adopted, a.started = pid, start, true, time.Now()
-			r.report.event(t.ID, "adopted", fmt.Sprintf("attempt %d's agent (pid %d) still runs; waiting for it", n, pid))
+			r.report.eventWith(t.ID, "adopted", fmt.Sprintf("attempt %d's agent (pid %d) still runs; waiting for it", n, pid), eventFields{Attempt: n, Agent: a.agent})
 			r.track(a, agents.WaitGone(pid, start, 20*time.Millisecond))
 			continue
 		}
@@ -975,9 +1006,9 @@ var failureTypes = map[string]retry.Type{
 	gate.TypeNoTestCommand: retry.BuildFails,
 }
 
-// failure describes a failed attempt for the retry rules. halt, when set, halts the task
-// whatever the retry budget says (a false success, SPEC §10.3).
-func (r *runner) failure(a *attempt, res result, log, halt string) retry.Failure {
+// rootCause returns the failure type of a failed attempt as SPEC §8.1 names it: its
+// issue's Root Cause.
+func rootCause(res result) retry.Type {
 	typ := retry.Type(res.Type)
 	if t, ok := failureTypes[res.Type]; ok {
 		typ = t
@@ -985,6 +1016,13 @@ func (r *runner) failure(a *attempt, res result, log, halt string) retry.Failure
 	if !typ.Valid() {
 		typ = retry.TestFails
 	}
+	return typ
+}
+
+// failure describes a failed attempt for the retry rules. halt, when set, halts the task
+// whatever the retry budget says (a false success, SPEC §10.3).
+func (r *runner) failure(a *attempt, res result, log, halt string) retry.Failure {
+	typ := rootCause(res)
 	out := a.gateOutput
 	if out == "" {
 		out = log

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/orchestrator/orchestrator/queue"
 )
@@ -32,6 +34,9 @@ type reporter struct {
 	order  []string
 	drawn  int // lines of the live table on screen
 	stop   chan struct{}
+	// color paints status words (Table only): the command line decides, from the
+	// terminal and NO_COLOR.
+	color bool
 }
 
 // row is one task's line in the live table.
@@ -42,8 +47,10 @@ type row struct {
 	since            time.Time
 }
 
-func newReporter(w io.Writer, f Format) *reporter {
-	r := &reporter{w: w, format: f, rows: map[string]*row{}, stop: make(chan struct{})}
+// newReporter returns a reporter that writes to w in format f; with color, a Table paints
+// its status words.
+func newReporter(w io.Writer, f Format, color bool) *reporter {
+	r := &reporter{w: w, format: f, rows: map[string]*row{}, stop: make(chan struct{}), color: color}
 	if f == Table {
 		go r.tick()
 	}
@@ -80,16 +87,41 @@ type eventJSON struct {
 	Event   string `json:"event"`
 	Task    string `json:"task,omitempty"`
 	Message string `json:"message"`
+	eventFields
 }
+
+// eventFields is what an event says of one attempt besides its message, as fields of
+// `watch --json` (SPEC §7.1): a program reads the attempt, its agent, its outcome, its
+// failure type and where its gate.log is without parsing the message. A field that does
+// not apply is left out.
+type eventFields struct {
+	Attempt     int    `json:"attempt,omitempty"`
+	Agent       string `json:"agent,omitempty"`
+	Outcome     string `json:"outcome,omitempty"`
+	FailureType string `json:"failure_type,omitempty"`
+	// GateLog is the attempt's gate.log, relative to the repository root.
+	GateLog string `json:"gate_log,omitempty"`
+}
+
+// shownAbove are the events whose line the live table keeps above it, so that a person
+// sees why without opening a file: a rejection (failed, retry), a halt, a block, a task
+// skipped with nothing landed, and a run that stops.
+var shownAbove = map[string]bool{"failed": true, "retry": true, "halted": true, "blocked": true, "skipped": true, "stopped": true}
 
 // event reports one thing that happened to a task ("" for the run itself).
 func (r *reporter) event(id, kind, msg string) {
+	r.eventWith(id, kind, msg, eventFields{})
+}
+
+// eventWith reports one thing that happened to one of a task's attempts, with the fields
+// that say which and how it ended.
+func (r *reporter) eventWith(id, kind, msg string, f eventFields) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()
 	switch r.format {
 	case JSON:
-		b, _ := json.Marshal(eventJSON{Time: now.UTC().Format(time.RFC3339Nano), Event: kind, Task: id, Message: msg})
+		b, _ := json.Marshal(eventJSON{Time: now.UTC().Format(time.RFC3339Nano), Event: kind, Task: id, Message: msg, eventFields: f})
 		fmt.Fprintf(r.w, "%s\n", b)
 	case Lines:
 		if id == "" {
@@ -100,7 +132,7 @@ func (r *reporter) event(id, kind, msg string) {
 	case Table:
 		if id == "" {
 			r.clear()
-			fmt.Fprintf(r.w, "%s: %s\n", kind, msg)
+			fmt.Fprintf(r.w, "%s: %s\n", r.paint(kind), msg)
 			r.draw()
 			return
 		}
@@ -114,20 +146,27 @@ func (r *reporter) event(id, kind, msg string) {
 		case "started", "adopted":
 			rw.state, rw.since = "in_progress", now
 			rw.attempt++
-			if i := strings.Index(msg, "agent "); i >= 0 {
+			if f.Agent != "" {
+				rw.agent = f.Agent
+			} else if i := strings.Index(msg, "agent "); i >= 0 {
 				rw.agent = strings.Fields(msg[i+6:])[0]
 			}
 		case "marker":
 			rw.state = "checking"
 		case "rate_limited":
 			rw.state = "waiting" // for its agent's rate limit to lift
-		case "completed", "failed", "stopped", "timeout":
+		case "retry":
+			rw.state = "pending"
+		case "completed", "failed", "stopped", "timeout", "halted", "blocked", "skipped":
 			rw.state = kind
-			if kind == "failed" {
-				// Keep the reason visible above the table.
-				r.clear()
-				fmt.Fprintf(r.w, "%s failed: %s\n", id, msg)
-			}
+		}
+		if f.Attempt > 0 {
+			rw.attempt = f.Attempt
+		}
+		if shownAbove[kind] {
+			// Keep the reason visible above the table.
+			r.clear()
+			fmt.Fprintf(r.w, "%s %s: %s\n", id, r.paint(kind), msg)
 		}
 		r.draw()
 	}
@@ -166,14 +205,16 @@ func (r *reporter) draw() {
 	r.clear()
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tSTATUS\tATTEMPT\tELAPSED\tAGENT\tCOST")
+	// The header's STATUS is painted too (in the default colour), so that its column
+	// carries the same invisible bytes as the words under it.
+	fmt.Fprintf(tw, "TASK\t%s\tATTEMPT\tELAPSED\tAGENT\tCOST\n", r.paint("STATUS"))
 	for _, id := range r.order {
 		rw := r.rows[id]
 		elapsed := ""
 		if !rw.since.IsZero() && (rw.state == "in_progress" || rw.state == "checking") {
 			elapsed = time.Since(rw.since).Round(time.Second).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", rw.id, rw.state, rw.attempt, elapsed, rw.agent, orDash(rw.cost))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", rw.id, r.paint(rw.state), rw.attempt, elapsed, rw.agent, orDash(rw.cost))
 	}
 	tw.Flush()
 	fmt.Fprint(r.w, b.String())
@@ -196,9 +237,9 @@ func (r *reporter) final(tasks *queue.Doc, l queue.Layout, verified func(id, com
 	r.clear()
 	fmt.Fprintln(r.w)
 	tw := tabwriter.NewWriter(r.w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tKIND\tSTATUS\tATTEMPTS")
+	fmt.Fprintf(tw, "TASK\tKIND\t%s\tATTEMPTS\n", r.paint("STATUS"))
 	for _, t := range tasks.Tasks() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", t.ID, t.Kind, orNone(tasks.ShownStatus(t, verified)), lastAttempt(l.Runs(), t.ID))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", t.ID, t.Kind, r.paint(orNone(tasks.ShownStatus(t, verified))), lastAttempt(l.Runs(), t.ID))
 	}
 	tw.Flush()
 	counts := countStatuses(tasks, verified)
@@ -226,8 +267,8 @@ func countStatuses(d *queue.Doc, verified func(id, commit string) bool) map[stri
 }
 
 // block reports an event with a block of text, such as a halt report.
-func (r *reporter) block(id, kind, msg, text string) {
-	r.event(id, kind, msg)
+func (r *reporter) block(id, kind, msg, text string, f eventFields) {
+	r.eventWith(id, kind, msg, f)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.format == JSON {
@@ -236,4 +277,87 @@ func (r *reporter) block(id, kind, msg, text string) {
 	r.clear()
 	fmt.Fprintf(r.w, "\n%s\n", strings.TrimRight(text, "\n"))
 	r.draw()
+}
+
+// Colours of status words, as SGR codes. Every code has two digits, so that every painted
+// word carries the same number of invisible bytes and the table's columns stay aligned
+// (tabwriter counts bytes, not what the terminal shows); a word with no colour of its own
+// is painted in the default colour (39) for the same reason.
+var statusColors = map[string]string{
+	"completed":   "32", // green
+	"failed":      "31", // red
+	"halted":      "31",
+	"retry":       "31", // a rejection, retried
+	"blocked":     "33", // yellow: a person looks
+	"skipped":     "33",
+	"stopped":     "33",
+	"timeout":     "33",
+	"waiting":     "33",
+	"in_progress": "36", // cyan: running
+	"checking":    "36",
+	"warning":     "33",
+	"interrupt":   "33",
+}
+
+// paint returns word in its status colour when the reporter paints (a terminal, and
+// NO_COLOR not set), else word as it is.
+func (r *reporter) paint(word string) string {
+	if !r.color || r.format != Table {
+		return word
+	}
+	code, ok := statusColors[word]
+	if !ok {
+		code = "39"
+	}
+	return "\x1b[" + code + "m" + word + "\x1b[0m"
+}
+
+// fieldsOf returns what the events of attempt a, decided as res, say of it: its number,
+// agent, outcome and failure type, and its gate.log (in the readable copy of its folder)
+// relative to the repository root.
+func (r *runner) fieldsOf(a *attempt, res result) eventFields {
+	f := eventFields{Attempt: a.n, Agent: a.agent, Outcome: res.Outcome, FailureType: res.Type}
+	if a.mirror != "" {
+		path := filepath.Join(a.mirror, "gate.log")
+		if rel, err := filepath.Rel(r.o.Layout.Root, path); err == nil {
+			path = rel
+		}
+		f.GateLog = path
+	}
+	return f
+}
+
+// maxReason is how much of a reason an event line holds; gate.log has all of it.
+const maxReason = 600
+
+// reasonLine returns the message of an event that rejects, halts or blocks attempt n:
+// "attempt 2 (test_fails): why; then; see .orchestrator/runs/TASK-001/2/gate.log", on one
+// line whatever why holds. typ, then and gateLog may be empty.
+func reasonLine(n int, typ, why, then, gateLog string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "attempt %d", n)
+	if typ != "" {
+		fmt.Fprintf(&b, " (%s)", typ)
+	}
+	b.WriteString(": ")
+	b.WriteString(orNone(clipReason(oneLine(why), maxReason)))
+	if then = oneLine(then); then != "" {
+		b.WriteString("; " + then)
+	}
+	if gateLog != "" {
+		b.WriteString("; see " + gateLog)
+	}
+	return b.String()
+}
+
+// clipReason returns s cut to at most n bytes, on a character's boundary, with "…" where
+// it was cut.
+func clipReason(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -10,7 +10,7 @@ import (
 // failure's reason stays visible above it.
 func TestLiveTable(t *testing.T) {
 	var b bytes.Buffer
-	r := newReporter(&b, Table)
+	r := newReporter(&b, Table, false)
 	defer r.close()
 	r.event("TASK-001", "started", "attempt 1, BUILD task, agent claude (pid 42)")
 	first := b.String()
@@ -39,7 +39,7 @@ func TestLiveTable(t *testing.T) {
 // TestJSONLines: --json prints one JSON object a line.
 func TestJSONLines(t *testing.T) {
 	var b bytes.Buffer
-	r := newReporter(&b, JSON)
+	r := newReporter(&b, JSON, false)
 	r.event("TASK-001", "completed", "attempt 1: claim verified")
 	if line := b.String(); !strings.HasPrefix(line, `{"time":"`) || !strings.Contains(line, `"event":"completed","task":"TASK-001"`) || strings.Count(line, "\n") != 1 {
 		t.Errorf("json line: %q", line)

@@ -52,6 +52,9 @@ type Options struct {
 	// Out receives progress: lines, JSON lines or a live table (Format).
 	Out    io.Writer
 	Format Format
+	// Color paints the status words of a Table (a terminal where NO_COLOR is not set);
+	// the other formats are never painted.
+	Color bool
 	// Debounce is how long queue-file events settle before the files are re-read.
 	Debounce time.Duration
 	// Executable is the orchestrator binary, for the replay agent.
@@ -258,7 +261,7 @@ func newRunner(o Options) *runner {
 	return &runner{
 		o:        o,
 		env:      gate.PinnedEnv(os.Environ()),
-		report:   newReporter(o.Out, o.Format),
+		report:   newReporter(o.Out, o.Format, o.Color),
 		running:  map[string]*attempt{},
 		finished: make(chan *attempt, 1024),
 		timeouts: make(chan *attempt, 1024),

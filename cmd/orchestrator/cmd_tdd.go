@@ -101,13 +101,7 @@ func runTDD(ctx context.Context, opts *tddOptions) error {
 	if err := writeCycle(ctx, l, cfg, fr); err != nil {
 		return err
 	}
-	format := watch.Lines
-	switch {
-	case opts.JSON:
-		format = watch.JSON
-	case isTerminal(opts.Stdout):
-		format = watch.Table
-	}
+	format, color := progressFormat(opts.JSON, opts.Stdout, os.Getenv)
 	plan, err := loadPlan(l, "", false)
 	if err != nil {
 		return err
@@ -117,7 +111,7 @@ func runTDD(ctx context.Context, opts *tddOptions) error {
 	defer stop()
 	sum, err := watch.Run(ctx, watch.Options{
 		Layout: l, Config: cfg, Jobs: 1, Once: true, Tasks: ids,
-		Out: opts.Stdout, Format: format, Debounce: opts.Debounce, Executable: exe, Plan: plan,
+		Out: opts.Stdout, Format: format, Color: color, Debounce: opts.Debounce, Executable: exe, Plan: plan,
 	})
 	if errors.Is(err, watch.ErrBusy) {
 		return &exitError{code: exitUsage, err: err}

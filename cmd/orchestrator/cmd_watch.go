@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -106,13 +107,7 @@ func runWatch(ctx context.Context, opts *watchOptions) error {
 	if jobs == 0 {
 		jobs = cfg.Jobs
 	}
-	format := watch.Lines
-	switch {
-	case opts.JSON:
-		format = watch.JSON
-	case isTerminal(opts.Stdout):
-		format = watch.Table
-	}
+	format, color := progressFormat(opts.JSON, opts.Stdout, os.Getenv)
 	plan, err := checkBeforeRun(ctx, l, cfg, opts.Only)
 	if err != nil {
 		return err
@@ -122,7 +117,7 @@ func runWatch(ctx context.Context, opts *watchOptions) error {
 	defer stop()
 	sum, err := watch.Run(ctx, watch.Options{
 		Layout: l, Config: cfg, Jobs: jobs, Once: opts.Once, Only: opts.Only,
-		Out: opts.Stdout, Format: format, Debounce: opts.Debounce, Executable: exe, Plan: plan,
+		Out: opts.Stdout, Format: format, Color: color, Debounce: opts.Debounce, Executable: exe, Plan: plan,
 	})
 	if errors.Is(err, watch.ErrBusy) || errors.Is(err, watch.ErrCannotRun) {
 		return &exitError{code: exitUsage, err: err}
@@ -168,6 +163,20 @@ func checkBeforeRun(ctx context.Context, l queue.Layout, cfg *config.Config, onl
 	// Verified work lands as commits: a git repository on a branch, with a commit.
 	_, err = worktree.Open(ctx, l.Root)
 	return plan, err
+}
+
+// progressFormat returns how a run reports its progress to out: JSON lines with --json
+// (jsonFlag), a live table on a terminal, else one line per event; and whether the table
+// paints its status words: on a terminal only, and never when NO_COLOR is set to anything
+// (https://no-color.org). getenv reads the environment.
+func progressFormat(jsonFlag bool, out io.Writer, getenv func(string) string) (watch.Format, bool) {
+	switch {
+	case jsonFlag:
+		return watch.JSON, false
+	case isTerminal(out):
+		return watch.Table, getenv("NO_COLOR") == ""
+	}
+	return watch.Lines, false
 }
 
 // isTerminal reports whether w is a terminal.

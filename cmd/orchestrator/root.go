@@ -154,6 +154,7 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 	root.AddCommand(
 		newInitCommand(g),
 		newStatusCommand(g),
+		newShowCommand(g),
 		newSetCommand(g),
 		newNextCommand(g),
 		newValidateCommand(g),
