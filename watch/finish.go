@@ -388,7 +388,7 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 				r.report.event(a.id, "warning", "issue: "+err.Error())
 			}
 		}
-		r.growBaseline(a)
+		r.growBaseline(a, res.Commit)
 	}
 	return r.launchAll(ctx, doc, picks)
 }

@@ -250,6 +250,10 @@ type runner struct {
 	spentCache map[string]spent
 	// baseline is the last baseline the run read or wrote, sealed (readBaseline).
 	baseline *testrun.Baseline
+	// historyHead is the integration head whose history the baseline was last checked
+	// against (followHistory); stale is the commit of a baseline of another history that
+	// could not be measured again: it is no evidence for this run.
+	historyHead, stale string
 	// edited are the records whose broken seal the run has reported (reportEdited).
 	edited map[string]bool
 }
@@ -673,6 +677,16 @@ func (r *runner) candidates(d *queue.Doc, issues *queue.Doc, changed map[string]
 // none: they go back to pending. A task refused at launch (a required service down) frees
 // its job for the next ready task.
 func (r *runner) launchAll(ctx context.Context, doc *queue.Doc, picks []queue.Task) error {
+	if len(picks) > 0 && ctx.Err() == nil {
+		// A person may have reset the integration branch since the last start: the
+		// baseline follows the history before anything starts on it (SPEC §7.5).
+		if err := r.followHistory(ctx); err != nil {
+			for _, t := range picks {
+				_, _ = r.setStatus(context.Background(), t.ID, queue.StatusInProgress, queue.StatusPending)
+			}
+			return err
+		}
+	}
 	refused := false
 	for _, t := range picks {
 		if ctx.Err() != nil {

@@ -170,6 +170,13 @@ func runBaseline(ctx context.Context, opts *baselineOptions) error {
 	if err != nil {
 		return err
 	}
+	// The commit it holds for: watch measures it again once the branch no longer
+	// descends from it (SPEC §7.5).
+	if repo, err := worktree.Open(ctx, l.Root); err == nil {
+		if head, err := repo.Head(ctx); err == nil {
+			b.Commit = head
+		}
+	}
 	path := filepath.Join(l.Dir(), "baseline.json")
 	if err := b.Write(path); err != nil {
 		return err
