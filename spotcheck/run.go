@@ -46,13 +46,14 @@ type Report struct {
 	Command   string            `json:"command"`
 	Selection []Category        `json:"categories"`
 	Mutations []*MutationResult `json:"mutations,omitempty"`
-	// NotMutated are the covered BUILD tasks with no landed change to mutate, each with
-	// why: the report says so rather than pass over them.
-	NotMutated []NotMutated `json:"not_mutated,omitempty"`
 	Mismatch  []string          `json:"mismatch,omitempty"` // tasks whose implementer claimed all passed
 	Issues    []string          `json:"issues,omitempty"`
 	Path      string            `json:"report"`
 	Output    string            `json:"-"` // the selected tests' run
+
+	// NotMutated are the covered BUILD tasks with no landed change to mutate, each with
+	// why: the report says so rather than pass over them.
+	NotMutated []NotMutated `json:"not_mutated,omitempty"`
 }
 
 // A NotMutated task is a covered BUILD task whose tests --mutate could not put to the test.
