@@ -72,6 +72,11 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 		// The person's edit may have made other tasks ready (or left them so).
 		return r.schedule(ctx)
 	}
+	// A person may have reset the integration branch while the agent worked: the gate
+	// judges against a baseline of the history the candidate lands on (SPEC §7.5).
+	if err := r.followHistory(ctx); err != nil {
+		return r.stopForConfig(a, err)
+	}
 	// What the agent did, as git sees it, whatever it claims.
 	candErr := r.makeCandidate(ctx, a)
 	res, log := r.decide(ctx, a, candErr)
