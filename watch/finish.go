@@ -325,8 +325,9 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 		fin.to, fin.decision = dec.Status, &dec
 		res.Signature, res.Forgot = dec.Signature, forgot
 		if len(forgot) > 0 {
-			r.report.event(a.id, "history", fmt.Sprintf("the failures of attempts %s ran on commits %s no longer holds (its history was rewritten): they no longer count toward the task's retries and halts",
-				joinInts(forgot), r.repo.Branch))
+			// Without a task, so that the live table shows it above itself.
+			r.report.event("", "history", fmt.Sprintf("%s: the failures of attempts %s ran on commits %s no longer holds (its history was rewritten): they no longer count toward the task's retries and halts",
+				a.id, joinInts(forgot), r.repo.Branch))
 		}
 	}
 	if fin.to == queue.StatusCompleted {
