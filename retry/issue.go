@@ -63,10 +63,15 @@ func writeIssue(ctx context.Context, l queue.Layout, f Failure, d *Decision) err
 			set("Signature-Repeat-Count", strconv.Itoa(d.RepeatCount))
 			set("Retry-Count", strconv.Itoa(d.RetryCount))
 			set("Max-Retries", strconv.Itoa(d.MaxRetries))
-			if d.Halt {
+			switch {
+			case d.Halt:
 				set("Auto-Retry", "false")
 				set("Halted", "true")
 				set("Halt-Reason", d.HaltReason)
+			case d.unhalt:
+				set("Auto-Retry", "true")
+				set("Halted", "false")
+				set("Halt-Reason", "")
 			}
 		} else {
 			d.IssueID = NextIssueID(doc, f.At)

@@ -41,6 +41,20 @@ type Failure struct {
 	// of its agent and the acceptance criterion (SPEC §9); LastBlock is the agent's last
 	// tdd-result block, as it wrote it. The halt report names them.
 	Mode, Role, AC, LastBlock string
+	// Forget are the task's earlier failures that no longer count toward its retry state:
+	// they happened on commits the integration branch no longer holds (a person reset or
+	// rewrote its history), and a reset inherits no halt of the history it abandoned.
+	// Each signature leaves the task's signature history once, and each one that was
+	// retried gives its retry back. When nothing of the history is left, a halt of the
+	// open issue was the abandoned history's too: it no longer holds.
+	Forget []Forgotten
+}
+
+// A Forgotten failure is one of Failure.Forget: its signature, and whether the retry
+// rules retried it (it used one of Retry-Count).
+type Forgotten struct {
+	Signature string
+	Retried   bool
 }
 
 // Limits are the retry limits of SPEC §8.3 (config.Retries holds them). A zero field means
@@ -88,6 +102,9 @@ type Decision struct {
 	MaxRetries       int      // the task's retry limit
 	Signatures       []string // the signatures of the task's failures, oldest first, this one last
 	TotalAutoRetries int      // the run's auto-retries after this decision
+	// unhalt clears the open issue's halt, which was of an abandoned history
+	// (Failure.Forget), unless this failure halts it again.
+	unhalt bool
 }
 
 // Halt reasons, as written in Halt-Reason (SPEC §8.4).
@@ -199,7 +216,9 @@ func Prepare(ctx context.Context, l queue.Layout, f Failure, lim Limits) (Decisi
 		return Decision{}, "", err
 	}
 
+	st = st.forget(f.Forget)
 	d := decide(st, sig, lim, fileExists(NoAutoRetryPath(l)), ir)
+	d.unhalt = st.unhalt
 	if f.Halt != "" && !d.Halt {
 		if d.Retry {
 			d.RetryCount--
@@ -255,6 +274,36 @@ type state struct {
 	previous       []string // Previous-Signatures: the ones before it
 	autoRetryOff   bool     // Auto-Retry is false
 	halted         bool
+	unhalt         bool // the open issue's halt was the abandoned history's (forget)
+}
+
+// forget takes the failures of another history out of the state (Failure.Forget): one
+// occurrence of each signature, oldest first, and the retries they used. When no
+// signature is left, the open issue's halt (and the Auto-Retry false a halt writes) was of
+// that history too.
+func (st state) forget(list []Forgotten) state {
+	if len(list) == 0 {
+		return st
+	}
+	history := slices.Clone(st.previous)
+	if st.signature != "" {
+		history = append(history, st.signature)
+	}
+	for _, f := range list {
+		if i := slices.Index(history, f.Signature); i >= 0 {
+			history = slices.Delete(history, i, i+1)
+		}
+		if f.Retried && st.retryCount > 0 {
+			st.retryCount--
+		}
+	}
+	st.signature, st.previous = "", nil
+	if n := len(history); n > 0 {
+		st.signature, st.previous = history[n-1], history[:n-1]
+	} else if st.halted {
+		st.halted, st.autoRetryOff, st.unhalt = false, false, true
+	}
+	return st
 }
 
 // readState reads the retry fields of the open issue ir, falling back on the task's for a

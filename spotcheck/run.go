@@ -50,6 +50,16 @@ type Report struct {
 	Issues    []string          `json:"issues,omitempty"`
 	Path      string            `json:"report"`
 	Output    string            `json:"-"` // the selected tests' run
+
+	// NotMutated are the covered BUILD tasks with no landed change to mutate, each with
+	// why: the report says so rather than pass over them.
+	NotMutated []NotMutated `json:"not_mutated,omitempty"`
+}
+
+// A NotMutated task is a covered BUILD task whose tests --mutate could not put to the test.
+type NotMutated struct {
+	Task   string `json:"task"`
+	Reason string `json:"reason"`
 }
 
 // ErrNoPlan is returned when the project has no test plan to sample.
@@ -138,6 +148,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				return nil, fmt.Errorf("mutation of %s: %w", dep, err)
 			}
 			if m == nil {
+				why := "it has no landing commit on the integration branch (not landed yet), so no landed change to mutate"
+				if st := tasks.Task(r).Status; st == queue.StatusCompleted {
+					why = "it is completed but has no landing commit on the integration branch (completed by hand, or its landing is no longer in the history), so no landed change to mutate"
+				}
+				rep.NotMutated = append(rep.NotMutated, NotMutated{Task: dep, Reason: why})
 				continue
 			}
 			rep.Mutations = append(rep.Mutations, m)
@@ -325,8 +340,14 @@ func (rep *Report) Markdown() string {
 	if len(rep.Mismatch) > 0 {
 		fmt.Fprintf(&b, "\n## Mismatch\n\nClaimed done by their implementers, and failing here: %s\n", strings.Join(rep.Mismatch, ", "))
 	}
+	if len(rep.Mutations) > 0 || len(rep.NotMutated) > 0 {
+		b.WriteString("\n## Can these tests fail?\n\n")
+	}
+	for _, n := range rep.NotMutated {
+		fmt.Fprintf(&b, "%s was not mutated: %s.\n\n", n.Task, n.Reason)
+	}
 	if len(rep.Mutations) > 0 {
-		b.WriteString("\n## Can these tests fail?\n\n| Task | Commit | Mutants | Killed | Result |\n|---|---|---|---|---|\n")
+		b.WriteString("| Task | Commit | Mutants | Killed | Result |\n|---|---|---|---|---|\n")
 		for _, m := range rep.Mutations {
 			fmt.Fprintf(&b, "| %s | %.12s | %d | %d | %s |\n", m.Task, m.Commit, m.Mutants, m.Killed, m.Decision)
 		}

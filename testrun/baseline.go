@@ -40,6 +40,12 @@ type Baseline struct {
 	TestFileHashes map[string]string `json:"test_file_hashes"`
 	Runner         Runner            `json:"runner"`
 	Created        time.Time         `json:"created"`
+	// Commit is the commit of the integration branch the baseline holds for (SPEC §7.5):
+	// the head it was measured on, or the landing whose run it grew from. When the
+	// branch's head no longer descends from it (a person reset or rewrote the history),
+	// the baseline is of another history and is measured again. "" when unknown (a
+	// baseline made outside a git repository, or by an older version).
+	Commit string `json:"commit,omitempty"`
 	// Command is the test command that was run; ExitCode and Class tell how it ended.
 	Command  string `json:"command"`
 	ExitCode int    `json:"exit_code"`

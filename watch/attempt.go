@@ -166,6 +166,12 @@ type result struct {
 	// BudgetSpent marks the attempt that spent a TDD cycle task's budget (it halted or was
 	// dropped): a person who sets the task going again gives it a new budget (tdd.go).
 	BudgetSpent bool `json:"budget_spent,omitempty"`
+	// Signature is the failure's signature (SPEC §8.1) and Retried whether the retry rules
+	// retried it; Forgot lists the earlier attempts of another history whose failures its
+	// decision stopped counting (forgotten), so that none is forgotten twice.
+	Signature string `json:"signature,omitempty"`
+	Retried   bool   `json:"retried,omitempty"`
+	Forgot    []int  `json:"forgot,omitempty"`
 	// Usage is what each agent run of the attempt spent, Spent their sum (SPEC §16).
 	Usage []RunUsage    `json:"usage,omitempty"`
 	Spent *agents.Usage `json:"spent,omitempty"`

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"fmt"
 	"path"
 	"path/filepath"
 	"slices"
@@ -23,11 +24,15 @@ func (r *runner) baselinePath() string { return filepath.Join(r.repo.State(), "b
 // readBaseline returns the baseline, or nil when there is none yet. One whose seal fails
 // is not evidence (reportEdited names it): the run goes on with the last baseline it read
 // or wrote itself, so that code that edits the file during a run weakens no gate; at the
-// start of a run, a new one is measured as if there were none.
+// start of a run, a new one is measured as if there were none. One of another history that
+// could not be measured again (r.stale) is not evidence either.
 func (r *runner) readBaseline() *testrun.Baseline {
 	b, err := testrun.ReadSealedBaseline(r.baselinePath(), sealKey())
 	if err != nil {
-		return r.baseline
+		b = r.baseline
+	}
+	if b != nil && r.stale != "" && b.Commit == r.stale {
+		return nil
 	}
 	r.baseline = b
 	return b
@@ -43,24 +48,87 @@ func (r *runner) writeBaseline(b *testrun.Baseline) error {
 	return b.Write(r.o.Layout.Baseline())
 }
 
-// firstBaseline makes the baseline when there is none: one run of the project's suite on
-// the integration head at the start of the run, so that the first BUILD task cannot break
-// the project's existing tests unseen. A gate checkout that is not the head's bytes stops
-// the run (stopsRun); any other problem is a warning.
+// firstBaseline makes the baseline when there is none, or when the one there is holds for
+// another history (SPEC §7.5): one run of the project's suite on the integration head at
+// the start of the run, so that the first BUILD task cannot break the project's existing
+// tests unseen, and no test of abandoned commits is taken for a regression. `orchestrator
+// run` measures none when there is none, but does replace one of another history. A gate
+// checkout that is not the head's bytes stops the run (stopsRun); any other problem is a
+// warning.
 func (r *runner) firstBaseline(ctx context.Context) error {
-	if r.readBaseline() != nil || r.o.Only != "" {
-		return nil
-	}
-	tasks, err := queue.Load(r.o.Layout.Tasks())
-	if err != nil {
-		return nil
-	}
-	cmd := projectTestCommand(r.o.Config, tasks)
-	if cmd == "" {
-		return nil
-	}
 	head, err := r.repo.Head(ctx)
 	if err != nil {
+		return nil
+	}
+	why := r.staleBaseline(ctx, head)
+	if why == "" && r.o.Only == "" && r.readBaseline() == nil {
+		why = "no baseline yet"
+	}
+	r.historyHead = head
+	if why == "" {
+		return nil
+	}
+	return r.measureBaseline(ctx, head, why)
+}
+
+// followHistory is firstBaseline during the run: before tasks start, a baseline that the
+// integration head no longer descends from (a person reset or rewrote the branch while
+// the run went on) is measured again. Only a head the run has not seen costs a look.
+func (r *runner) followHistory(ctx context.Context) error {
+	head, err := r.repo.Head(ctx)
+	if err != nil || head == r.historyHead {
+		return nil
+	}
+	r.historyHead = head
+	if why := r.staleBaseline(ctx, head); why != "" {
+		return r.measureBaseline(ctx, head, why)
+	}
+	return nil
+}
+
+// staleBaseline says why the baseline holds for another history than head's, or "" when
+// it does not (or there is none, or it does not say which commit it holds for): its commit
+// is not in head's history, because a person reset the integration branch to an older
+// commit, rebased it or amended it. Its tests of the abandoned commits are then no test of
+// the tree, and a test that no longer exists is never a regression (SPEC §7.5).
+func (r *runner) staleBaseline(ctx context.Context, head string) string {
+	b := r.readBaseline()
+	if b == nil || b.Commit == "" {
+		return ""
+	}
+	in, err := r.repo.IsAncestor(ctx, b.Commit, head)
+	if err != nil {
+		r.report.event("", "warning", "baseline: "+err.Error())
+		return ""
+	}
+	if in {
+		return ""
+	}
+	return fmt.Sprintf("the history of %s was rewritten (a reset, a rebase or an amend): the baseline holds for commit %.12s, which %s at %.12s no longer contains, so its tests of the abandoned commits are no regressions",
+		r.repo.Branch, b.Commit, r.repo.Branch, head)
+}
+
+// measureBaseline runs the project's suite on head and makes it the baseline, saying why
+// first. A baseline of another history that cannot be measured again is set aside for the
+// run (r.stale), with a warning that says how to measure one.
+func (r *runner) measureBaseline(ctx context.Context, head, why string) error {
+	old := r.readBaseline()
+	tasks, err := queue.Load(r.o.Layout.Tasks())
+	cmd := r.o.Config.Commands.Test
+	if err == nil {
+		cmd = projectTestCommand(r.o.Config, tasks)
+	}
+	fail := func(msg string) {
+		if old != nil {
+			r.stale = old.Commit
+			msg += "; the baseline of the old history is set aside for this run (run orchestrator baseline to measure one)"
+		}
+		r.report.event("", "warning", "baseline: "+msg)
+	}
+	if cmd == "" {
+		if old != nil {
+			fail(why + ", and there is no test command to measure a new one")
+		}
 		return nil
 	}
 	root, err := r.gateDir(ctx, head)
@@ -68,23 +136,29 @@ func (r *runner) firstBaseline(ctx context.Context) error {
 		return err
 	}
 	if err != nil {
-		r.report.event("", "warning", "baseline: "+err.Error())
+		fail(err.Error())
 		return nil
 	}
-	r.report.event("", "baseline", "no baseline yet: running "+cmd+" on "+head[:min(12, len(head))])
+	r.report.event("", "baseline", why+": running "+cmd+" on "+head[:min(12, len(head))])
 	b, err := testrun.MakeBaseline(ctx, root, cmd, r.o.Config.TestGlobs, r.o.Config.TaskTimeout.Duration, r.runOptions(r.gate.Dir, root)...)
 	if err == nil {
+		b.Commit = head
+		if old != nil {
+			b.Dropped = old.Dropped // a person's decisions hold whatever the history
+		}
 		err = r.writeBaseline(b)
 	}
 	if err != nil {
-		r.report.event("", "warning", "baseline: "+err.Error())
+		fail(err.Error())
+		return nil
 	}
+	r.stale = ""
 	return nil
 }
 
 // growBaseline adds to the baseline the tests that passed in the landed candidate's GREEN
 // run of the whole suite (the gate's checkout still holds what landed).
-func (r *runner) growBaseline(a *attempt) {
+func (r *runner) growBaseline(a *attempt, commit string) {
 	if a.verdict == nil || a.verdict.Full == nil || r.gate == nil {
 		return
 	}
@@ -94,6 +168,7 @@ func (r *runner) growBaseline(a *attempt) {
 		r.report.event("", "warning", "baseline: "+err.Error())
 		return
 	}
+	b.Commit = commit
 	if old := r.readBaseline(); old != nil {
 		for _, id := range old.PassingTests {
 			if !slices.Contains(b.PassingTests, id) {

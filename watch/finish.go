@@ -72,6 +72,11 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 		// The person's edit may have made other tasks ready (or left them so).
 		return r.schedule(ctx)
 	}
+	// A person may have reset the integration branch while the agent worked: the gate
+	// judges against a baseline of the history the candidate lands on (SPEC §7.5).
+	if err := r.followHistory(ctx); err != nil {
+		return r.stopForConfig(a, err)
+	}
 	// What the agent did, as git sees it, whatever it claims.
 	candErr := r.makeCandidate(ctx, a)
 	res, log := r.decide(ctx, a, candErr)
@@ -341,11 +346,19 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 		// decision goes into the same write of the task queue as everything else.
 		f = r.failure(a, res, log, halt)
 		r.cycleBudget(a, res, &f)
+		var forgot []int
+		f.Forget, forgot = r.forgotten(a)
 		dec, _, err := retry.Prepare(ctx, l, f, retry.Limits(r.o.Config.Retries))
 		if err != nil {
 			return err
 		}
 		fin.to, fin.decision = dec.Status, &dec
+		res.Signature, res.Forgot = dec.Signature, forgot
+		if len(forgot) > 0 {
+			// Without a task, so that the live table shows it above itself.
+			r.report.event("", "history", fmt.Sprintf("%s: the failures of attempts %s ran on commits %s no longer holds (its history was rewritten): they no longer count toward the task's retries and halts",
+				a.id, joinInts(forgot), r.repo.Branch))
+		}
 	}
 	if fin.to == queue.StatusCompleted {
 		// The loop's own record that the task was verified at its commit, first: the
@@ -373,6 +386,12 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 				return err
 			}
 		}
+	}
+	if fin.decision != nil {
+		// The decision's signature in the attempt's record, whatever won: a later
+		// decision reads it (forgotten).
+		res.Retried = fin.decision.Retry
+		a.record(res)
 	}
 	// What the events say of the attempt: the failure type is the Root Cause
 	// when the retry rules judged a failure, the attempt's own otherwise (a block).
@@ -450,7 +469,7 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 		}
 		if status == queue.StatusCompleted {
 			// A skipped task's gate ran at its base, which may no longer be the head.
-			r.growBaseline(a)
+			r.growBaseline(a, res.Commit)
 		}
 	}
 	return r.launchAll(ctx, doc, picks)
@@ -961,28 +980,96 @@ func (r *runner) statusAfter(a *attempt, res result) (string, []queue.Op, string
 	return queue.StatusFailed, nil, ""
 }
 
-// countAttempts counts the task's attempts (this one included) whose result.json matches.
+// countAttempts counts the task's attempts (this one included) whose result.json matches,
+// of the attempt's history only (inHistory): a reset inherits no count of the history it
+// abandoned.
 func (r *runner) countAttempts(a *attempt, match func(result) bool) int {
 	n := 0
 	for i := 1; i <= a.n; i++ {
-		if res, ok := readResult(filepath.Join(r.runs, a.id, strconv.Itoa(i))); ok && match(res) {
+		if res, ok := readResult(filepath.Join(r.runs, a.id, strconv.Itoa(i))); ok && match(res) && r.inHistory(res.Base, a.base) {
 			n++
 		}
 	}
 	return n
 }
 
-// trailing counts the task's last attempts (this one included) that match, in a row.
+// trailing counts the task's last attempts (this one included) that match, in a row, of
+// the attempt's history only.
 func (r *runner) trailing(a *attempt, match func(result) bool) int {
 	n := 0
 	for i := a.n; i >= 1; i-- {
 		res, ok := readResult(filepath.Join(r.runs, a.id, strconv.Itoa(i)))
-		if !ok || !match(res) {
+		if !ok || !match(res) || !r.inHistory(res.Base, a.base) {
 			break
 		}
 		n++
 	}
 	return n
+}
+
+// inHistory reports whether an attempt that started from commit base belongs to the
+// history of commit head, the base of a later attempt: base is head or one of its
+// ancestors. One of abandoned commits (a person reset or rewrote the integration branch
+// between them) does not. An attempt that recorded no base, or a question git cannot
+// answer, counts as of the history: the rules stay as strict as they were.
+func (r *runner) inHistory(base, head string) bool {
+	if base == "" || head == "" || base == head {
+		return true
+	}
+	key := [2]string{base, head}
+	if in, ok := r.ancestry[key]; ok {
+		return in
+	}
+	in, err := r.repo.IsAncestor(context.Background(), base, head)
+	if err != nil {
+		return true
+	}
+	if r.ancestry == nil {
+		r.ancestry = map[[2]string]bool{}
+	}
+	r.ancestry[key] = in
+	return in
+}
+
+// forgotten returns the failures of the task's earlier attempts that ran on another
+// history than this attempt's (inHistory) and that no decision has forgotten yet, for the
+// retry rules to stop counting (retry.Failure.Forget), and those attempts' numbers.
+func (r *runner) forgotten(a *attempt) ([]retry.Forgotten, []int) {
+	var list []retry.Forgotten
+	var nums []int
+	done := map[int]bool{}
+	earlier := make([]result, a.n)
+	for i := 1; i < a.n; i++ {
+		res, ok := readResult(filepath.Join(r.runs, a.id, strconv.Itoa(i)))
+		if !ok {
+			continue
+		}
+		earlier[i] = res
+		for _, k := range res.Forgot {
+			done[k] = true
+		}
+	}
+	for i := 1; i < a.n; i++ {
+		res := earlier[i]
+		if res.Signature == "" || done[i] || r.inHistory(res.Base, a.base) {
+			continue
+		}
+		list = append(list, retry.Forgotten{Signature: res.Signature, Retried: res.Retried})
+		nums = append(nums, i)
+	}
+	return list, nums
+}
+
+// joinInts writes numbers as "1, 2 and 3".
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
 
 func oneLine(s string) string {

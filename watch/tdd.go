@@ -520,7 +520,7 @@ func budgetStart(runs, id string, last int) int {
 func (r *runner) countBudget(a *attempt, match func(result) bool) int {
 	n := 0
 	for i := budgetStart(r.runs, a.id, a.n-1); i <= a.n; i++ {
-		if res, ok := readResult(filepath.Join(r.runs, a.id, strconv.Itoa(i))); ok && match(res) {
+		if res, ok := readResult(filepath.Join(r.runs, a.id, strconv.Itoa(i))); ok && match(res) && r.inHistory(res.Base, a.base) {
 			n++
 		}
 	}

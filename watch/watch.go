@@ -253,6 +253,14 @@ type runner struct {
 	spentCache map[string]spent
 	// baseline is the last baseline the run read or wrote, sealed (readBaseline).
 	baseline *testrun.Baseline
+	// historyHead is the integration head whose history the baseline was last checked
+	// against (followHistory); stale is the commit of a baseline of another history that
+	// could not be measured again: it is no evidence for this run.
+	historyHead, stale string
+	// begun is set once the run's start has been written to the queue files (begin).
+	begun bool
+	// ancestry caches which attempt bases are in the history of which (inHistory).
+	ancestry map[[2]string]bool
 	// edited are the records whose broken seal the run has reported (reportEdited).
 	edited map[string]bool
 }
@@ -286,25 +294,13 @@ func (r *runner) loop(ctx context.Context, w *fsnotify.Watcher) (Summary, error)
 	if err := r.firstBaseline(ctx); err != nil {
 		return Summary{Outcome: SomeFailed}, err
 	}
-	if r.o.Only == "" {
-		// The global auto-retry cap is per run (SPEC §8.3).
-		if err := retry.ResetRun(ctx, r.o.Layout); err != nil {
-			return Summary{Outcome: SomeFailed}, err
-		}
-		// Retries the last run's cap held back are due now.
-		ids, err := retry.Requeue(ctx, r.o.Layout)
-		if err != nil {
-			return Summary{Outcome: SomeFailed}, err
-		}
-		for _, id := range ids {
-			r.report.event(id, "retry", "its retry was held back by the last run's global auto-retry cap; pending again")
-		}
-	}
-	if err := r.writeMatrix(ctx); err != nil {
+	if err := r.begin(ctx); err != nil {
 		return Summary{Outcome: SomeFailed}, err
 	}
-	if err := r.schedule(ctx); err != nil {
-		return r.stopAll(err)
+	if r.begun {
+		if err := r.schedule(ctx); err != nil {
+			return r.stopAll(err)
+		}
 	}
 	debounce := time.NewTimer(time.Hour)
 	debounce.Stop()
@@ -371,12 +367,51 @@ func (r *runner) loop(ctx context.Context, w *fsnotify.Watcher) (Summary, error)
 	}
 }
 
+// begin does what a run does to the queue files before it schedules anything: it sets the
+// run's auto-retry count back to 0, makes the retries the last run's cap held back due,
+// and brings the coverage matrix up to date. The baseline run before it may take minutes,
+// and a person may be half-way through a save of a queue file when it ends: then nothing
+// is written, scheduling waits with a warning, and begin runs again once the file parses
+// (queueChanged), as a half-saved file does later in the run.
+func (r *runner) begin(ctx context.Context) error {
+	if r.o.Only == "" {
+		// The global auto-retry cap is per run (SPEC §8.3).
+		if err := retry.ResetRun(ctx, r.o.Layout); err != nil {
+			return r.beginPaused(err)
+		}
+		// Retries the last run's cap held back are due now.
+		ids, err := retry.Requeue(ctx, r.o.Layout)
+		if err != nil {
+			return r.beginPaused(err)
+		}
+		for _, id := range ids {
+			r.report.event(id, "retry", "its retry was held back by the last run's global auto-retry cap; pending again")
+		}
+	}
+	if err := r.writeMatrix(ctx); err != nil {
+		return r.beginPaused(err)
+	}
+	r.begun = true
+	return nil
+}
+
+// beginPaused returns err unless it is a queue file that does not parse just now: that
+// one is a warning, and the run waits for the next save.
+func (r *runner) beginPaused(err error) error {
+	if !isParseError(err) {
+		return err
+	}
+	r.report.event("", "warning", err.Error()+"; scheduling paused until the file parses")
+	return nil
+}
+
 // finishedRun reports whether a run with Once (or Only) has nothing left to do.
 func (r *runner) finishedRun() bool {
 	if !r.o.Once && r.o.Only == "" {
 		return false
 	}
-	return len(r.running) == 0 && len(r.deferred) == 0 && !r.waitingForLimit() // and scheduling found nothing to start
+	// A run that waits for a queue file to parse before it begins has not looked yet.
+	return r.begun && len(r.running) == 0 && len(r.deferred) == 0 && !r.waitingForLimit() // and scheduling found nothing to start
 }
 
 // markerSeen handles a new completion marker: the agent has a grace period to exit on its
@@ -439,6 +474,12 @@ func (r *runner) queueChanged(ctx context.Context) error {
 			}
 			r.report.event(id, "stopped", fmt.Sprintf("status set to %q by hand; stopping attempt %d", status, a.n))
 			go a.stop(r.o.Config.StopGrace.Duration)
+		}
+	}
+	if !r.begun {
+		// The queue files parse again after a half-saved file met the run's start.
+		if err := r.begin(ctx); err != nil || !r.begun {
+			return err
 		}
 	}
 	if err := r.flushDeferred(ctx); err != nil {
@@ -524,7 +565,7 @@ func (r *runner) advance(ctx context.Context, fin *transition) (*queue.Doc, []qu
 	case err != nil:
 		return nil, nil, err
 	}
-	pick := ctx.Err() == nil && !r.recovering
+	pick := ctx.Err() == nil && !r.recovering && r.begun
 	var doc *queue.Doc
 	var picks []queue.Task
 	var blocked [][2]string
@@ -676,6 +717,16 @@ func (r *runner) candidates(d *queue.Doc, issues *queue.Doc, changed map[string]
 // none: they go back to pending. A task refused at launch (a required service down) frees
 // its job for the next ready task.
 func (r *runner) launchAll(ctx context.Context, doc *queue.Doc, picks []queue.Task) error {
+	if len(picks) > 0 && ctx.Err() == nil {
+		// A person may have reset the integration branch since the last start: the
+		// baseline follows the history before anything starts on it (SPEC §7.5).
+		if err := r.followHistory(ctx); err != nil {
+			for _, t := range picks {
+				_, _ = r.setStatus(context.Background(), t.ID, queue.StatusInProgress, queue.StatusPending)
+			}
+			return err
+		}
+	}
 	refused := false
 	for _, t := range picks {
 		if ctx.Err() != nil {

@@ -51,6 +51,26 @@ func (r *Repo) Parent(ctx context.Context, commit string) (string, error) {
 	return strings.TrimSpace(out), err
 }
 
+// IsAncestor reports whether commit a is in the history of commit b (b itself included):
+// whether b descends from a. A commit the repository no longer has (a rewritten history
+// that git has since collected) is in no history.
+func (r *Repo) IsAncestor(ctx context.Context, a, b string) (bool, error) {
+	if a == b {
+		return true, nil
+	}
+	_, err := r.git(ctx, r.Root, nil, "merge-base", "--is-ancestor", a, b)
+	switch {
+	case err == nil:
+		return true, nil
+	case exitCode(err) == 1:
+		return false, nil
+	}
+	if _, e := r.git(ctx, r.Root, nil, "cat-file", "-e", a+"^{commit}"); e != nil && exitCode(e) > 0 {
+		return false, nil
+	}
+	return false, err
+}
+
 // Land puts candidate on the integration branch as one commit with message, and returns
 // it. The candidate's parent must be the branch's head (else ErrMoved: rebase it and judge
 // it again). When the person's working tree is on the branch, it follows as a fast-forward

@@ -143,7 +143,7 @@ var safe = []string{
 // read refs and objects only). Every other runs with every driver off (filtersOff).
 var noFilter = map[string]bool{
 	"rev-parse": true, "update-ref": true, "symbolic-ref": true, "log": true, "cat-file": true,
-	"commit-tree": true, "ls-tree": true, "config": true,
+	"commit-tree": true, "ls-tree": true, "config": true, "merge-base": true,
 }
 
 // run runs git with the safe settings in dir. Variables that point git elsewhere are taken

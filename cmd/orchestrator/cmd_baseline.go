@@ -49,7 +49,11 @@ is no test command, or it could not run (not found, timed out).
 The baseline only grows (watch adds what passes in each landed GREEN run): a test leaves
 it only by your decision, with --drop TEST..., which takes those tests out of the passing
 set without running anything and records them, with the date, under "dropped". A test that
-is not in the passing set is an error, and nothing is written.`,
+is not in the passing set is an error, and nothing is written.
+
+The baseline records the commit it holds for (here HEAD). When the branch no longer
+descends from it (you reset, rebased or amended it), watch measures a new one before it
+starts anything and says why: a test of the abandoned commits is never a regression.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runBaseline(c.Context(), opts)
@@ -169,6 +173,13 @@ func runBaseline(ctx context.Context, opts *baselineOptions) error {
 	b, err := testrun.NewBaseline(l.Root, res, cfg.TestGlobs)
 	if err != nil {
 		return err
+	}
+	// The commit it holds for: watch measures it again once the branch no longer
+	// descends from it (SPEC §7.5).
+	if repo, err := worktree.Open(ctx, l.Root); err == nil {
+		if head, err := repo.Head(ctx); err == nil {
+			b.Commit = head
+		}
 	}
 	path := filepath.Join(l.Dir(), "baseline.json")
 	if err := b.Write(path); err != nil {
