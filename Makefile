@@ -6,7 +6,7 @@ BIN := bin/orchestrator
 VERSION ?= $(shell git describe --tags --dirty 2>/dev/null || echo dev)
 FUZZTIME ?= 30s
 
-.PHONY: build test test-deps bench fuzz lint bench-data demo demo-tdd demo-plan replay clean
+.PHONY: build test test-quick test-busy test-deps bench fuzz lint bench-data demo demo-tdd demo-plan replay clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/orchestrator
@@ -23,9 +23,23 @@ demo-tdd: build
 demo-plan: build
 	./examples/plan-demo.sh $(BIN)
 
+# Everything. The slow real-program suites (watch: the loop end to end with scripted agents,
+# the sandbox and real git; agents: the real claude and codex programs) are named first so
+# that they start first and the short packages fill in beside them. The timeout leaves room
+# for a busy machine (see test-busy).
 test: test-deps
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) test -race -count=1 -timeout 60m ./watch ./agents ./...
+
+# Everything but the slow real-program suites (watch, agents): the unit tests, the gate's,
+# the runners' and the commands' tests.
+test-quick: test-deps
+	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e '/watch$$' -e '/agents$$')
+
+# The slow real-program suites with a load generator beside them (three spinning processes
+# per core): they must pass on a busy machine. BUSY=N sets the number of spinners.
+test-busy: test-deps
+	./scripts/test-busy.sh
 
 # What the tests need beyond Go, installed from the registries when missing: pytest (Debian),
 # vitest (npm) for the runner tests, and the real claude and codex programs (npm) for the

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // TestRequiredServices: a task whose Required Services cannot be reached is blocked before
@@ -270,7 +269,10 @@ func TestKill9AtGitSteps(t *testing.T) {
 			r.write("notes.txt", "the person's edit, not committed\n")
 			shims := t.TempDir()
 			flag := filepath.Join(shims, "reached")
-			shim := "#!/bin/sh\ncase \" $* \" in *\" " + step + " \"*) touch " + flag + "; sleep 5;; esac\nexec " + realGit + " \"$@\"\n"
+			done := filepath.Join(shims, "done")
+			// At the step, the shim pauses (watch is killed meanwhile), then runs git, which
+			// outlives the watch it was started by, and says when that git is done.
+			shim := "#!/bin/sh\ncase \" $* \" in *\" " + step + " \"*) touch " + flag + "; sleep 5; " + realGit + " \"$@\"; rc=$?; touch " + done + "; exit $rc;; esac\nexec " + realGit + " \"$@\"\n"
 			if err := os.WriteFile(filepath.Join(shims, "git"), []byte(shim), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -301,7 +303,7 @@ func TestKill9AtGitSteps(t *testing.T) {
 			if got := r.read("impl.txt"); got != "done" {
 				t.Errorf("impl.txt in the person's tree: %q", got)
 			}
-			time.Sleep(5 * time.Second) // the shim's pause, so that its git is done
+			r.waitFor("the paused git never ended", func() bool { _, err := os.Stat(done); return err == nil })
 			if list := r.git("worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
 				t.Errorf("worktrees left:\n%s", list)
 			}
