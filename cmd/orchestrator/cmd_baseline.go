@@ -34,7 +34,7 @@ func newBaselineCommand(g *globalOptions) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "baseline",
 		Short: "Run the whole test suite and record which tests pass in .orchestrator/baseline.json",
-		Long: `Run the project's test command and write .orchestrator/baseline.json (SPEC §7.5): the
+		Long: `Run the project's test command and write .orchestrator/baseline.json (docs/gate.md): the
 counts, the IDs of the tests that pass, a command that re-runs exactly them (the GREEN
 gate's regression check), and the SHA-256 of every test file (config test_globs).
 

@@ -39,7 +39,7 @@ func newIssuesConvertCommand(g *globalOptions) *cobra.Command {
 	opts := &issuesConvertOptions{globalOptions: g}
 	c := &cobra.Command{
 		Use:   "convert",
-		Short: "Turn pending issues into tasks (SPEC §8.3)",
+		Short: "Turn pending issues into tasks",
 		Long: `Turn the issue queue's pending issues into new tasks at the end of the task queue,
 TASK-<next number>, keeping the issue's retry fields (Retry-Count, Max-Retries,
 Failure-Signature, Previous-Signatures, Signature-Repeat-Count) and setting Source Issue.

@@ -36,7 +36,7 @@ func newPlanCommand(g *globalOptions) *cobra.Command {
 		Use:   "plan --prd FILE",
 		Short: "Have the planner agent turn a requirements file and the test plan into tasks, checked before they are written",
 		Long: `Run the planner agent on a requirements file (--prd) and the test plan
-(projectspec/test-plan-output.json, or --plan) to break them into tasks (SPEC §17).
+(projectspec/test-plan-output.json, or --plan) to break them into tasks (docs/plan.md).
 
 The planner writes its tasks to a scratch file (ORCHESTRATOR_PLAN_FILE), never to the
 queue, and ends with a tdd-result block of role planner. Its output is a claim: appended to

@@ -26,7 +26,7 @@ func newSignatureCommand(g *globalOptions) *cobra.Command {
 	opts := &signatureOptions{globalOptions: g}
 	c := &cobra.Command{
 		Use:   "signature --type TYPE --error LINE [--test NAME] [--file PATH]",
-		Short: "Print the failure signature of an error (SPEC §8.1)",
+		Short: "Print the failure signature of an error",
 		Long: `Print the 16-hex-digit failure signature of a failure: the first 16 hex digits of
 SHA-256(type, normalized primary error, failing test, file), the value of a task's
 Failure-Signature. The error line is normalized first (ANSI codes, durations, timestamps,
@@ -37,7 +37,9 @@ With --output, the primary error (and, unless --test is given, the failing test)
 from a runner's raw output, as the orchestrator does after a failed gate.
 
 Types: build_fails, test_fails, false_red, broken_test, no_marker, timeout, agent_lost, test_tampered,
-regression, format_violation, scope_violation, qa_failure, verify_fails, forged_results.`,
+regression, format_violation, scope_violation, qa_failure, verify_fails, forged_results.
+
+docs/watch.md says how signatures decide retries and halts.`,
 		Example: `  orchestrator signature --type test_fails --error "--- FAIL: TestAdd (0.00s)" --test TestAdd --file calc/add_test.go
   go test ./... 2>&1 | orchestrator signature --type test_fails --output -`,
 		Args: usageArgs(cobra.NoArgs),

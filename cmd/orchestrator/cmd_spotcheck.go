@@ -22,7 +22,7 @@ func newSpotcheckCommand(g *globalOptions) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "spotcheck TASK-ID [--mutate] [--json]",
 		Short: "Spot-check a task: a deterministic sample of the test plan, run by name, and mutants of its code",
-		Long: `spotcheck samples the test plan for a task (SPEC §11.1): all of the task's own Test IDs
+		Long: `spotcheck samples the test plan for a task (docs/qa.md): all of the task's own Test IDs
 and smoke or critical tests, and a share of every other category (unit 10%, 2 to 10;
 integration 20%, 2 to 5; e2e 25%, 1 to 3; security 30%, 2 to 5; performance 10%, 1 to 2),
 picked by a seed from SHA-256 of the task ID and the category, so the same task always gets

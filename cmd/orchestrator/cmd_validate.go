@@ -27,7 +27,7 @@ func newValidateCommand(g *globalOptions) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "validate",
 		Short: "Check the queues and report every problem as path:line: ID: message",
-		Long: `Check the task and issue queues (SPEC §6.1):
+		Long: `Check the task and issue queues:
 
   - the format: duplicate IDs, records without a field table, malformed rows, repeated
     fields, unknown statuses;
