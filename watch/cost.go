@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -439,8 +440,17 @@ func ReadCosts(l queue.Layout, tasks *queue.Doc) []CostRow {
 	if repo, err := worktree.Open(context.Background(), l.Root); err == nil {
 		runs = stateRuns(repo)
 	}
+	// One read of the runs folder: most tasks of a long queue have no attempt yet.
+	entries, _ := os.ReadDir(runs)
+	tried := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		tried[e.Name()] = true
+	}
 	var rows []CostRow
 	for _, t := range tasks.Tasks() {
+		if !tried[t.ID] {
+			continue
+		}
 		for n := 1; n <= lastAttempt(runs, t.ID); n++ {
 			res, ok := readResult(filepath.Join(runs, t.ID, strconv.Itoa(n)))
 			rs := runsOf(res, ok)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -50,17 +51,21 @@ func runNext(_ context.Context, opts *nextOptions) error {
 		return err
 	}
 	ready := queue.Ready(q.tasks, q.issues, nil)
+	out := bufio.NewWriterSize(opts.Stdout, 64<<10) // one write, not one per task
 	if opts.JSON {
-		out := make([]readyTask, 0, len(ready))
+		list := make([]readyTask, 0, len(ready))
 		for _, t := range ready {
-			out = append(out, readyTask{ID: t.ID, Kind: t.Kind.String(), Category: t.Category, Line: t.Line})
+			list = append(list, readyTask{ID: t.ID, Kind: t.Kind.String(), Category: t.Category, Line: t.Line})
 		}
-		return writeJSON(opts.Stdout, out)
+		if err := writeJSON(out, list); err != nil {
+			return err
+		}
+		return out.Flush()
 	}
 	for _, t := range ready {
-		fmt.Fprintf(opts.Stdout, "%s\t%s\n", t.ID, t.Kind)
+		fmt.Fprintf(out, "%s\t%s\n", t.ID, t.Kind)
 	}
-	return nil
+	return out.Flush()
 }
 
 func writeJSON(w interface{ Write([]byte) (int, error) }, v any) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -11,7 +12,6 @@ import (
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/spotcheck"
 	"github.com/orchestrator/orchestrator/watch"
-	"github.com/orchestrator/orchestrator/worktree"
 	"github.com/spf13/cobra"
 )
 
@@ -95,8 +95,12 @@ func runStatus(ctx context.Context, opts *statusOptions) error {
 		return err
 	}
 	var qa []string
-	if repo, err := worktree.Open(context.Background(), l.Root); err == nil {
+	if repo := q.repo(); repo != nil {
+		checked := dirNames(filepath.Join(repo.State(), "qa"))
 		for i, t := range rep.Tasks {
+			if !checked[t.ID+".spotcheck.json"] {
+				continue
+			}
 			if d := spotcheck.LastDecision(repo.State(), t.ID); d != "" {
 				rep.Tasks[i].SpotCheck = d
 				qa = append(qa, t.ID+" "+d)
@@ -113,10 +117,15 @@ func runStatus(ctx context.Context, opts *statusOptions) error {
 		c := toCoverageJSON(cov)
 		rep.Coverage = &c
 	}
+	// One write for the whole report, not one per cell.
+	out := bufio.NewWriterSize(opts.Stdout, 64<<10)
 	if opts.JSON {
-		return writeJSON(opts.Stdout, rep)
+		if err := writeJSON(out, rep); err != nil {
+			return err
+		}
+		return out.Flush()
 	}
-	w := tabwriter.NewWriter(opts.Stdout, 0, 4, 2, ' ', 0)
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "TASK\tSTATUS\tKIND\tATTEMPTS\tCOST\tDEPENDS ON")
 	for _, t := range rep.Tasks {
 		deps := strings.Join(t.DependsOn, ", ")
@@ -145,22 +154,22 @@ func runStatus(ctx context.Context, opts *statusOptions) error {
 			counts = append(counts, fmt.Sprintf("%d %s", n, s))
 		}
 	}
-	fmt.Fprintf(opts.Stdout, "\n%d tasks: %s\n", len(rep.Tasks), joinOr(counts, "none"))
-	fmt.Fprintf(opts.Stdout, "ready: %s\n", joinOr(rep.Ready, "none"))
-	fmt.Fprintf(opts.Stdout, "running: %s\n", joinOr(rep.Running, "none"))
-	fmt.Fprintf(opts.Stdout, "halted: %s\n", joinOr(rep.Halted, "none"))
-	fmt.Fprintf(opts.Stdout, "cost: %s (verified work %s, rejected attempts %s), %s tokens\n",
+	fmt.Fprintf(out, "\n%d tasks: %s\n", len(rep.Tasks), joinOr(counts, "none"))
+	fmt.Fprintf(out, "ready: %s\n", joinOr(rep.Ready, "none"))
+	fmt.Fprintf(out, "running: %s\n", joinOr(rep.Running, "none"))
+	fmt.Fprintf(out, "halted: %s\n", joinOr(rep.Halted, "none"))
+	fmt.Fprintf(out, "cost: %s (verified work %s, rejected attempts %s), %s tokens\n",
 		watch.FormatUSD(rep.Cost.TotalUSD), watch.FormatUSD(rep.Cost.VerifiedUSD), watch.FormatUSD(rep.Cost.RejectedUSD), watch.FormatTokens(rep.Cost.Tokens))
 	if len(qa) > 0 {
-		fmt.Fprintf(opts.Stdout, "spot checks: %s\n", strings.Join(qa, ", "))
+		fmt.Fprintf(out, "spot checks: %s\n", strings.Join(qa, ", "))
 	}
 	if cov != nil {
-		fmt.Fprintln(opts.Stdout, coverageLine(cov))
+		fmt.Fprintln(out, coverageLine(cov))
 	}
 	for _, rec := range rep.EditedState {
-		fmt.Fprintf(opts.Stdout, "warning: orchestrator state was edited outside the orchestrator, and is not evidence: %s\n", rec)
+		fmt.Fprintf(out, "warning: orchestrator state was edited outside the orchestrator, and is not evidence: %s\n", rec)
 	}
-	return nil
+	return out.Flush()
 }
 
 func joinOr(list []string, empty string) string {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
 
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/worktree"
@@ -17,6 +20,8 @@ type queues struct {
 	// verified confirms that a completed task was verified by the loop at its Commit
 	// (nil outside a git repository: nothing is).
 	verified func(id, commit string) bool
+	// repo opens the repository once, when first asked (nil outside a git repository).
+	repo func() *worktree.Repo
 }
 
 // loadQueues reads both queue files. A parse error of either is returned as is (exit 2).
@@ -29,10 +34,43 @@ func loadQueues(l queue.Layout) (*queues, error) {
 	if q.issues, err = loadOptional(l.Issues()); err != nil {
 		return q, err
 	}
-	if repo, err := worktree.Open(context.Background(), l.Root); err == nil {
-		q.verified = repo.IsVerified
+	// The repository is opened (four git processes) only when a completed task's mark is
+	// looked up: `next` never needs it, and a folder with no verified marks needs no git.
+	q.repo = sync.OnceValue(func() *worktree.Repo {
+		repo, err := worktree.Open(context.Background(), l.Root)
+		if err != nil {
+			return nil
+		}
+		return repo
+	})
+	marks := sync.OnceValue(func() map[string]bool {
+		repo := q.repo()
+		if repo == nil {
+			return nil
+		}
+		return dirNames(filepath.Join(repo.State(), "verified"))
+	})
+	q.verified = func(id, commit string) bool {
+		if !marks()[id] {
+			return false
+		}
+		return q.repo().IsVerified(id, commit)
 	}
 	return q, nil
+}
+
+// dirNames returns the names in folder dir (none when it cannot be read): one read of the
+// folder instead of one lookup per task.
+func dirNames(dir string) map[string]bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	names := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		names[e.Name()] = true
+	}
+	return names
 }
 
 // loadOptional parses a queue file that may be missing (then it returns nil, nil).
