@@ -52,8 +52,8 @@ type Process struct {
 	pid     int
 	start   uint64
 	logPath string
-	logFrom int64 // the log's size when the agent started: its output follows
-	temp    bool  // the log is a temporary file
+	logFrom int64    // the log's size when the agent started: its output follows
+	temp    bool     // the log is a temporary file
 	jail    *Sandbox // the agent's Sandbox, nil for none: the process started is bwrap
 	out     string
 	done    chan struct{}

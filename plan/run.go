@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/orchestrator/orchestrator/agents"
-	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/config"
+	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/prompts"
 	"github.com/orchestrator/orchestrator/queue"
 )
