@@ -15,23 +15,26 @@
 // # The sandbox
 //
 // With [StartOptions].Sandbox, the agent runs under bubblewrap (SPEC §15.2 item 2; see
-// [Sandbox.Wrap], and [BwrapAvailable] for whether it can here). The agent is untrusted:
-// it wants its task marked done and may write any file it can reach. So the whole file
-// system is read-only to it, except its worktree (it works there and nowhere else), its
-// marker folder (its claim), a private /tmp (compilers and tools need one, and nothing it
-// leaves there is seen by anyone else), the state folders its own program needs in the
-// home folder ([HomeState]: ~/.claude, ~/.codex, without which Claude Code and Codex
-// cannot run) and what the config's sandbox_writable adds. The person's tree, the
-// repository's .git, the queue, the attempt folders, the rest of the home folder and the
-// build cache stay out of its reach: what the gate trusts cannot be changed under it. It
-// runs in a PID namespace of its own whose init exits with it, so that every process it
-// started ends when it ends, even one that left its process group with setsid; a process
-// it leaves behind cannot act while the gate runs. The network is the orchestrator's: the
-// agent talks to its model's API. It is not tied to the orchestrator's life: after a
-// crash it runs on and is adopted ([FindByEnv] finds bwrap, the process Start started).
-// Claude Code and Codex run inside with their usual command lines: Codex's own sandbox
-// nests (bubblewrap in bubblewrap) and can be relaxed with --sandbox danger-full-access
-// where it does not.
+// [Sandbox.Profile], and [BwrapAvailable] for whether it can here), with least privilege.
+// The agent is untrusted: it wants its task marked done and may write any file it can
+// reach, and read any secret it can find. So the file system is read-only to it, except
+// its worktree (it works there and nowhere else), its own marker folder (its claim), a
+// private /tmp and what the config's sandbox_writable adds; the person's tree, the
+// repository's .git, the orchestrator's state and host sockets (/run) are hidden, and the
+// home folder is an empty one, thrown away with the sandbox. The agent program's own
+// state (Claude Code's CLAUDE_CONFIG_DIR, Codex's CODEX_HOME) is a private folder of the
+// run, seeded with the person's login ([SeedConfig]) and removed after: nothing the agent
+// writes there (hooks in settings.json) reaches the person or the next run. Its
+// environment is cleared but for [AgentEnv]: the path, the home, the locale, the terminal,
+// the ORCHESTRATOR_* variables, its program's own (the adapter's list) and config
+// agent_env. It runs in a PID namespace of its own whose init exits with it, so that every
+// process it started ends when it ends, even one that left its process group with setsid;
+// a process it leaves behind cannot act while the gate runs. The network is the
+// orchestrator's: the agent talks to its model's API. It is not tied to the orchestrator's
+// life: after a crash it runs on and is adopted ([FindByEnv] finds bwrap, the process
+// Start started). Claude Code and Codex run inside with their usual command lines: Codex's
+// own sandbox nests (bubblewrap in bubblewrap) and can be relaxed with --sandbox
+// danger-full-access where it does not.
 //
 // # Adapters
 //

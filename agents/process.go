@@ -34,7 +34,8 @@ type StartOptions struct {
 	Prompt string
 	// Env is the agent's whole environment. The caller passes os.Environ() plus
 	// ORCHESTRATOR_TASK_ID, ORCHESTRATOR_MARKER_DIR, ORCHESTRATOR_ATTEMPT_DIR and
-	// ORCHESTRATOR_ROOT. nil means the orchestrator's environment as it is.
+	// ORCHESTRATOR_ROOT. nil means the orchestrator's environment as it is. In a Sandbox,
+	// the agent gets only what AgentEnv keeps of it.
 	Env []string
 	// LogPath is the file (agent.log) that the agent's standard output and standard error
 	// are appended to; it is created if needed. "" means a temporary file, removed once the
@@ -51,9 +52,9 @@ type Process struct {
 	pid     int
 	start   uint64
 	logPath string
-	logFrom int64 // the log's size when the agent started: its output follows
-	temp    bool  // the log is a temporary file
-	jailed  bool  // the agent runs in a Sandbox: the process started is bwrap
+	logFrom int64    // the log's size when the agent started: its output follows
+	temp    bool     // the log is a temporary file
+	jail    *Sandbox // the agent's Sandbox, nil for none: the process started is bwrap
 	out     string
 	done    chan struct{}
 	code    int
@@ -65,20 +66,25 @@ func Start(o StartOptions) (*Process, error) {
 	if len(o.Command) == 0 || o.Command[0] == "" {
 		return nil, errors.New("start agent: empty command")
 	}
-	argv := o.Command
+	argv, env := o.Command, o.Env
 	// The agent's process group is its own: Stop signals it.
 	attr := &syscall.SysProcAttr{Setpgid: true}
+	var jail *Sandbox
 	if o.Sandbox != nil {
 		sb := *o.Sandbox
 		if sb.Dir == "" {
 			sb.Dir = o.Dir
 		}
-		if err := sb.makeHomeState(); err != nil {
+		var err error
+		if env, err = sb.prepare(env); err != nil {
 			return nil, fmt.Errorf("start agent: %w", err)
 		}
-		argv = sb.Wrap(argv)
+		// bwrap itself gets the agent's environment too: crash recovery finds it by its
+		// ORCHESTRATOR_ATTEMPT_DIR (FindByEnv), and it needs no secret.
+		argv = sb.Wrap(argv, env)
 		// A session is a process group too, and off the terminal (see Sandbox.Wrap).
 		attr = &syscall.SysProcAttr{Setsid: true}
+		jail = &sb
 	}
 	var log *os.File
 	var err error
@@ -89,6 +95,9 @@ func Start(o StartOptions) (*Process, error) {
 		log, err = os.OpenFile(o.LogPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	}
 	if err != nil {
+		if jail != nil {
+			jail.finish()
+		}
 		return nil, fmt.Errorf("start agent: %w", err)
 	}
 	defer log.Close() // the child has its own copy of the descriptor
@@ -96,7 +105,7 @@ func Start(o StartOptions) (*Process, error) {
 	p := &Process{logPath: log.Name(), logFrom: from, temp: temp, done: make(chan struct{}), code: -1}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = o.Dir
-	cmd.Env = o.Env
+	cmd.Env = env
 	cmd.Stdin = strings.NewReader(o.Prompt)
 	// The agent writes straight into the log file, not through a pipe to us: if the
 	// orchestrator dies, the agent goes on (a broken pipe would kill it) and a restarted
@@ -111,10 +120,13 @@ func Start(o StartOptions) (*Process, error) {
 		if temp {
 			os.Remove(log.Name())
 		}
+		if jail != nil {
+			jail.finish()
+		}
 		return nil, fmt.Errorf("start agent %s: %w", o.Command[0], err)
 	}
 	p.cmd = cmd
-	p.jailed = o.Sandbox != nil
+	p.jail = jail
 	p.pid = cmd.Process.Pid
 	// The agent is our unreaped child, so /proc/<pid> exists even if it has already exited.
 	p.start, _ = procStartTime(p.pid)
@@ -125,11 +137,12 @@ func Start(o StartOptions) (*Process, error) {
 func (p *Process) wait() {
 	p.cmd.Wait() // the exit status is in ProcessState; I/O errors are not the agent's doing
 	p.code = p.cmd.ProcessState.ExitCode()
-	if p.jailed {
+	if p.jail != nil {
 		// bwrap exits with the agent, except on a signal sent to the group (Stop), which
 		// ends bwrap at once and the agent maybe later: the agent has exited when the
 		// group is gone (see Sandbox.Wrap).
 		pollUntil(func() bool { return !groupAlive(p.pid) }, time.Time{}, nil)
+		p.jail.finish()
 	}
 	p.out = readTail(p.logPath, p.logFrom, MaxStdout)
 	if p.temp {

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -200,6 +201,31 @@ stream_max_retries = 0
 	return sb
 }
 
+// jail returns the Sandbox of a run of program: the home hidden (an empty one inside),
+// its state in a private folder (outside the temporary folder, where Codex does not
+// install its helpers), seeded from HOME, and Claude Code's sessions kept beside it.
+func (sb *sandbox) jail(t *testing.T, program string) *agents.Sandbox {
+	t.Helper()
+	state, err := os.MkdirTemp(filepath.Dir(agentCache()), "state-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(state) })
+	return &agents.Sandbox{Home: sb.home, Program: program, Config: filepath.Join(state, "config"), Sessions: filepath.Join(state, "sessions")}
+}
+
+// countFiles counts the files under dir whose names end in ext.
+func countFiles(dir, ext string) int {
+	n := 0
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ext) {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
 func (sb *sandbox) write(t *testing.T, rel, text string) {
 	t.Helper()
 	p := filepath.Join(sb.root, rel)
@@ -299,7 +325,7 @@ func runRealAdapter(t *testing.T, tt realAdapterCase, jailed bool) {
 	log := filepath.Join(sb.base, "agent.log")
 	so := agents.StartOptions{Command: argv, Dir: sb.root, Prompt: prompt, Env: sb.env, LogPath: log}
 	if jailed {
-		so.Sandbox = &agents.Sandbox{Home: sb.home}
+		so.Sandbox = sb.jail(t, tt.agent)
 	}
 	p, err := agents.Start(so)
 	if err != nil {
@@ -353,11 +379,27 @@ func runRealAdapter(t *testing.T, tt realAdapterCase, jailed bool) {
 		return
 	}
 	if jailed {
-		// The agent kept its state, in its folder of the home folder (agents.HomeState):
-		// more than the config.toml that newSandbox wrote.
-		state := filepath.Join(sb.home, "."+tt.agent)
-		if entries, err := os.ReadDir(state); err != nil || len(entries) < 2 {
-			t.Errorf("the agent wrote nothing in %s (%v)", state, err)
+		// The agent kept its state in its private folder, seeded from the person's,
+		// which it did not change: Claude Code's sessions are kept, the folder is gone.
+		js := so.Sandbox
+		if _, err := os.Stat(js.Config); err == nil {
+			t.Errorf("the private state folder %s outlived the run", js.Config)
+		}
+		if tt.agent == agents.Claude {
+			if n := countFiles(js.Sessions, ".jsonl"); n == 0 {
+				t.Errorf("claude kept no session in its private folder (%s)", js.Sessions)
+			}
+		}
+		entries, _ := os.ReadDir(sb.home)
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		if strings.Join(names, " ") != ".codex" {
+			t.Errorf("the person's home holds %q after the run, want only .codex", names)
+		}
+		if entries, _ := os.ReadDir(filepath.Join(sb.home, ".codex")); len(entries) != 1 {
+			t.Errorf("the person's ~/.codex holds %d files after the run, want its config.toml alone", len(entries))
 		}
 	}
 	if got := sb.read(t, "notes.txt"); got != "first line\nedited line\n" {
@@ -772,7 +814,7 @@ func TestRealSandbox(t *testing.T) {
 				argv[i] = "danger-full-access"
 			}
 			p, err := agents.Start(agents.StartOptions{Command: argv, Dir: sb.root, Prompt: "Write notes.txt.\n", Env: sb.env,
-				LogPath: filepath.Join(sb.base, "agent.log"), Sandbox: &agents.Sandbox{Home: sb.home}})
+				LogPath: filepath.Join(sb.base, "agent.log"), Sandbox: sb.jail(t, tt.agent)})
 			if err != nil {
 				t.Fatal(err)
 			}

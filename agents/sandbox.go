@@ -3,20 +3,27 @@ package agents
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/orchestrator/orchestrator/sandbox"
 )
 
-// A Sandbox is the bubblewrap jail of one attempt (SPEC §15.2 item 2): the whole file system
-// read-only except the agent's worktree, its other writable folders, the agent programs'
-// own state in the home folder and a private /tmp; a PID namespace of its own, so that
-// every process the agent starts ends when it ends; the orchestrator's network. Give it to
-// Start in StartOptions.Sandbox.
+// A Sandbox is the bubblewrap jail of one agent run (SPEC §15.2 item 2), least privilege:
+// the system read-only; the agent's worktree writable, its marker folder and a private
+// /tmp; an empty home in place of the person's; the person's tree, the repository's git
+// folder and the orchestrator's state hidden, and host sockets (/run); the agent program's
+// own state in a private folder of the run (Config), seeded with what the program needs
+// to log in and thrown away after; an environment cleared of everything but what the
+// agent needs (AgentEnv); a PID namespace of its own, so that every process the agent
+// starts ends when it ends; the orchestrator's network. Give it to Start in
+// StartOptions.Sandbox.
 type Sandbox struct {
 	// Dir is the agent's working folder, its worktree: writable, and where it starts.
 	// Start uses StartOptions.Dir when it is "".
@@ -25,61 +32,265 @@ type Sandbox struct {
 	// only what Writable names. (The planner of `orchestrator plan` works so in the
 	// person's tree: it may write its one scratch file and nothing else.)
 	ReadOnlyDir bool
-	// Writable are the other folders the agent may write: its marker folder, and what the
-	// config's sandbox_writable adds; a file may be named too, which makes that one file
-	// writable. Each must exist (bwrap refuses to start otherwise).
+	// Writable are the other folders the agent may write: its own marker folder, and what
+	// the config's sandbox_writable adds; a file may be named too, which makes that one
+	// file writable. Each must exist (bwrap refuses to start otherwise).
 	Writable []string
-	// ReadOnly are more files or folders the agent may read that the private /tmp would
-	// hide (everything else outside /tmp is readable anyway): bound read-only, before Dir
-	// and Writable, which stay writable inside them.
+	// ReadOnly are more files or folders the agent may read that would be hidden
+	// otherwise (in /tmp, in the home folder or in a folder of Hide): the toolchains of the
+	// home folder, the repository's objects its own git folder borrows, config
+	// sandbox_readable. Bound read-only, before Dir and Writable, which stay writable
+	// inside them.
 	ReadOnly []string
-	// Home is the home folder whose agent state (HomeState) stays writable; "" for none.
+	// Hide are the folders the agent must not see: the person's tree, the repository's
+	// git folder, the orchestrator's state. Each is replaced by an empty folder, and what
+	// Dir, ReadOnly and Writable name inside it is bound in again.
+	Hide []string
+	// Home is the person's home folder: an empty one takes its place inside (HOME names
+	// it still), writable and thrown away with the sandbox, so that nothing the agent
+	// writes there (~/.claude/settings.json, ~/.bashrc, go env -w) reaches the person. ""
+	// leaves the home folder as it is, read-only.
 	Home string
-	// Env holds NAME=value settings for inside, on top of the environment that Start
-	// passes; TMPDIR is /tmp inside unless Env sets it. A tool whose cache in the home
-	// folder must be writable can be pointed at /tmp here (a cold cache each time). Go
-	// needs nothing: it builds with a read-only GOCACHE, using what is there and saving
-	// nothing (measured with Go 1.26), so the agent cannot poison the cache either.
+	// Config is the private folder of the agent program's own state for this run (SPEC
+	// §15.2): Start makes it, seeds it with the login of Program (SeedConfig), and points
+	// the program at it (CLAUDE_CONFIG_DIR, CODEX_HOME); it is removed once the agent has
+	// ended. It must not exist yet, nor be under /tmp (Codex does not install its helper
+	// programs there). "" for none.
+	Config string
+	// Program is the agent program, as ProgramOf names it: claude, codex, or another. It
+	// decides what Config is seeded with and which of the program's variables pass
+	// (AgentEnv).
+	Program string
+	// Pass names more variables of the environment that pass in (config agent_env).
+	Pass []string
+	// Sessions, if set, is a folder outside the sandbox that keeps Claude Code's sessions
+	// (its projects/ folder: transcripts) from run to run of a task, so that a later run
+	// can resume one (ResumeCommand): copied into Config before the start, and back once
+	// the agent has ended. Nothing else of Config outlives the run.
+	Sessions string
+	// Env holds NAME=value settings for inside, on top of the environment that AgentEnv
+	// keeps; TMPDIR is /tmp inside unless Env sets it.
 	Env []string
 }
 
-// HomeState lists the folders, relative to the home folder, that the agent programs write
-// while they run, as measured with Claude Code 2.1.197 and the Codex CLI 0.169.0
-// (sandbox_test.go, real_test.go): Claude Code keeps its sessions, transcripts, shell
-// snapshots and credentials in .claude, Codex its databases, logs, shell snapshots and
-// helper programs in .codex (its CODEX_HOME). They stay writable in the sandbox, and Start
-// creates those that are missing. An agent whose state lives elsewhere (CODEX_HOME,
-// CLAUDE_CONFIG_DIR) needs that folder in Sandbox.Writable.
-//
-// The rest of the home folder stays read-only: ~/.bashrc, ~/.gitconfig, go env -w's
-// ~/.config/go/env are out of the agent's reach. That includes Claude Code's settings file
-// ~/.claude.json, and binding it writable would not help: Claude Code saves it by writing
-// a temporary file beside it, in the home folder, and renaming that over it; when the
-// temporary file cannot be created it gives up (it falls back to writing in place only
-// when the rename fails). It runs without saving it (start counters, tips, per-project
-// history), and without it at all on a fresh home. Its credentials are in .claude.
-var HomeState = []string{".claude", ".codex"}
+// baseEnv are the variables, by name or prefix (ending in "_"), that every agent gets from
+// the orchestrator's environment (SPEC §15.2): the path, the home folder, the locale, the
+// terminal, and the orchestrator's own.
+var baseEnv = []string{"PATH", "HOME", "LANG", "LANGUAGE", "LC_", "TZ", "TERM", "ORCHESTRATOR_"}
 
-// Wrap returns the command line that runs argv inside the sandbox:
+// netEnv are the variables an agent program needs to reach its model's API where a proxy
+// or a private certificate authority stands between: passed to claude and codex.
+var netEnv = []string{"HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "no_proxy", "all_proxy",
+	"NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR"}
+
+// programEnv are the variables each agent program gets, by name or prefix: the adapter's
+// list. Claude Code reads ANTHROPIC_* (the API key, the base URL, the model) and CLAUDE_*
+// and its DISABLE_* switches; Codex reads OPENAI_* and CODEX_*, and the variable its
+// config.toml names as a model provider's env_key (SeedConfig finds it).
+var programEnv = map[string][]string{
+	Claude: append([]string{"ANTHROPIC_", "CLAUDE_", "DISABLE_", "MAX_THINKING_TOKENS", "BASH_DEFAULT_TIMEOUT_MS", "BASH_MAX_TIMEOUT_MS", "IS_SANDBOX"}, netEnv...),
+	Codex:  append([]string{"OPENAI_", "CODEX_", "RUST_LOG"}, netEnv...),
+}
+
+// AgentEnv returns what an agent of program gets of env (SPEC §15.2): baseEnv, the
+// program's own list (programEnv), and the names of pass (config agent_env, and the
+// variables SeedConfig found the program needs). Everything else is cleared: cloud keys,
+// tokens, SSH_AUTH_SOCK, the person's editor. The program's state folder variables
+// (CLAUDE_CONFIG_DIR, CODEX_HOME) are not passed: Start sets them to the private folder.
+func AgentEnv(program string, env, pass []string) []string {
+	keep := append(slices.Clone(baseEnv), programEnv[program]...)
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if name == "" || name == "CLAUDE_CONFIG_DIR" || name == "CODEX_HOME" {
+			continue
+		}
+		if slices.Contains(pass, name) || keptBy(keep, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func keptBy(keep []string, name string) bool {
+	for _, k := range keep {
+		if name == k || strings.HasSuffix(k, "_") && strings.HasPrefix(name, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// ProgramOf names the agent program that the adapter called adapter runs with argv:
+// Claude or Codex for those adapters, or for a configured command whose program is one of
+// them (through env(1) too); else the adapter's name.
+func ProgramOf(adapter string, argv []string) string {
+	if adapter == Claude || adapter == Codex {
+		return adapter
+	}
+	for i, arg := range argv {
+		if i == 0 && filepath.Base(arg) == "env" || strings.Contains(arg, "=") && !strings.HasPrefix(arg, "-") {
+			continue
+		}
+		if b := filepath.Base(arg); b == Claude || b == Codex {
+			return b
+		}
+		break
+	}
+	return adapter
+}
+
+// configFiles are the files of a person's configuration that each program needs to log in,
+// as the program itself copies them into a private configuration folder (Claude Code
+// 2.1.197 does so for its own background runs: .credentials.json and .claude.json):
+// relative to the program's configuration folder, or with "~" to the folder that holds
+// Claude Code's global .claude.json (the home folder, or CLAUDE_CONFIG_DIR).
+var configFiles = map[string][]string{
+	Claude: {".credentials.json", "settings.json", "~/.claude.json"},
+	Codex:  {"auth.json", "config.toml"},
+}
+
+// configVar is the variable that points each program at its configuration folder.
+var configVar = map[string]string{Claude: "CLAUDE_CONFIG_DIR", Codex: "CODEX_HOME"}
+
+// envKey finds the variables Codex's config.toml names for its model providers' keys.
+var envKey = regexp.MustCompile(`(?m)^\s*env_key\s*=\s*"([A-Za-z_][A-Za-z0-9_]*)"`)
+
+// SeedConfig makes dir, the private configuration folder of one run of program, and copies
+// into it what the program needs to log in from the person's folder as env names it
+// (CLAUDE_CONFIG_DIR or ~/.claude and ~/.claude.json for Claude Code, CODEX_HOME or
+// ~/.codex for Codex; see configFiles). Files that do not exist are left out; a symbolic
+// link is followed (a person may keep them elsewhere). It returns the NAME=value that
+// points the program at dir, and the names of more variables the program needs (the
+// env_key of Codex's model providers). A program it does not know gets an empty folder.
+func SeedConfig(program string, env []string, dir string) (setting string, needs []string, err error) {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", nil, fmt.Errorf("agent state: %w", err)
+	}
+	v := configVar[program]
+	if v == "" {
+		return "", nil, nil
+	}
+	home, _ := lookup(env, "HOME")
+	src, _ := lookup(env, v)
+	global := src
+	if src == "" {
+		src = filepath.Join(home, "."+program)
+		global = home
+	}
+	for _, f := range configFiles[program] {
+		from, to := filepath.Join(src, f), filepath.Join(dir, f)
+		if rel, ok := strings.CutPrefix(f, "~/"); ok {
+			from, to = filepath.Join(global, rel), filepath.Join(dir, rel)
+		}
+		if home == "" && !filepath.IsAbs(from) {
+			continue
+		}
+		b, err := copyRegular(from, to)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", nil, fmt.Errorf("agent state: %w", err)
+		}
+		if program == Codex && f == "config.toml" {
+			for _, m := range envKey.FindAllStringSubmatch(string(b), -1) {
+				needs = append(needs, m[1])
+			}
+		}
+	}
+	return v + "=" + dir, needs, nil
+}
+
+// copyRegular copies the regular file from (after links) to to, mode 0600, and returns its
+// content.
+func copyRegular(from, to string) ([]byte, error) {
+	fi, err := os.Stat(from)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", from)
+	}
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return nil, err
+	}
+	return b, os.WriteFile(to, b, 0o600)
+}
+
+func lookup(env []string, name string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// Profile returns the sandbox profile of the run of argv with env, the whole environment
+// inside (see prepare):
 //
-//	bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp
-//	      --ro-bind-try PROGRAM PROGRAM         argv[0], if absolute: visible even in /tmp
-//	      --ro-bind-try R R                     each of ReadOnly
-//	      --bind-try HOME/.claude HOME/.claude  each of HomeState, if Home is set
-//	      --bind DIR DIR --bind W W             the worktree (--ro-bind with ReadOnlyDir),
-//	                                            then each of Writable
-//	      --unshare-pid --as-pid-1 --chdir DIR
-//	      --setenv TMPDIR /tmp --setenv NAME VALUE ...
-//	      -- /bin/sh -c '"$@"; exit $?' sh argv...
+//   - hidden: Hide and Home (an empty folder in place of each), /run and /var/run, /tmp
+//     private;
+//   - read-only: ReadOnly, each absolute path of argv that the above would hide (the
+//     program), where /etc/resolv.conf leads into /run, and Dir with ReadOnlyDir;
+//   - writable: Dir, Config, Writable;
 //
-// The sandbox's init (PID 1 of its PID namespace) is that shell: it runs the agent and
-// exits with the agent's status, and when it exits the kernel ends every other process of
-// the namespace, those that left the agent's process group or session included, before
-// bwrap, Start's child, sees it exit. bwrap's own init is not used (--as-pid-1) because it
-// waits for every process of the namespace, so a process the agent left behind would keep
-// the sandbox alive. The shell, as PID 1, ignores the signals it has no handler for, such
-// as SIGTERM: Stop's SIGTERM ends bwrap and the agent, then the shell exits; SIGKILL ends
-// it all. The network is shared, for the agent's model API.
+// in a PID namespace whose init ends every process when the agent exits, with the host's
+// network, and outliving the orchestrator (an agent is adopted after a crash). See
+// sandbox.Profile.Wrap for the command line.
+func (s Sandbox) Profile(argv, env []string) sandbox.Profile {
+	hidden := slices.Clone(s.Hide)
+	if s.Home != "" {
+		hidden = append(hidden, s.Home)
+	}
+	under := func(p string) bool {
+		p = filepath.Clean(p)
+		if strings.HasPrefix(p, "/tmp/") {
+			return true
+		}
+		for _, h := range hidden {
+			if h != "" && (p == filepath.Clean(h) || strings.HasPrefix(p, filepath.Clean(h)+"/")) {
+				return true
+			}
+		}
+		return false
+	}
+	var ro []string
+	for _, arg := range argv {
+		if filepath.IsAbs(arg) && under(arg) {
+			ro = append(ro, arg)
+		}
+	}
+	if t, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && (strings.HasPrefix(t, "/run/") || strings.HasPrefix(t, "/var/run/")) {
+		ro = append(ro, t)
+	}
+	ro = append(ro, s.ReadOnly...)
+	var rw []string
+	switch {
+	case s.Dir != "" && s.ReadOnlyDir:
+		ro = append(ro, s.Dir)
+	case s.Dir != "":
+		rw = append(rw, s.Dir)
+	}
+	if s.Config != "" {
+		rw = append(rw, s.Config)
+	}
+	rw = append(rw, s.Writable...)
+	return sandbox.Profile{Hide: hidden, ReadOnly: ro, Writable: rw, Dir: s.Dir, Env: env, Network: true, Outlive: true}
+}
+
+// Wrap returns the command line that runs argv inside the sandbox with env and Env, the
+// whole environment inside (TMPDIR is /tmp unless Env sets it): see Profile and
+// sandbox.Profile.Wrap.
+//
+// The sandbox's init (PID 1 of its PID namespace) is a shell: it runs the agent and exits
+// with the agent's status, and when it exits the kernel ends every other process of the
+// namespace, those that left the agent's process group or session included, before
+// bwrap, Start's child, sees it exit. The shell, as PID 1, ignores the signals it has no
+// handler for, such as SIGTERM: Stop's SIGTERM ends bwrap and the agent, then the shell
+// exits; SIGKILL ends it all. The network is shared, for the agent's model API.
 //
 // Two options are left out on purpose. --die-with-parent: an agent must outlive a crash
 // of the orchestrator, so that the restarted orchestrator can adopt it (SPEC §7.1).
@@ -88,52 +299,97 @@ var HomeState = []string{".claude", ".codex"}
 // the sandbox would run on unseen. Start instead gives bwrap a session of its own, which
 // takes the agent off the person's terminal just as well (no TIOCSTI into it) and keeps
 // bwrap, the init and the agent in one process group.
-func (s Sandbox) Wrap(argv []string) []string {
-	w := []string{"bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"}
-	// The program, and any other absolute path on its command line (`env X=1 /tmp/agent`),
-	// stays visible, read-only, even where it lives in /tmp, which is private inside.
-	for _, arg := range argv {
-		if filepath.IsAbs(arg) && strings.HasPrefix(filepath.Clean(arg), "/tmp/") {
-			w = append(w, "--ro-bind-try", arg, arg)
+func (s Sandbox) Wrap(argv, env []string) []string {
+	inside := []string{"TMPDIR=/tmp"}
+	for _, kv := range slices.Concat(env, s.Env) {
+		name, _, _ := strings.Cut(kv, "=")
+		if name == "TMPDIR" && !slices.Contains(s.Env, kv) {
+			continue // the orchestrator's temporary folder is not the sandbox's
 		}
+		inside = slices.DeleteFunc(inside, func(old string) bool { return strings.HasPrefix(old, name+"=") })
+		inside = append(inside, kv)
 	}
-	for _, p := range s.ReadOnly {
-		w = append(w, "--ro-bind-try", p, p)
-	}
-	if s.Home != "" {
-		for _, rel := range HomeState {
-			p := filepath.Join(s.Home, rel)
-			w = append(w, "--bind-try", p, p) // Start creates them; -try for other callers
-		}
-	}
-	switch {
-	case s.Dir != "" && s.ReadOnlyDir:
-		// Bound all the same: a folder under /tmp would be hidden by the private /tmp.
-		w = append(w, "--ro-bind", s.Dir, s.Dir)
-	case s.Dir != "":
-		w = append(w, "--bind", s.Dir, s.Dir)
-	}
-	for _, d := range s.Writable {
-		w = append(w, "--bind", d, d)
-	}
-	w = append(w, "--unshare-pid", "--as-pid-1")
-	if s.Dir != "" {
-		w = append(w, "--chdir", s.Dir)
-	}
-	w = append(w, "--setenv", "TMPDIR", "/tmp")
-	for _, kv := range s.Env {
-		name, value, _ := strings.Cut(kv, "=")
-		w = append(w, "--setenv", name, value)
-	}
-	w = append(w, "--", "/bin/sh", "-c", initScript, "sh")
-	return append(w, argv...)
+	p := s.Profile(argv, inside)
+	return p.Wrap(argv)
 }
 
-// initScript is the sandbox's init: it runs the agent (its arguments) and exits with the
-// agent's status. It is not the agent itself, which as PID 1 would ignore every signal it
-// has no handler for, SIGTERM included.
-const initScript = `"$@"
-exit $?`
+// prepare makes what the sandbox needs before Start runs bwrap, and returns the
+// environment inside: the private configuration folder, seeded, with Claude Code's
+// sessions copied in; AgentEnv of env, with the program's state folder pointed at it.
+func (s Sandbox) prepare(env []string) ([]string, error) {
+	if env == nil {
+		env = os.Environ()
+	}
+	pass := slices.Clone(s.Pass)
+	var set []string
+	if s.Config != "" {
+		setting, needs, err := SeedConfig(s.Program, env, s.Config)
+		if err != nil {
+			return nil, err
+		}
+		pass = append(pass, needs...)
+		if setting != "" {
+			set = append(set, setting)
+		}
+		if s.Sessions != "" && s.Program == Claude {
+			if err := copyTree(s.Sessions, filepath.Join(s.Config, "projects")); err != nil {
+				return nil, fmt.Errorf("agent state: %w", err)
+			}
+		}
+	}
+	return append(AgentEnv(s.Program, env, pass), set...), nil
+}
+
+// finish keeps Claude Code's sessions (Sessions) and removes the private configuration
+// folder, once the agent has ended.
+func (s Sandbox) finish() {
+	if s.Config == "" {
+		return
+	}
+	if s.Sessions != "" && s.Program == Claude {
+		_ = copyTree(filepath.Join(s.Config, "projects"), s.Sessions)
+	}
+	_ = os.RemoveAll(s.Config)
+}
+
+// copyTree copies the regular files and folders of src into dst, making dst; links and
+// other files are left out, so that a copy never reads outside src. A missing src copies
+// nothing.
+func copyTree(src, dst string) error {
+	if _, err := os.Lstat(src); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(to, 0o700)
+		case d.Type().IsRegular():
+			in, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer in.Close()
+			out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(out, in)
+			if cerr := out.Close(); err == nil {
+				err = cerr
+			}
+			return err
+		}
+		return nil
+	})
+}
 
 // BwrapAvailable reports whether bubblewrap runs here, by running `true` in a sandbox like
 // Wrap's once; the answer is kept for the life of the program. The error says why not:
@@ -146,23 +402,3 @@ var bwrapAvailable = sync.OnceValue(checkBwrap)
 // checkBwrap is BwrapAvailable without the memory: the sandbox package's check, which tries
 // a sandbox like Wrap's with nothing to bind.
 func checkBwrap() error { return sandbox.Check() }
-
-// makeHomeState creates the folders of HomeState that are missing in the home folder, as
-// the agent programs would on their first run: bwrap can only bind what exists, and Claude
-// Code cannot work without its folder. .claude.json is left alone; Claude Code does
-// without it.
-func (s Sandbox) makeHomeState() error {
-	if s.Home == "" {
-		return nil
-	}
-	for _, rel := range HomeState {
-		p := filepath.Join(s.Home, rel)
-		if _, err := os.Lstat(p); err == nil || !errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("sandbox: %w", err)
-		}
-	}
-	return nil
-}

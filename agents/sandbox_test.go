@@ -29,6 +29,11 @@ func requireBwrap(t *testing.T) {
 func startSandboxed(t *testing.T, e env, sb Sandbox, command []string, extra ...string) *Process {
 	t.Helper()
 	sb.Writable = append(sb.Writable, e.markerDir)
+	// The test agent's settings pass, as config agent_env would pass them.
+	for _, kv := range extra {
+		name, _, _ := strings.Cut(kv, "=")
+		sb.Pass = append(sb.Pass, name)
+	}
 	p, err := Start(StartOptions{Command: command, Dir: e.root, Env: e.vars(extra...), LogPath: e.log(), Sandbox: &sb})
 	if err != nil {
 		t.Fatal(err)
@@ -38,30 +43,34 @@ func startSandboxed(t *testing.T, e env, sb Sandbox, command []string, extra ...
 }
 
 func TestSandboxWrap(t *testing.T) {
-	sb := Sandbox{Dir: "/tmp/wt", Writable: []string{"/repo/.orchestrator/complete"}, Home: "/home/me", Env: []string{"GOCACHE=/tmp/go-build", "A=b=c"}}
-	// A program or argument under /tmp (private inside) is bound read-only; /usr is
-	// visible anyway.
-	got := strings.Join(sb.Wrap([]string{"env", "X=1", "/tmp/bin/agent", "/usr/bin/claude", "-p"}), " ")
-	want := "bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp" +
-		" --ro-bind-try /tmp/bin/agent /tmp/bin/agent" +
-		" --bind-try /home/me/.claude /home/me/.claude --bind-try /home/me/.codex /home/me/.codex" +
-		" --bind /tmp/wt /tmp/wt --bind /repo/.orchestrator/complete /repo/.orchestrator/complete" +
-		" --unshare-pid --as-pid-1 --chdir /tmp/wt" +
-		" --setenv TMPDIR /tmp --setenv GOCACHE /tmp/go-build --setenv A b=c" +
-		" -- /bin/sh -c " + initScript + " sh env X=1 /tmp/bin/agent /usr/bin/claude -p"
-	if got != want {
-		t.Errorf("Wrap =\n%s\nwant\n%s", got, want)
+	sb := Sandbox{Dir: "/tmp/wt", Writable: []string{"/repo/.orchestrator/complete"}, Home: "/home/me", Hide: []string{"/repo", "/repo/.git"},
+		Config: "/home/me/.cache/s/cfg", ReadOnly: []string{"/home/me/go"}, Env: []string{"GOCACHE=/tmp/go-build", "A=b=c"}}
+	// (Hide and Home, which do not exist here, are left out: TestSandboxFiles hides real
+	// ones.) A program or argument in /tmp (private inside) or a hidden folder is bound
+	// read-only; /usr is visible anyway. The environment is the one given, and no other.
+	got := strings.Join(sb.Wrap([]string{"env", "X=1", "/tmp/bin/agent", "/home/me/bin/tool", "/usr/bin/claude", "-p"}, []string{"PATH=/usr/bin", "TMPDIR=/elsewhere"}), " ")
+	for _, want := range []string{
+		"--ro-bind-try /tmp/bin/agent /tmp/bin/agent --ro-bind-try /home/me/bin/tool /home/me/bin/tool",
+		"--ro-bind-try /home/me/go /home/me/go",
+		"--bind /tmp/wt /tmp/wt --bind /home/me/.cache/s/cfg /home/me/.cache/s/cfg --bind /repo/.orchestrator/complete /repo/.orchestrator/complete",
+		"--unshare-pid", "--as-pid-1 --chdir /tmp/wt --clearenv",
+		"--setenv TMPDIR /tmp --setenv PATH /usr/bin --setenv GOCACHE /tmp/go-build --setenv A b=c --",
+		" sh env X=1 /tmp/bin/agent /home/me/bin/tool /usr/bin/claude -p",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Wrap =\n%s\nwant it to hold %q", got, want)
+		}
 	}
-	// A program found on PATH is not bound; nothing is bound for an empty Home.
-	got = strings.Join(Sandbox{Dir: "/w"}.Wrap([]string{"claude"}), " ")
-	if want := "bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind /w /w --unshare-pid --as-pid-1 --chdir /w --setenv TMPDIR /tmp -- /bin/sh -c " + initScript + " sh claude"; got != want {
-		t.Errorf("Wrap =\n%s\nwant\n%s", got, want)
+	for _, not := range []string{"--die-with-parent", "--unshare-net", "/usr/bin/claude /usr/bin/claude", "--tmpfs /repo/.git", "/elsewhere"} {
+		if strings.Contains(got, not) {
+			t.Errorf("Wrap =\n%s\nwant no %q", got, not)
+		}
 	}
 	// A read-only working folder is bound read-only (under /tmp it would be hidden), and
 	// only what Writable names is writable, on top of it.
-	got = strings.Join(Sandbox{Dir: "/tmp/repo", ReadOnlyDir: true, ReadOnly: []string{"/tmp/specs"}, Writable: []string{"/tmp/repo/.orchestrator/runs/plan/1/scratch"}}.Wrap([]string{"claude"}), " ")
-	if want := "bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --ro-bind-try /tmp/specs /tmp/specs --ro-bind /tmp/repo /tmp/repo --bind /tmp/repo/.orchestrator/runs/plan/1/scratch /tmp/repo/.orchestrator/runs/plan/1/scratch --unshare-pid --as-pid-1 --chdir /tmp/repo --setenv TMPDIR /tmp -- /bin/sh -c " + initScript + " sh claude"; got != want {
-		t.Errorf("Wrap =\n%s\nwant\n%s", got, want)
+	got = strings.Join(Sandbox{Dir: "/tmp/repo", ReadOnlyDir: true, ReadOnly: []string{"/tmp/specs"}, Writable: []string{"/tmp/repo/.orchestrator/runs/plan/1/scratch"}}.Wrap([]string{"claude"}, nil), " ")
+	if want := "--ro-bind-try /tmp/specs /tmp/specs --ro-bind-try /tmp/repo /tmp/repo --bind /tmp/repo/.orchestrator/runs/plan/1/scratch /tmp/repo/.orchestrator/runs/plan/1/scratch "; !strings.Contains(got, want) {
+		t.Errorf("Wrap =\n%s\nwant it to hold %q", got, want)
 	}
 }
 
@@ -82,9 +91,10 @@ func TestCheckBwrap(t *testing.T) {
 	}
 }
 
-// TestSandboxFiles: inside, only the worktree, the marker folder and the agents' state in
-// the home folder can be written; the repository (its .git included), the person's tree,
-// the rest of the home folder and /usr cannot; /tmp is private.
+// TestSandboxFiles: inside, only the worktree and the marker folder can be written for
+// good; the person's tree (its .git and .orchestrator included) is hidden; the home
+// folder is an empty one, writable, whose files vanish with the sandbox; /usr cannot be
+// written; /tmp is private.
 func TestSandboxFiles(t *testing.T) {
 	requireBwrap(t)
 	// The person's tree (e.root, with .orchestrator in it) and the home folder are not in
@@ -110,6 +120,7 @@ func TestSandboxFiles(t *testing.T) {
 		}
 	}
 	os.WriteFile(filepath.Join(e.root, "main.go"), []byte("package main\n"), 0o644)
+	os.WriteFile(filepath.Join(home, ".bashrc"), []byte("# the person's\n"), 0o644)
 	git(e.root, "init", "-q")
 	git(e.root, "add", "main.go")
 	git(e.root, "commit", "-q", "-m", "first")
@@ -117,55 +128,58 @@ func TestSandboxFiles(t *testing.T) {
 	git(e.root, "worktree", "add", "-q", "--detach", wt)
 	private := "sandbox-private-" + filepath.Base(base)
 
-	// Each line: a path to write and whether it may be written.
+	// Each line: a path to write, whether the write works inside, and whether it lands
+	// (is there after the run).
 	tries := []struct {
-		path string
-		ok   bool
+		path         string
+		inside, land bool
 	}{
-		{filepath.Join(wt, "inside.txt"), true},
-		{filepath.Join(wt, "sub", "deep.txt"), true},
-		{filepath.Join(e.markerDir, "TASK-1.done"), true},
-		{filepath.Join(home, ".claude", "state.json"), true},
-		{filepath.Join(home, ".codex", "state.json"), true}, // created by Start
-		{filepath.Join("/tmp", private), true},
-		{filepath.Join(e.root, ".git", "hacked"), false},
-		{filepath.Join(e.root, ".git", "worktrees", filepath.Base(wt), "HEAD"), false},
-		{filepath.Join(e.root, "main.go"), false},
-		{filepath.Join(e.root, ".orchestrator", "task_queue.md"), false},
-		{filepath.Join(e.attemptDir, "result.json"), false},
-		{filepath.Join(home, ".bashrc"), false},
-		{"/usr/hacked", false},
+		{filepath.Join(wt, "inside.txt"), true, true},
+		{filepath.Join(wt, "sub", "deep.txt"), true, true},
+		{filepath.Join(e.markerDir, "TASK-1.done"), true, true},
+		{filepath.Join(home, ".claude", "settings.json"), true, false},
+		{filepath.Join(home, ".bashrc"), true, false},
+		{filepath.Join("/tmp", private), true, false},
+		{filepath.Join(e.root, ".git", "hacked"), true, false},
+		{filepath.Join(e.root, "main.go"), true, false},
+		{filepath.Join(e.root, ".orchestrator", "task_queue.md"), true, false},
+		{filepath.Join(e.attemptDir, "result.json"), true, false},
+		{"/usr/hacked", false, false},
 	}
 	var script strings.Builder
+	// What the person has is not there to read.
+	for _, p := range []string{filepath.Join(e.root, ".git", "config"), filepath.Join(e.root, "main.go"), filepath.Join(home, ".claude"), filepath.Join(home, ".bashrc")} {
+		script.WriteString("if [ -e '" + p + "' ]; then echo 'saw " + p + "'; fi\n")
+	}
 	for _, tr := range tries {
 		// mkdir -p for the deep one; each write says whether it worked.
 		script.WriteString("mkdir -p \"$(dirname '" + tr.path + "')\" 2>/dev/null; if echo x > '" + tr.path + "' 2>/dev/null; then echo 'wrote " + tr.path + "'; else echo 'refused " + tr.path + "'; fi\n")
 	}
 	script.WriteString("pwd; cat /tmp/" + private + "\n")
-	p := startSandboxed(t, e, Sandbox{Dir: wt, Home: home}, []string{"sh", "-c", script.String()})
+	p := startSandboxed(t, e, Sandbox{Dir: wt, Home: home, Hide: []string{e.root}}, []string{"sh", "-c", script.String()})
 	waitDone(t, p)
 	out := p.Stdout()
 	if p.ExitCode() != 0 {
 		t.Fatalf("exit code %d:\n%s", p.ExitCode(), out)
 	}
+	if strings.Contains(out, "saw ") {
+		t.Errorf("the agent saw what is hidden:\n%s", out)
+	}
 	for _, tr := range tries {
 		verb := "refused "
-		if tr.ok {
+		if tr.inside {
 			verb = "wrote "
 		}
 		if !strings.Contains(out, verb+tr.path+"\n") {
 			t.Errorf("want %q inside the sandbox; output:\n%s", verb+tr.path, out)
 		}
-		if strings.HasPrefix(tr.path, "/tmp/sandbox-private") {
-			continue
-		}
 		b, _ := os.ReadFile(tr.path)
-		if got := string(b) == "x\n"; got != tr.ok {
+		if got := string(b) == "x\n"; got != tr.land {
 			t.Errorf("%s holds %q after the run", tr.path, b)
 		}
 	}
-	if _, err := os.Stat(filepath.Join("/tmp", private)); err == nil {
-		t.Errorf("/tmp/%s, written inside, is visible outside", private)
+	if b, _ := os.ReadFile(filepath.Join(home, ".bashrc")); string(b) != "# the person's\n" {
+		t.Errorf("the person's .bashrc = %q", b)
 	}
 	if !strings.Contains(out, wt+"\nx\n") {
 		t.Errorf("the agent did not start in its worktree or could not read back its /tmp file:\n%s", out)
@@ -397,7 +411,7 @@ func TestSandboxAdoption(t *testing.T) {
 			if orphan {
 				// The starter runs bwrap in a session of its own, as Start does, and exits
 				// at once, as a crashed orchestrator would.
-				argv := append([]string{"sh", "-c", `setsid "$@" </dev/null >/dev/null 2>&1 &`, "sh"}, Sandbox{Dir: e.root, Writable: []string{e.markerDir}}.Wrap(agent)...)
+				argv := append([]string{"sh", "-c", `setsid "$@" </dev/null >/dev/null 2>&1 &`, "sh"}, Sandbox{Dir: e.root, Writable: []string{e.markerDir}}.Wrap(agent, e.vars())...)
 				starter := exec.Command(argv[0], argv[1:]...)
 				starter.Env = e.vars()
 				if out, err := starter.CombinedOutput(); err != nil {

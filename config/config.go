@@ -86,12 +86,16 @@ type Config struct {
 	// Sandbox is how agents are confined (SPEC §15.2): auto (bubblewrap where it runs,
 	// else none, said once at start), bwrap (refuse to start without it) or off.
 	Sandbox string `yaml:"sandbox"`
-	// SandboxWritable are more folders an agent may write in its sandbox (an agent
-	// program's state folder that is not ~/.claude or ~/.codex).
+	// SandboxWritable are more folders an agent may write in its sandbox (a cache it
+	// should keep; the agent program's own state has a private folder per attempt).
 	SandboxWritable []string `yaml:"sandbox_writable"`
 	// SandboxReadable are more paths the sandboxes may read that they would not see
 	// otherwise (a toolchain or data folder under the home folder or the person's tree).
 	SandboxReadable []string `yaml:"sandbox_readable"`
+	// AgentEnv names more variables of the orchestrator's environment that pass into an
+	// agent's sandbox, whose environment is otherwise cleared (SPEC §15.2): a key for a
+	// model provider the adapter does not know, a toolchain setting.
+	AgentEnv []string `yaml:"agent_env"`
 	// GateNetwork is the network of the sandboxed commands that run candidate code
 	// (SPEC §7.6): none (the default) or host, for projects whose tests need Required
 	// Services.

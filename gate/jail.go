@@ -102,6 +102,11 @@ func (j *Jail) Profile(checkout, dir string, env []string) *sandbox.Profile {
 	return &p
 }
 
+// Readable returns the paths the jail shows read-only although they are in a hidden
+// folder: the toolchains of the home folder, Go's root and module cache, the shared folders
+// and config sandbox_readable. An agent's sandbox shows the same.
+func (j *Jail) Readable() []string { return slices.Clone(j.profile.ReadOnly) }
+
 // CacheDir is the folder of the runners' build caches of the gate's commands:
 // $ORCHESTRATOR_GATE_CACHE, else the user's cache folder (the temporary folder without
 // one), never an agent's cache.
@@ -168,6 +173,22 @@ func keptName(name string) bool {
 		}
 	}
 	return false
+}
+
+// Toolchains returns the folders that hold the programs and toolchains of env that the
+// hidden home folder would hide: Go's root and module cache, the folders of PATH under the
+// home folder, rustup's, cargo's, pyenv's, nvm's. A sandbox that hides the home folder
+// shows them read-only.
+func Toolchains(env []string) []string {
+	home, _ := lookupEnv(env, "HOME")
+	gov := goEnv(env)
+	var out []string
+	for _, k := range []string{"GOROOT", "GOMODCACHE"} {
+		if v := gov[k]; v != "" {
+			out = append(out, v)
+		}
+	}
+	return dedupe(append(out, toolchains(env, home)...))
 }
 
 // goEnv reads GOROOT, GOPATH and GOMODCACHE as the go command sees them with env, so that

@@ -75,7 +75,11 @@ func newRepo(t *testing.T, planJSON string, config ...string) *repo {
 	r.write(t, "projectspec/test-plan-output.json", planJSON)
 	r.write(t, "docs/requirements.md", "# Calculator\n\nIt adds, multiplies and divides integers. Division by zero is an error.\n")
 	r.write(t, "README.md", "# calc\n")
-	cfg := "agent: planner\nagents:\n  planner: {command: [" + agentBin + "]}\n" + strings.Join(config, "\n") + "\n"
+	// The scripted planner's settings come from the orchestrator's environment: they pass
+	// into the sandbox, whose environment is otherwise cleared, as config agent_env.
+	cfg := "agent: planner\nagents:\n  planner: {command: [" + agentBin + "]}\n" +
+		"agent_env: [TESTAGENT_MODE, TESTAGENT_FROMFILE, TESTAGENT_SH, TESTAGENT_WORK, TESTAGENT_PLAN, TESTAGENT_ROLE, TESTAGENT_MARKER, TESTAGENT_STATE, TESTAGENT_MESSAGE, TESTAGENT_STARTLOG]\n" +
+		strings.Join(config, "\n") + "\n"
 	r.write(t, ".orchestrator/config.yaml", cfg)
 	return r
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/orchestrator/orchestrator/agents"
 	"github.com/orchestrator/orchestrator/config"
+	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/prompts"
 	"github.com/orchestrator/orchestrator/queue"
 )
@@ -279,7 +280,7 @@ func (r *runner) round(ctx context.Context, n int, feedback string) (*Round, *Ve
 	start := time.Now()
 	p, err := agents.Start(agents.StartOptions{
 		Command: argv, Dir: o.Layout.Root, Prompt: prompt, Env: env,
-		LogPath: filepath.Join(dir, "agent.log"), Sandbox: r.sandbox(argv),
+		LogPath: filepath.Join(dir, "agent.log"), Sandbox: r.sandbox(name, argv, dir),
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("start agent %s: %w", name, err)
@@ -450,13 +451,26 @@ func testNames(path string) map[string]testAbout {
 // oneLine keeps a name on one line of the prompt's list.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// sandbox returns the planner's jail: the tree read-only, the scratch file's folder
-// writable, the agent program's own state in the home folder.
-func (r *runner) sandbox(argv []string) *agents.Sandbox {
+// sandbox returns the jail of the planner, the agent called name that runs argv for the
+// round whose folder is dir: the profile of every agent (SPEC §15.2: an empty home, its
+// program's state in a private folder of the round, a cleared environment with config
+// agent_env, no host sockets) but for its desk, the person's tree, which it reads: the
+// tree read-only, its git folder and the user's configuration folder hidden, the scratch
+// file's folder writable.
+func (r *runner) sandbox(name string, argv []string, dir string) *agents.Sandbox {
 	if !r.o.Sandbox {
 		return nil
 	}
-	sb := &agents.Sandbox{Dir: r.o.Layout.Root, ReadOnlyDir: true, Writable: []string{filepath.Dir(r.scratch)}}
+	config := filepath.Join(dir, "agent-state")
+	_ = os.RemoveAll(config)
+	sb := &agents.Sandbox{Dir: r.o.Layout.Root, ReadOnlyDir: true, Writable: []string{filepath.Dir(r.scratch)},
+		Program: agents.ProgramOf(name, argv), Config: config, Pass: r.o.Config.AgentEnv}
+	if out, err := exec.Command("git", "-C", r.o.Layout.Root, "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir").Output(); err == nil {
+		sb.Hide = strings.Fields(string(out))
+	}
+	if cfg, err := os.UserConfigDir(); err == nil {
+		sb.Hide = append(sb.Hide, cfg)
+	}
 	// Its inputs stay readable where they live, even in the temporary folder (private in
 	// the sandbox): the requirements' and the plan's folders, and its own program's.
 	read := []string{r.o.PRDPath, r.o.Plan.Path}
@@ -476,11 +490,15 @@ func (r *runner) sandbox(argv []string) *agents.Sandbox {
 		}
 		sb.Writable = append(sb.Writable, d)
 	}
-	for _, v := range []string{"CODEX_HOME", "CLAUDE_CONFIG_DIR"} {
-		if d := os.Getenv(v); d != "" {
-			sb.Writable = append(sb.Writable, d)
+	for _, d := range r.o.Config.SandboxReadable {
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(r.o.Layout.Root, d)
 		}
+		sb.ReadOnly = append(sb.ReadOnly, d)
 	}
+	// The toolchains and programs of the home folder stay readable in the empty home, as
+	// in the gate's sandbox.
+	sb.ReadOnly = append(sb.ReadOnly, gate.Toolchains(os.Environ())...)
 	if home, err := os.UserHomeDir(); err == nil {
 		sb.Home = home
 	}

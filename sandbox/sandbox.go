@@ -46,6 +46,10 @@ type Profile struct {
 	Env []string
 	// Network shares the host's network (config gate_network: host).
 	Network bool
+	// Outlive leaves out --die-with-parent: the sandbox runs on when the process that
+	// started it dies. An agent's does, so that a restarted orchestrator can adopt it
+	// (SPEC §7.1); a test run is run again instead.
+	Outlive bool
 	// StartedFD is a descriptor the command inherits (3 and up) to which the sandbox's init
 	// writes one byte, and which it closes, just before it starts the command: a caller
 	// that reads nothing there knows that the sandbox itself did not start. 0: none.
@@ -68,14 +72,14 @@ func (p Profile) With(readOnly, writable []string) Profile {
 //	      --ro-bind-try F F ...                   each of Fixed
 //	      --tmpfs MASKED ...                      each of Mask
 //	      --unshare-pid --unshare-ipc --unshare-uts [--unshare-net]
-//	      --die-with-parent --as-pid-1 --chdir DIR
+//	      [--die-with-parent] --as-pid-1 --chdir DIR
 //	      --clearenv --setenv NAME VALUE ...
 //	      -- /bin/sh -c '"$@"; exit $?' sh argv...
 //
 // The shell is the namespace's init: when it exits, with the command's status, the kernel
 // ends every process the command left behind (a daemon, a double fork), before bwrap sees
-// it exit. --die-with-parent ends the sandbox when the orchestrator dies: a test run, unlike
-// an agent, is never adopted by a restarted orchestrator, it is run again.
+// it exit. --die-with-parent ends the sandbox when the orchestrator dies, unless Outlive: a
+// test run, unlike an agent, is never adopted by a restarted orchestrator, it is run again.
 func (p Profile) Wrap(argv []string) []string {
 	w := []string{"bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"}
 	for _, d := range []string{"/run", "/var/run"} {
@@ -102,7 +106,10 @@ func (p Profile) Wrap(argv []string) []string {
 	if !p.Network {
 		w = append(w, "--unshare-net")
 	}
-	w = append(w, "--die-with-parent", "--as-pid-1")
+	if !p.Outlive {
+		w = append(w, "--die-with-parent")
+	}
+	w = append(w, "--as-pid-1")
 	if p.Dir != "" {
 		w = append(w, "--chdir", p.Dir)
 	}

@@ -348,9 +348,13 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 	// Before the agent starts, the record says where it works: a restart after a crash
 	// between here and the agent's first breath finds its worktree.
 	a.record(result{Outcome: "starting"})
+	markerDir, err := r.agentMarkers(a)
+	if err != nil {
+		return fail("agent", err.Error())
+	}
 	env := append(os.Environ(),
 		"ORCHESTRATOR_TASK_ID="+t.ID,
-		"ORCHESTRATOR_MARKER_DIR="+l.Markers(),
+		"ORCHESTRATOR_MARKER_DIR="+markerDir,
 		"ORCHESTRATOR_ATTEMPT_DIR="+a.dir,
 		"ORCHESTRATOR_ROOT="+root,
 	)
@@ -358,7 +362,7 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 		// The log is for people to follow, in the readable copy; what the gate trusts is
 		// not in it (a result block is a claim, which the gate checks).
 		Command: argv, Dir: root, Prompt: prompt, Env: env, LogPath: filepath.Join(a.mirror, "agent.log"),
-		Sandbox: r.sandbox(a),
+		Sandbox: r.sandbox(a, a.agent, argv, a.slot.Dir, a.dir, markerDir),
 	})
 	if err != nil {
 		return fail("agent", fmt.Sprintf("start %s: %v", strings.Join(argv, " "), err))

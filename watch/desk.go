@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/orchestrator/orchestrator/agents"
 	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/sandbox"
 	"github.com/orchestrator/orchestrator/testrun"
@@ -326,29 +325,4 @@ func (r *runner) gateInput(in gate.Input, checkout string) gate.Input {
 func (r *runner) runOptions(checkout, dir string) []testrun.Option {
 	in := r.gateInput(gate.Input{Root: dir}, checkout)
 	return gate.RunOptions(in)
-}
-
-// sandbox returns the jail of an attempt's agent, or nil when agents run without one: it
-// may write its worktree, the marker folder, its program's state folders under the home
-// and the folders config sandbox_writable names; nothing else.
-func (r *runner) sandbox(a *attempt) *agents.Sandbox {
-	if !r.jail {
-		return nil
-	}
-	sb := &agents.Sandbox{Dir: a.slot.Dir, Writable: []string{r.o.Layout.Markers()}}
-	for _, d := range r.o.Config.SandboxWritable {
-		if !filepath.IsAbs(d) {
-			d = filepath.Join(r.o.Layout.Root, d)
-		}
-		sb.Writable = append(sb.Writable, d)
-	}
-	for _, v := range []string{"CODEX_HOME", "CLAUDE_CONFIG_DIR"} {
-		if d := os.Getenv(v); d != "" {
-			sb.Writable = append(sb.Writable, d)
-		}
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		sb.Home = home
-	}
-	return sb
 }

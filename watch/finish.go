@@ -51,6 +51,7 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 	// is what left its group and lost its parent (ours now, as the child subreaper).
 	a.stop(r.o.Config.StopGrace.Duration)
 	r.reapOrphans()
+	r.endPrivate(a)
 	r.readAgentUsage(a)
 	if a.stopReason != reasonSignal {
 		// The agent is gone: what it did to the repository's own configuration (a filter
@@ -812,6 +813,11 @@ func (r *runner) recoverAttempts(ctx context.Context) error {
 			}
 		}
 		if pid, start, ok := agents.FindByEnv("ORCHESTRATOR_ATTEMPT_DIR", dir); ok {
+			if md := filepath.Join(dir, privateMarkers); r.jail {
+				if _, err := os.Stat(md); err == nil {
+					r.watchMarkers(t.ID, md)
+				}
+			}
 			a.pid, a.start, a.adopted, a.started = pid, start, true, time.Now()
 			r.report.eventWith(t.ID, "adopted", fmt.Sprintf("attempt %d's agent (pid %d) still runs; waiting for it", n, pid), eventFields{Attempt: n, Agent: a.agent})
 			r.track(a, agents.WaitGone(pid, start, 20*time.Millisecond))
@@ -834,6 +840,7 @@ func (r *runner) recoverAttempts(ctx context.Context) error {
 // decision is made again); if not, the status is a later launch's that stopped before its
 // attempt folder was made.
 func (r *runner) everStarted(a *attempt, prev result) bool {
+	r.forwardMarker(a.id, filepath.Join(a.dir, privateMarkers))
 	m, _ := markers.Find(r.o.Layout.Markers(), a.id)
 	switch prev.Outcome {
 	case "running":

@@ -363,13 +363,15 @@ func (r *runner) runOnce(ctx context.Context, a *attempt, role, name, prompt str
 	if err := os.MkdirAll(markerDir, 0o755); err != nil {
 		return "", nil, err
 	}
-	var sb *agents.Sandbox
-	if r.jail {
-		sb = r.sandbox(a)
-		// The checkout read-only; of what the agent may write, its own marker folder
-		// instead of the task's (config sandbox_writable and its program's state stay).
-		sb.Dir, sb.ReadOnlyDir = dir, true
-		sb.Writable[0] = markerDir
+	// The same jail as the attempt's agent, with the checkout read-only: it writes its own
+	// marker folder, its program's private state and config sandbox_writable. Its
+	// sessions stay in its run's folder, for the prompt that resumes one.
+	sb := r.sandbox(a, name, argv, dir, runDir, markerDir)
+	if sb != nil {
+		sb.ReadOnlyDir = true
+		if sb.Sessions != "" {
+			sb.Sessions = filepath.Join(runDir, "sessions")
+		}
 	}
 	env := append(os.Environ(),
 		"ORCHESTRATOR_TASK_ID="+a.id,

@@ -122,6 +122,7 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		return Summary{}, fmt.Errorf("watch: child subreaper: %w", err)
 	}
 	r := newRunner(o)
+	r.watcher = w
 	defer r.report.close()
 	if err := r.openRepo(ctx); err != nil {
 		return Summary{Outcome: SomeFailed}, err
@@ -240,6 +241,10 @@ type runner struct {
 	// of every command that runs candidate code (SPEC §7.6).
 	jail     bool
 	gateJail *gate.Jail
+	// watcher is the loop's file watcher; markerDirs maps the private marker folder of
+	// each sandboxed agent it watches to the agent's task (agentjail.go).
+	watcher    *fsnotify.Watcher
+	markerDirs map[string]string
 	// capped is set once the run's global auto-retry cap held a retry back: the run ends
 	// as halted, since the failures left need a person or the next run.
 	capped bool
@@ -329,11 +334,17 @@ func (r *runner) loop(ctx context.Context, w *fsnotify.Watcher) (Summary, error)
 				a.stopReason = reasonAfterMarker
 				r.report.event(a.id, "stopping", fmt.Sprintf("attempt %d is still running %v after its marker; stopping it", a.n, r.o.Config.Grace.Duration))
 				_ = markers.WriteKill(r.o.Layout.Markers(), a.id)
+				if r.jail {
+					_ = markers.WriteKill(filepath.Join(a.dir, privateMarkers), a.id)
+				}
 				go a.stop(r.o.Config.StopGrace.Duration)
 			}
 		case ev, ok := <-w.Events:
 			if !ok {
 				return r.stopAll(errors.New("file watcher closed"))
+			}
+			if r.privateMarkerEvent(ev) {
+				continue
 			}
 			if id, kind, ok := markers.ParseName(filepath.Base(ev.Name)); ok && filepath.Dir(ev.Name) == r.o.Layout.Markers() {
 				// Markers are handled at once, not debounced.
@@ -434,6 +445,11 @@ func (r *runner) markerSeen(id string) {
 
 // rescanMarkers looks for markers of running attempts that an overflow may have hidden.
 func (r *runner) rescanMarkers() {
+	for dir, id := range r.markerDirs {
+		if a := r.running[id]; a != nil && filepath.Dir(dir) == a.dir {
+			r.forwardMarker(id, dir)
+		}
+	}
 	for id := range r.running {
 		r.markerSeen(id)
 	}
