@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -71,6 +72,69 @@ type Sandbox struct {
 	// Env holds NAME=value settings for inside, on top of the environment that AgentEnv
 	// keeps; TMPDIR is /tmp inside unless Env sets it.
 	Env []string
+	// Git, if set, gives the agent a git folder of its own for its worktree (Dir).
+	Git *OwnGit
+}
+
+// OwnGit is an agent's own git folder (SPEC §15.2): the repository's git folder is hidden
+// from the agent, yet Claude Code and Codex run git status, diff, log, add, commit, stash
+// and checkout as a matter of course. Start makes the folder: its objects borrow the
+// repository's (read-only, through git's alternates), its HEAD and index are Base, and
+// what the agent commits, stashes or checks out is written there only. Inside, the
+// worktree's .git file names it. It is removed once the agent has ended; the candidate is
+// what the worktree holds, as without it.
+type OwnGit struct {
+	// Dir is the folder to make; a crashed run's is removed first.
+	Dir string
+	// Objects is the repository's objects folder, readable inside.
+	Objects string
+	// Base is the commit the worktree was reset to.
+	Base string
+}
+
+// gitFile is the .git file that names the own git folder, beside it (not in it: the agent
+// may write its git folder, never this file).
+func (g *OwnGit) gitFile() string { return g.Dir + ".gitfile" }
+
+// make writes the git folder for the worktree work: HEAD detached at Base, the alternates,
+// a config with an identity (the agent's commits are its own, never landed as they are),
+// and an index of Base refreshed against the worktree, so that git status starts clean.
+func (g *OwnGit) make(work string) error {
+	_ = g.remove()
+	for _, d := range []string{"objects/info", "refs/heads", "refs/tags"} {
+		if err := os.MkdirAll(filepath.Join(g.Dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	files := map[string]string{
+		"HEAD":                    g.Base + "\n",
+		"objects/info/alternates": g.Objects + "\n",
+		"config":                  "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tfilemode = true\n[user]\n\tname = agent\n\temail = agent@localhost\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(g.Dir, name), []byte(text), 0o644); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(g.gitFile(), []byte("gitdir: "+g.Dir+"\n"), 0o444); err != nil {
+		return err
+	}
+	git := func(args ...string) ([]byte, error) {
+		cmd := exec.Command("git", append([]string{"--git-dir=" + g.Dir, "--work-tree=" + work, "-c", "core.hooksPath=/dev/null"}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+		return cmd.CombinedOutput()
+	}
+	if out, err := git("read-tree", g.Base); err != nil {
+		return fmt.Errorf("read-tree %s: %v: %s", g.Base, err, out)
+	}
+	_, _ = git("update-index", "-q", "--refresh") // exits 1 when the worktree differs
+	return nil
+}
+
+// remove removes the git folder and its .git file.
+func (g *OwnGit) remove() error {
+	os.Remove(g.gitFile())
+	return os.RemoveAll(g.Dir)
 }
 
 // baseEnv are the variables, by name or prefix (ending in "_"), that every agent gets from
@@ -277,8 +341,14 @@ func (s Sandbox) Profile(argv, env []string) sandbox.Profile {
 	if s.Config != "" {
 		rw = append(rw, s.Config)
 	}
+	var over [][2]string
+	if s.Git != nil && s.Dir != "" {
+		ro = append(ro, s.Git.Objects)
+		rw = append(rw, s.Git.Dir)
+		over = append(over, [2]string{s.Git.gitFile(), filepath.Join(s.Dir, ".git")})
+	}
 	rw = append(rw, s.Writable...)
-	return sandbox.Profile{Hide: hidden, ReadOnly: ro, Writable: rw, Dir: s.Dir, Env: env, Network: true, Outlive: true}
+	return sandbox.Profile{Hide: hidden, ReadOnly: ro, Writable: rw, Over: over, Dir: s.Dir, Env: env, Network: true, Outlive: true}
 }
 
 // Wrap returns the command line that runs argv inside the sandbox with env and Env, the
@@ -322,6 +392,11 @@ func (s Sandbox) prepare(env []string) ([]string, error) {
 	}
 	pass := slices.Clone(s.Pass)
 	var set []string
+	if s.Git != nil && s.Dir != "" {
+		if err := s.Git.make(s.Dir); err != nil {
+			return nil, fmt.Errorf("agent git folder: %w", err)
+		}
+	}
 	if s.Config != "" {
 		setting, needs, err := SeedConfig(s.Program, env, s.Config)
 		if err != nil {
@@ -343,6 +418,9 @@ func (s Sandbox) prepare(env []string) ([]string, error) {
 // finish keeps Claude Code's sessions (Sessions) and removes the private configuration
 // folder, once the agent has ended.
 func (s Sandbox) finish() {
+	if s.Git != nil {
+		_ = s.Git.remove()
+	}
 	if s.Config == "" {
 		return
 	}

@@ -40,6 +40,9 @@ type Profile struct {
 	Writable []string
 	Fixed    []string
 	Mask     []string
+	// Over puts files of the caller's, read-only, at other paths inside: each {source,
+	// target}, bound after Fixed (an agent's .git file that names its own git folder).
+	Over [][2]string
 	// Dir is where the command starts.
 	Dir string
 	// Env is the whole environment inside, NAME=value.
@@ -70,6 +73,7 @@ func (p Profile) With(readOnly, writable []string) Profile {
 //	      --ro-bind-try R R ...                   each of ReadOnly
 //	      --bind W W ...                          each of Writable
 //	      --ro-bind-try F F ...                   each of Fixed
+//	      --ro-bind SRC DST ...                   each of Over
 //	      --tmpfs MASKED ...                      each of Mask
 //	      --unshare-pid --unshare-ipc --unshare-uts [--unshare-net]
 //	      [--die-with-parent] --as-pid-1 --chdir DIR
@@ -98,6 +102,9 @@ func (p Profile) Wrap(argv []string) []string {
 	}
 	for _, f := range p.Fixed {
 		w = append(w, "--ro-bind-try", f, f)
+	}
+	for _, o := range p.Over {
+		w = append(w, "--ro-bind", o[0], o[1])
 	}
 	for _, d := range outermost(p.Mask) {
 		w = append(w, "--tmpfs", d)

@@ -28,7 +28,9 @@ const agentState = "agent-state"
 // It may write its worktree, markerDir, its program's private state folder and the
 // folders config sandbox_writable names; it reads what the gate's commands read (the
 // system, the toolchains of the home folder, config sandbox_readable) and the
-// repository's objects; the person's tree, the repository's git folder, the
+// repository's objects, which its own git folder borrows (agents.OwnGit: its git status,
+// diff, add, commit and stash work, and write only there); the person's tree, the
+// repository's git folder, the
 // orchestrator's state and key, the other slots and the home folder are hidden (an empty
 // home inside), and its environment is cleared but for what AgentEnv keeps and config
 // agent_env.
@@ -51,6 +53,11 @@ func (r *runner) sandbox(a *attempt, adapter string, argv []string, work, runDir
 		sb.ReadOnly = r.gateJail.Readable()
 	}
 	sb.ReadOnly = append(sb.ReadOnly, filepath.Join(r.repo.Common, "objects"))
+	if _, err := os.Lstat(filepath.Join(work, ".git")); err == nil && a.base != "" {
+		// The repository's git folder is hidden; the agent's git works on a folder of its
+		// own that borrows the repository's objects, at the attempt's base.
+		sb.Git = &agents.OwnGit{Dir: filepath.Join(runDir, "agent-git"), Objects: filepath.Join(r.repo.Common, "objects"), Base: a.base}
+	}
 	if program == agents.Claude {
 		// Claude Code's sessions go from attempt to attempt of the task, for the re-emit
 		// prompt that resumes one (mode D); nothing else of its state does.

@@ -40,6 +40,7 @@ echo "PROBE:${seen:- nothing} :END"
 mkdir -p "$HOME/.claude" && echo '{"hooks": "evil"}' > "$HOME/.claude/settings.json"
 if [ -n "$CLAUDE_CONFIG_DIR" ]; then echo '{"hooks": "evil"}' > "$CLAUDE_CONFIG_DIR/settings.json"; fi
 case "$ORCHESTRATOR_ATTEMPT_DIR" in */1) ;; *) echo honest > calc.go ;; esac
+if [ -n "$CLAUDE_CONFIG_DIR" ] && git add -A && git commit -qm "the agent's own commit" && git log --format=%s -1 | grep -q "own commit"; then echo AGENT-COMMITTED; fi
 `
 
 func TestAgentSandboxProbe(t *testing.T) {
@@ -136,6 +137,14 @@ func TestAgentSandboxProbe(t *testing.T) {
 				}
 				if st := r.statuses()["TASK-002"]; st != "pending" {
 					t.Errorf("TASK-002 is %q, want pending: another task's marker changes nothing", st)
+				}
+				// Its own git folder: the agent's git add and commit worked, its work landed
+				// (above), and its commit is not in the repository.
+				if log := r.read(filepath.Join(".orchestrator", "runs", "TASK-001", "2", "agent.log")); !strings.Contains(log, "AGENT-COMMITTED") {
+					t.Errorf("the agent's git commit did not work in the sandbox:\n%s", log)
+				}
+				if all := r.git("log", "--all", "--format=%s"); strings.Contains(all, "the agent's own commit") {
+					t.Errorf("the agent's own commit reached the repository:\n%s", all)
 				}
 				return
 			}
