@@ -319,7 +319,9 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 			present = append(present, f)
 		}
 	}
-	command, verdict := redCommand(v, in, present, data)
+	// What feeds tests the change did not touch: its test data, and its helpers.
+	feeds := append(slices.Clone(data), pyHelpers(present, sources)...)
+	command, verdict := redCommand(v, in, present, feeds)
 	if verdict != nil {
 		v.Reason += lostNote(existing)
 		return verdict, nil
@@ -366,7 +368,7 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 		switch {
 		case t.File != "" && inFiles[path.Clean(t.File)] || t.File == "" && decl[topName(t.ID)]:
 			mine = append(mine, t)
-		case len(data) > 0:
+		case len(feeds) > 0:
 			fed = append(fed, t)
 		}
 	}
@@ -381,7 +383,7 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 	named := res.Runner != testrun.Exit // the runner reports test names
 	if named && res.Class == testrun.ClassAssertionFailure && len(failing) == 0 {
 		return v.fail(TypeFalseRed, "false RED: the tests already pass: none of the tests the agent wrote%s fails (%s)%s",
-			orFed(data), describe(res), lostNote(existing)), nil
+			orFed(feeds), describe(res), lostNote(existing)), nil
 	}
 	// The scope rules on the tests that were there (SPEC §7.2).
 	if verdict := v.refuseLost(existing); verdict != nil {
@@ -406,7 +408,7 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 	byDeclaration := res.Class == testrun.ClassMissingImplementation || !named
 	byID := map[string][]string{}
 	candidates := mine
-	if len(data) > 0 {
+	if len(feeds) > 0 {
 		candidates = append(slices.Clone(mine), fed...)
 	}
 	for _, id := range in.TestIDs {

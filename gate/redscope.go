@@ -242,16 +242,25 @@ var callArityRE = lazyre.New(`^(\S+\.go):\d+(?::\d+)?: (?:too many|not enough) a
 // too few arguments to a function or method of the code under test (declared in the
 // package's files that are not tests): the test calls that implementation in a form that
 // does not exist yet (a new parameter), which is the missing implementation (SPEC §7.2),
-// not a broken test. When every error the run calls broken is such a call, the run is
-// read as missing_implementation, each such error marked "undefined: NAME" for the names
+// not a broken test. When every error the run calls broken is such a call (or the
+// compiler's "too many errors", which ends a long list), the run is read as
+// missing_implementation, each such error marked "undefined: NAME" for the names
 // the missing implementation holds (missingNames, checkChanged, the probe).
 func (v *Verdict) newSignatures(in Input, res *testrun.Result) {
 	if res.Runner != testrun.Go || res.Class != testrun.ClassBrokenTest {
 		return
 	}
 	errs := slices.Clone(res.BuildErrors)
+	var judged []string // what decides the class: all but the compiler's "too many errors"
 	changed := false
 	for i, e := range errs {
+		if strings.HasSuffix(strings.TrimSpace(e), ": too many errors") {
+			// The compiler stops after ten errors: its last line says so, of whatever
+			// file it was reading, and is no error of its own.
+			changed = true
+			continue
+		}
+		judged = append(judged, e)
 		m := callArityRE().FindStringSubmatch(strings.TrimSpace(e))
 		if m == nil {
 			continue
@@ -261,18 +270,19 @@ func (v *Verdict) newSignatures(in Input, res *testrun.Result) {
 			continue
 		}
 		errs[i] = fmt.Sprintf("%s (the implementation's %s in the form the test calls: undefined: %s)", e, m[2], m[2])
+		judged[len(judged)-1] = errs[i]
 		changed = true
 	}
 	if !changed {
 		return
 	}
 	probe := *res
-	probe.BuildErrors = errs
+	probe.BuildErrors = judged
 	class, reason := testrun.Classify(&probe, in.Globs)
 	if class != testrun.ClassMissingImplementation {
 		return
 	}
-	fmt.Fprintf(&v.Log, "the test calls the implementation with a signature it does not have yet: read as %s (%s)\n", class, reason)
+	fmt.Fprintf(&v.Log, "the build errors in test files are all of the missing implementation (a call in a form it does not have yet, or the compiler's \"too many errors\"): read as %s (%s)\n", class, reason)
 	res.Class, res.Reason, res.BuildErrors = class, reason, errs
 }
 
@@ -327,4 +337,20 @@ func movedData(in Input, deleted, data []string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// pyHelpers returns the Python files among a test writer's that are test support, not test
+// modules: present, declaring no test, and neither conftest.py nor __init__.py (a helper
+// the tests of its folder import, tests/burntsushi.py). Like test data, they feed the test
+// modules of their folder and above, which RED runs (SPEC §7.2).
+func pyHelpers(present []string, sources map[string]string) []string {
+	var out []string
+	for _, f := range present {
+		base := path.Base(f)
+		if path.Ext(f) != ".py" || base == "conftest.py" || base == "__init__.py" || len(declared(f, sources[f])) > 0 {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
 }
