@@ -70,6 +70,10 @@ type Config struct {
 	// Review names the agents that review and judge a change after its GREEN gate passed
 	// and before it lands (SPEC §11.2); either may be empty.
 	Review Review `yaml:"review"`
+	// TestIDs says what a task's Test IDs are (SPEC §7.2, §12): plan, the test plan's IDs
+	// (UNIT-001), which a test names as a word of its name; or names, the project's own
+	// test names (TestParse/empty, test_parse[empty]), for projects without plan IDs.
+	TestIDs string `yaml:"test_ids"`
 	// MutantsPerTask bounds the mutants of one task's landed change in a spot check
 	// (SPEC §11.1).
 	MutantsPerTask int `yaml:"mutants_per_task"`
@@ -142,6 +146,7 @@ func Default() *Config {
 		Retries:        Retries(retry.DefaultLimits()),
 		RetryFeedback:  "raw",
 		MutantsPerTask: 20,
+		TestIDs:        "plan",
 		Grace:          Duration{2 * time.Minute},
 		StopGrace:      Duration{5 * time.Second},
 		Sandbox:        "auto",
@@ -322,6 +327,9 @@ func (c *Config) check() Errors {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			bad(fmt.Sprintf("services.%s: %q is not host:port", name, addr), "services", name)
 		}
+	}
+	if c.TestIDs != "plan" && c.TestIDs != "names" {
+		bad(fmt.Sprintf("test_ids: %q: must be plan or names", c.TestIDs), "test_ids")
 	}
 	if c.MutantsPerTask < 1 {
 		bad(fmt.Sprintf("mutants_per_task: %d: must be at least 1", c.MutantsPerTask), "mutants_per_task")

@@ -88,6 +88,7 @@ func TestValueErrorsNameTheirLine(t *testing.T) {
 		{"negative retries", "retries:\n  max_retries: 3\n  global_cap: -1\n", []string{"3: retries.global_cap: -1: must be at least 1"}},
 		{"zero retries", "retries: {same_signature_halt: 0}\n", []string{"1: retries.same_signature_halt: 0: must be at least 1"}},
 		{"retry_feedback", "jobs: 1\nretry_feedback: loud\n", []string{`2: retry_feedback: "loud": must be raw or review`}},
+		{"test_ids", "jobs: 1\ntest_ids: words\n", []string{`2: test_ids: "words": must be plan or names`}},
 		{"empty command", "agent: mine\nagents:\n  mine:\n    command: []\n", []string{"4: agents.mine.command is empty"}},
 		{"no command", "agents:\n  ok: {command: [x]}\n  mine: {}\n", []string{"3: agents.mine.command is empty"}},
 		{"empty harness glob", "jobs: 1\nharness_globs:\n  - scripts/test.sh\n  - ''\n", []string{`4: harness_globs: "": an empty glob matches nothing`}},
@@ -152,5 +153,16 @@ func TestLine(t *testing.T) {
 	}
 	if Default().Line("agent") != 0 {
 		t.Error("the defaults have a line")
+	}
+}
+
+// TestTestIDs: test_ids is plan unless the project says names (SPEC §12).
+func TestTestIDs(t *testing.T) {
+	if d := Default(); d.TestIDs != "plan" {
+		t.Errorf("default test_ids = %q, want plan", d.TestIDs)
+	}
+	c, err := Load(write(t, "test_ids: names\n"))
+	if err != nil || c.TestIDs != "names" {
+		t.Fatalf("test_ids: names read as %v, %v", c, err)
 	}
 }

@@ -20,8 +20,15 @@
 //
 // A test writer's change to the tests already there is judged per test (SPEC §7.2,
 // redrules.go, with package testdiff): tests added to or moved are allowed, deleted or
-// skipped ones refused before anything runs, and a rewritten test allowed only when it
-// fails at the base, named in Verdict.ChangedTests for the landing's trailer.
+// skipped ones refused, and a rewritten test allowed only when it fails at the base, named
+// in Verdict.ChangedTests for the landing's trailer. These scope rules are judged after
+// the run, so that "the tests already pass" is the first reason a person reads. RED runs
+// the tests that read the test data a change adds (redscope.go: for Go the package of
+// testdata/, for pytest the test modules of the folder and above), and those that now fail
+// where the baseline (Input.Baseline) had them passing are evidence. Test IDs are words of
+// the tests' names, or, with config test_ids: names (Input.TestIDNames), the tests' full
+// names. A Go test that does not build for the missing implementation is run with it cut
+// out (probe.go), so that one that panics in its own code before the call is a broken test.
 //
 // For a requirement's TDD cycle (SPEC §9, tdd.go), GreenAC judges one acceptance
 // criterion's implementer (its tests and the earlier ones by name, the whole suite for the

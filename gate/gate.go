@@ -49,7 +49,11 @@ type Input struct {
 	Task             string
 	Attempt          int
 	TestIDs          []string
-	TestCommand      string
+	// TestIDNames says that the Test IDs are the project's own test names (config
+	// test_ids: names, SPEC §12): each names the test of that full name, subtest or
+	// parameters included, and the tests below it, not a word of a test's name.
+	TestIDNames bool
+	TestCommand string
 	// ProjectCommand says that TestCommand is the project's test command, not the task's
 	// own: RED narrows it to the task's tests (TestFile, else the test files it changed).
 	ProjectCommand bool
@@ -248,8 +252,7 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 	v := &Verdict{}
 	fmt.Fprintf(&v.Log, "RED gate: task %s attempt %d\n", in.Task, in.Attempt)
 	fmt.Fprintf(&v.Log, "changed files: %s\n", list(in.Changed))
-	var outside []string
-	var testFiles []string
+	var outside, testFiles, data []string
 	for _, f := range in.Changed {
 		if testrun.IsTestFile(f, in.Globs) {
 			testFiles = append(testFiles, f)
@@ -257,9 +260,22 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 			outside = append(outside, f)
 		}
 	}
-	if len(outside) > 0 {
-		data, deleted, rest, err := testData(in, outside)
+	// Test data: outside the test files (testdata/, golden files), or inside them by the
+	// globs (tests/data/): a case of a data-driven test, whose readers RED runs.
+	var inTests []string
+	for _, f := range testFiles {
+		if isTestData(f) {
+			inTests = append(inTests, f)
+		}
+	}
+	if len(outside)+len(inTests) > 0 {
+		var deleted, rest []string
+		var err error
+		data, deleted, rest, err = testData(in, append(slices.Clone(outside), inTests...))
 		if err != nil {
+			return nil, err
+		}
+		if deleted, err = movedData(in, deleted, data); err != nil {
 			return nil, err
 		}
 		if len(deleted) > 0 {
@@ -287,9 +303,9 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 	if verdict, err := v.checkTampering(ctx, in); verdict != nil || err != nil {
 		return verdict, err
 	}
-	changed, verdict, err := v.checkExisting(ctx, in, testFiles)
-	if verdict != nil || err != nil {
-		return verdict, err
+	existing, err := v.checkExisting(ctx, in, testFiles)
+	if err != nil {
+		return nil, err
 	}
 	if in.TestCommand == "" {
 		return v.fail(TypeNoTestCommand, "the task has no test command, so the claim cannot be verified"), nil
@@ -303,8 +319,11 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 			present = append(present, f)
 		}
 	}
-	command, verdict := redCommand(v, in, present)
+	// What feeds tests the change did not touch: its test data, and its helpers.
+	feeds := append(slices.Clone(data), pyHelpers(present, sources)...)
+	command, verdict := redCommand(v, in, present, feeds)
 	if verdict != nil {
+		v.Reason += lostNote(existing)
 		return verdict, nil
 	}
 	res, err := v.run(ctx, in, command)
@@ -312,23 +331,24 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 		return v.notRun(TypeFalseRed, err)
 	}
 	v.keepOutput(res.Output)
+	v.newSignatures(in, res)
+	// "The tests already pass" comes before any scope rule (SPEC §7.2): it is the real
+	// reason, and the scope rules follow in the same reason.
 	switch res.Class {
 	case testrun.ClassPass:
-		return v.fail(TypeFalseRed, "false RED: the tests already pass (%s exited 0)", command), nil
+		return v.fail(TypeFalseRed, "false RED: the tests already pass (%s exited 0)%s", command, lostNote(existing)), nil
 	case testrun.ClassNoTests:
-		return v.fail(TypeFalseRed, "false RED: no test ran"), nil
+		return v.fail(TypeFalseRed, "false RED: no test ran%s", lostNote(existing)), nil
 	case testrun.ClassBrokenTest:
 		return v.fail(TypeBrokenTest, "false RED: a test file is broken: %s", cmp.Or(res.Reason, first(res.BuildErrors, "syntax error"))), nil
 	case testrun.ClassAssertionFailure, testrun.ClassMissingImplementation:
 	default:
 		return v.fail(TypeFalseRed, "the tests did not run as tests (%s, exit %d): %s", res.Class, res.ExitCode, first(res.BuildErrors, "")), nil
 	}
-	if verdict := v.checkChanged(in, res, changed); verdict != nil {
-		return verdict, nil
-	}
 	// The tests the agent declared, and those of the run that are the agent's: in its files
 	// by the runner's word, or, when the runner does not say the file (go test), declared
-	// there by name. Pre-existing tests do not decide.
+	// there by name. Pre-existing tests do not decide, unless the change fed them new test
+	// data (fed): then those that now fail against the baseline are the evidence.
 	var declaredNames []string
 	decl := map[string]bool{}
 	for _, f := range present {
@@ -343,10 +363,13 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 	for _, f := range present {
 		inFiles[path.Clean(f)] = true
 	}
-	var mine []testrun.Test
+	var mine, fed []testrun.Test
 	for _, t := range res.Tests {
-		if t.File != "" && inFiles[path.Clean(t.File)] || t.File == "" && decl[topName(t.ID)] {
+		switch {
+		case t.File != "" && inFiles[path.Clean(t.File)] || t.File == "" && decl[topName(t.ID)]:
 			mine = append(mine, t)
+		case len(feeds) > 0:
+			fed = append(fed, t)
 		}
 	}
 	var failing []string
@@ -355,18 +378,80 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 			failing = append(failing, t.ID)
 		}
 	}
+	fedFailing := v.fedEvidence(in, fed)
+	failing = append(failing, fedFailing...)
+	named := res.Runner != testrun.Exit // the runner reports test names
+	if named && res.Class == testrun.ClassAssertionFailure && len(failing) == 0 {
+		return v.fail(TypeFalseRed, "false RED: the tests already pass: none of the tests the agent wrote%s fails (%s)%s",
+			orFed(feeds), describe(res), lostNote(existing)), nil
+	}
+	// The scope rules on the tests that were there (SPEC §7.2).
+	if verdict := v.refuseLost(existing); verdict != nil {
+		return verdict, nil
+	}
+	if verdict := v.checkChanged(in, res, existing.changed); verdict != nil {
+		return verdict, nil
+	}
 	if verdict := v.raisedInTest(in, res, mine); verdict != nil {
 		return verdict, nil
 	}
-	named := res.Runner != testrun.Exit // the runner reports test names
-	if named && res.Class == testrun.ClassAssertionFailure && len(failing) == 0 {
-		return v.fail(TypeFalseRed, "false RED: none of the tests the agent wrote fails (%s)", describe(res)), nil
+	if res.Class == testrun.ClassMissingImplementation {
+		// The tests could not run: run them with the missing names standing in, to see
+		// whether one fails in its own code before it reaches them (probe.go).
+		verdict, err := v.probeMissing(ctx, in, res, present, sources)
+		if verdict != nil || err != nil {
+			return verdict, err
+		}
 	}
 	// Declarations stand for failing tests only when no test could run: the build failed
 	// for the missing implementation, or the runner names no tests.
 	byDeclaration := res.Class == testrun.ClassMissingImplementation || !named
 	byID := map[string][]string{}
+	candidates := mine
+	if len(feeds) > 0 {
+		candidates = append(slices.Clone(mine), fed...)
+	}
 	for _, id := range in.TestIDs {
+		if in.TestIDNames {
+			// The project's own test names (test_ids: names): the test of that full name
+			// must fail, or, for a test below it (a subtest, a parametrization), one of them.
+			var below []testrun.Test
+			for _, t := range candidates {
+				switch byName(t.ID, id) {
+				case nameIs:
+					if t.Status != testrun.Failed {
+						v.FailingTest = t.ID
+						return v.fail(TypeFalseRed, "false RED: %s is the test %s names and %s at RED", t.ID, id, t.Status), nil
+					}
+					byID[id] = append(byID[id], t.ID)
+				case nameBelow:
+					below = append(below, t)
+				}
+			}
+			if len(byID[id]) == 0 && len(below) > 0 {
+				for _, t := range below {
+					if t.Status == testrun.Failed {
+						byID[id] = append(byID[id], t.ID)
+					}
+				}
+				if len(byID[id]) == 0 {
+					v.FailingTest = below[0].ID
+					return v.fail(TypeFalseRed, "false RED: none of the tests %s names fails at RED (%s %s)", id, below[0].ID, below[0].Status), nil
+				}
+			}
+			if len(byID[id]) == 0 && byDeclaration {
+				for _, name := range declaredNames {
+					if name == topName(id) {
+						byID[id] = append(byID[id], name)
+					}
+				}
+			}
+			if len(byID[id]) == 0 {
+				return v.fail(TypeFalseRed, "no test is named %s (test_ids: names: a test the agent wrote or fed new test data, failing now or declared, of that full name)", id), nil
+			}
+			fmt.Fprintf(&v.Log, "%s: %s\n", id, strings.Join(byID[id], ", "))
+			continue
+		}
 		for _, t := range mine {
 			if !namedBy(shortName(t.ID), id) {
 				continue
@@ -404,41 +489,22 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 		// declared in the test files.
 		m.DeclaredTests = declaredNames
 	}
-	if m.TestHashes, err = testrun.HashFiles(in.Root, testFiles); err != nil {
+	// The test data the change added or changed is held to its RED version at GREEN, as
+	// its test files are: an implementer may not rewrite a golden file to match.
+	// (A file the change deleted has no hash: it is gone at RED.)
+	var held []string
+	for _, f := range append(slices.Clone(testFiles), data...) {
+		if _, err := os.Lstat(filepath.Join(in.Root, filepath.FromSlash(f))); err == nil {
+			held = append(held, f)
+		}
+	}
+	if m.TestHashes, err = testrun.HashFiles(in.Root, held); err != nil {
 		return nil, err
 	}
 	if err := m.Write(filepath.Join(in.AttemptDir, "handoff-red.json"), in.Key); err != nil {
 		return nil, err
 	}
 	return v.pass("RED: %s fails as it should (%s)", command, res.Class), nil
-}
-
-// redCommand returns the command that runs a TEST task's tests (SPEC §7.2): the task's own
-// Test Command as it is; else the project's command narrowed to the task's Test File, else to
-// the test files the agent wrote (present: those that exist). A project command of a runner
-// that cannot be narrowed (judged by its exit code) runs whole. It returns a failed verdict
-// when there is nothing to run.
-func redCommand(v *Verdict, in Input, present []string) (string, *Verdict) {
-	if !in.ProjectCommand {
-		return in.TestCommand, nil
-	}
-	files, from := present, "the test files the agent wrote"
-	if len(in.TestFile) > 0 {
-		files, from = in.TestFile, "the task's Test File"
-	}
-	if testrun.Detect(in.TestCommand) == testrun.Exit {
-		fmt.Fprintf(&v.Log, "the project test command runs no runner it can narrow to %s; it runs whole\n", from)
-		return in.TestCommand, nil
-	}
-	if len(files) == 0 {
-		return "", v.fail(TypeFalseRed, "false RED: the test writer added or changed no test file")
-	}
-	cmd, ok := testrun.Restrict(in.TestCommand, files)
-	if !ok {
-		return "", v.fail(TypeFalseRed, "false RED: none of %s (%s) is a test that %s runs", from, strings.Join(files, ", "), in.TestCommand)
-	}
-	fmt.Fprintf(&v.Log, "the project test command narrowed to %s: %s\n", from, cmd)
-	return cmd, nil
 }
 
 // Green is the gate of a BUILD task (SPEC §7.3): the tests of every TEST task it depends on

@@ -16,23 +16,32 @@ import (
 	"github.com/orchestrator/orchestrator/testrun"
 )
 
+// existingChanges is what a test writer's change did to the tests that were already there
+// (SPEC §7.2): the tests it rewrote, for checkChanged to weigh against the run, and those
+// it deleted or skipped (lost), each a line naming the test and what it lost, which
+// refuseLost refuses after the run. Both are read before any test runs and judged after
+// it, so that "the tests already pass" comes before any scope rule.
+type existingChanges struct {
+	changed []testdiff.Test
+	lost    []string
+	file    string // the file of the first lost test
+}
+
 // checkExisting reads what a test writer's change did to the tests that were already there
 // (SPEC §7.2), compared per test function or method by the language's own parser (package
 // testdiff: Go, Python; other languages by existingTests, which allows only new tests).
-// Added to and moved are allowed; deleted and skipped are refused here, as a
-// scope_violation naming each test and what it lost, before any test runs; changed tests
-// are returned, for checkChanged to weigh against the run. Without Contents (no base to
-// compare with) it checks nothing.
-func (v *Verdict) checkExisting(ctx context.Context, in Input, files []string) ([]testdiff.Test, *Verdict, error) {
+// Added to and moved are allowed; deleted and skipped are returned as lost, and changed
+// tests as changed. Without Contents (no base to compare with) it finds nothing.
+func (v *Verdict) checkExisting(ctx context.Context, in Input, files []string) (existingChanges, error) {
+	var out existingChanges
 	if in.Contents == nil {
-		return nil, nil, nil
+		return out, nil
 	}
-	var found []string
 	var parsed []testdiff.File
 	for _, f := range files {
 		before, after, err := in.Contents(f)
 		if err != nil {
-			return nil, nil, fmt.Errorf("read %s: %w", f, err)
+			return out, fmt.Errorf("read %s: %w", f, err)
 		}
 		switch path.Ext(f) {
 		case ".go", ".py":
@@ -40,36 +49,53 @@ func (v *Verdict) checkExisting(ctx context.Context, in Input, files []string) (
 			continue
 		}
 		if lines := existingTests(f, before, after); len(lines) > 0 {
-			if v.File == "" {
-				v.File = f
+			if out.file == "" {
+				out.file = f
 			}
-			found = append(found, lines...)
+			out.lost = append(out.lost, lines...)
 		}
 	}
 	tests, err := testdiff.Compare(ctx, parsed)
 	if err != nil {
-		return nil, nil, err
+		return out, err
 	}
-	var changed []testdiff.Test
 	for _, t := range tests {
 		switch t.Kind {
 		case testdiff.Unchanged:
 			continue
 		case testdiff.Deleted, testdiff.Skipped:
-			if v.File == "" {
-				v.File = t.File
+			if out.file == "" {
+				out.file = t.File
 			}
-			found = append(found, t.String())
+			out.lost = append(out.lost, t.String())
 		case testdiff.Changed:
-			changed = append(changed, t)
+			out.changed = append(out.changed, t)
 		}
 		fmt.Fprintf(&v.Log, "existing test: %s\n", t)
 	}
-	if len(found) == 0 {
-		return changed, nil, nil
+	return out, nil
+}
+
+// refuseLost refuses, as a scope_violation naming each test and what it lost, a change that
+// deleted or skipped tests that were already there (nil when it did neither).
+func (v *Verdict) refuseLost(e existingChanges) *Verdict {
+	if len(e.lost) == 0 {
+		return nil
 	}
-	return nil, v.fail(TypeScope, "scope_violation: a test writer may add tests, rows and assertions, not delete, skip or weaken the tests already there: %s. %s",
-		strings.Join(found, "; "), existingAdvice), nil
+	if v.File == "" {
+		v.File = e.file
+	}
+	return v.fail(TypeScope, "scope_violation: a test writer may add tests, rows and assertions, not delete, skip or weaken the tests already there: %s. %s",
+		strings.Join(e.lost, "; "), existingAdvice)
+}
+
+// lostNote is what a false RED adds when the change also deleted or skipped existing tests:
+// the scope rule the person meets next ("" when none).
+func lostNote(e existingChanges) string {
+	if len(e.lost) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(". Besides, a test writer may not delete, skip or weaken the tests already there: %s. %s", strings.Join(e.lost, "; "), existingAdvice)
 }
 
 // existingAdvice tells the person what to do with a change that needs an existing test
@@ -220,10 +246,35 @@ func (v *Verdict) raisedInTest(in Input, res *testrun.Result, mine []testrun.Tes
 		if !ok || !(testrun.IsTestFile(file, globs) || path.Base(file) == "conftest.py") {
 			continue
 		}
+		if kind == "AttributeError" && pyMissingAttr(t.Output) {
+			// Python's missing implementation: a method or attribute of the code under
+			// test that does not exist yet, as Go's "has no field or method".
+			fmt.Fprintf(&v.Log, "%s: an AttributeError of an object of the code under test (%s): the missing implementation\n", t.ID, pyMissingAttrRE().FindString(t.Output))
+			continue
+		}
 		v.FailingTest, v.File = t.ID, file
 		return v.fail(TypeBrokenTest, "false RED: %s fails by a %s raised in the test's own code (%s:%d), not by an assertion or in the code under test", t.ID, kind, file, line)
 	}
 	return nil
+}
+
+// pyMissingAttrRE matches the AttributeError of an attribute missing from an object, a
+// class or a module that is not None: "'Parser' object has no attribute 'format'".
+var pyMissingAttrRE = lazyre.New(`AttributeError: (?:'([A-Za-z_]\w*)' object|type object '\w+'|module '[\w.]+') has no attribute '\w+'`)
+
+// pyMissingAttr reports whether a test's output says an attribute is missing from an
+// object of the code under test (pyMissingAttrRE): not from None or a built-in value,
+// which a test's own code gets wrong.
+func pyMissingAttr(out string) bool {
+	m := pyMissingAttrRE().FindStringSubmatch(out)
+	if m == nil {
+		return false
+	}
+	switch m[1] {
+	case "NoneType", "dict", "list", "str", "int", "float", "tuple", "set", "bytes", "bool", "function", "method":
+		return false
+	}
+	return true
 }
 
 // isTestData reports whether a file is data that tests read (SPEC §7.2): anything under a

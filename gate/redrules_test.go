@@ -20,8 +20,10 @@ import (
 // project at the candidate's base (base/…), what the test writer wrote (agent/…), and in its
 // comment the project's test command, the verdict wanted (pass or a failure type) and a part
 // of the reason, and (changed:) the existing tests it lists as rewritten to fail at the
-// base ("-" for none). The task has Test ID UNIT-001; the gate reads the base and the candidate as
-// the loop gives them (Contents).
+// base ("-" for none). The task has Test ID UNIT-001, or those ids: names ("-" for none),
+// read as the project's test names with test_ids: names; with baseline: run, the gate gets
+// the baseline's passing tests, from a run of the command at the base. The gate reads the
+// base and the candidate as the loop gives them (Contents).
 func TestRedRules(t *testing.T) {
 	t.Parallel()
 	cases, err := filepath.Glob("testdata/red/*.txtar")
@@ -76,10 +78,22 @@ func TestRedRules(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			in := Input{Root: root, AttemptDir: t.TempDir(), Task: "TASK-T01", Attempt: 1, TestIDs: []string{"UNIT-001"},
+			ids := []string{"UNIT-001"}
+			if v, ok := meta["ids"]; ok {
+				ids = nil
+				if v != "-" {
+					ids = strings.Fields(v)
+				}
+			}
+			in := Input{Root: root, AttemptDir: t.TempDir(), Task: "TASK-T01", Attempt: 1, TestIDs: ids,
+				TestIDNames: meta["test_ids"] == "names",
 				TestCommand: meta["command"], ProjectCommand: true, Globs: testrun.DefaultGlobs, Changed: changed,
 				Timeout: 2 * time.Minute, Env: PinnedEnv(os.Environ()),
 				Contents: func(p string) ([]byte, []byte, error) { return base[p], now[p], nil },
+			}
+			if meta["baseline"] == "run" {
+				// The baseline as the loop has it: the project's command run at the base.
+				in.Baseline = baselineOf(t, base, meta["command"])
 			}
 			v, err := Red(context.Background(), in)
 			if err != nil {
@@ -116,4 +130,25 @@ func needPytest(t *testing.T) {
 		}
 		t.Skip("pytest is not installed for /usr/bin/python3")
 	}
+}
+
+// baselineOf returns the passing tests of command run on the files base, as the loop's
+// baseline has them.
+func baselineOf(t *testing.T, base map[string][]byte, command string) []string {
+	t.Helper()
+	root := t.TempDir()
+	for rel, b := range base {
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := testrun.MakeBaseline(context.Background(), root, command, nil, 2*time.Minute, testrun.WithEnv(EnvFor(PinnedEnv(os.Environ()), root)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.PassingTests
 }

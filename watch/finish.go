@@ -692,6 +692,12 @@ func (r *runner) judgeIn(ctx context.Context, a *attempt, commit string, changed
 	switch a.task.Kind {
 	case queue.KindTest:
 		in.ProjectCommand, in.TestFile = redTests(r.o.Layout.Tasks(), a.id, a.testCmd)
+		// Tests the change fed new test data are evidence when they now fail where the
+		// baseline has them passing (SPEC §7.2).
+		if b := r.readBaseline(); b != nil {
+			in.Baseline = b.PassingTests
+		}
+		in.TestIDNames = r.o.Config.TestIDs == "names"
 		return gate.Red(ctx, in)
 	case queue.KindBuild:
 		// The queue as it is now, read once (nil if it does not parse just now).
