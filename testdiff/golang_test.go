@@ -199,3 +199,31 @@ func checkKinds(t *testing.T, got []Test, want map[string]Kind, what string) {
 	}
 	t.Errorf("no test changed, want one that says %q", what)
 }
+
+// TestCompareGoMethodTable: a table whose own method runs its rows (go-humanize's
+// testList{…}.validate(t)) may gain rows anywhere, as a ranged one does; changing or
+// removing a row is still a change.
+func TestCompareGoMethodTable(t *testing.T) {
+	before := "package humanize\n\nimport \"testing\"\n\nfunc TestFtoa(t *testing.T) {\n\ttestList{\n\t\t{\"200\", Ftoa(200), \"200\"},\n\t\t{\"2\", Ftoa(2), \"2\"},\n\t}.validate(t)\n}\n"
+	for _, tt := range []struct {
+		name, old, new string
+		want           Kind
+	}{
+		{"a row inserted", `{"200", Ftoa(200), "200"},`, `{"200", Ftoa(200), "200"},` + "\n\t\t{\"20\", Ftoa(20.0), \"20\"},", AddedTo},
+		{"a row changed", `{"2", Ftoa(2), "2"},`, `{"2", Ftoa(2), "2.0"},`, Changed},
+		{"a row removed", "\t\t{\"2\", Ftoa(2), \"2\"},\n", "", Changed},
+		{"another method", "}.validate(t)", "}.skip(t)", Changed},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			after := strings.Replace(before, tt.old, tt.new, 1)
+			if after == before {
+				t.Fatalf("the snippet has no %q", tt.old)
+			}
+			got, err := Compare(context.Background(), []File{{Path: "ftoa_test.go", Before: []byte(before), After: []byte(after)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkKinds(t, got, map[string]Kind{"TestFtoa": tt.want}, "")
+		})
+	}
+}
