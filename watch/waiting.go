@@ -100,7 +100,8 @@ func (r *runner) landWaiting(ctx context.Context, tasks *queue.Doc, t queue.Task
 			r.report.event(a.id, "warning", err.Error())
 		}
 		if res.Outcome == outcomeSetup {
-			r.report.event(a.id, "stopped", fmt.Sprintf("attempt %d: %s; not the agent's failure: back to pending; the run stops", a.n, res.Reason))
+			ev := r.fieldsOf(a, res)
+			r.report.eventWith(a.id, "stopped", reasonLine(a.n, outcomeSetup, res.Reason, "not the agent's failure: back to pending, the candidate waits on; the run stops", ev.GateLog), ev)
 			return &SetupError{Task: a.id, Attempt: a.n, Reason: res.Reason}
 		}
 		return nil
