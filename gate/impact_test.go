@@ -57,8 +57,10 @@ func impactGreen(tb testing.TB, root string, im *Impact, baseline []string) *Ver
 	in := Input{
 		Root: root, AttemptDir: tb.TempDir(), Task: "TASK-001", Attempt: 1,
 		TestCommand: "go test ./...", FullCommand: "go test ./...", Globs: globs,
-		Timeout: 5 * time.Minute, Env: PinnedEnv(os.Environ()), Impact: im, Key: im.Key,
-		Baseline: baseline,
+		Timeout: 5 * time.Minute, Env: PinnedEnv(os.Environ()), Baseline: baseline,
+	}
+	if im != nil {
+		in.Impact, in.Key = im, im.Key
 	}
 	v, err := Green(context.Background(), in)
 	if err != nil {
