@@ -491,7 +491,8 @@ func (v *Verdict) runSuite(ctx context.Context, in Input, command string) (*test
 		run = plan.g.Only(dirs)
 		fmt.Fprintf(&v.Log, "impact: %d of %d packages run, the others' inputs are unchanged: %s\n", len(plan.run), len(plan.pkgs), strings.Join(names, ", "))
 	} else {
-		fmt.Fprintf(&v.Log, "impact: no package has a sealed pass of the same inputs: all %d run\n", len(plan.pkgs))
+		held, _ := filepath.Glob(filepath.Join(in.Impact.Dir, "*.json"))
+		fmt.Fprintf(&v.Log, "impact: no package has a sealed pass of the same inputs (%d records held): all %d run\n", len(held), len(plan.pkgs))
 	}
 	res, err := v.run(ctx, in, run)
 	if err != nil {
