@@ -35,6 +35,17 @@
 // baseline and for the later criteria, which must stay undone) and Refactor the refactorer
 // (GREEN, and the whole suite passes).
 //
+// A GREEN or VERIFY gate whose command is a plain go test over package patterns runs only
+// what the change can reach (SPEC §7.3, impact.go, with Input.Impact): each package the
+// command tests gets an input key (its folder's files and testdata/, the keys of the
+// module's packages its test binary imports, the module's other files with go.mod and
+// go.sum, the toolchain, the command and the environment, read with go list run as the
+// gate runs its commands); a package whose key has a sealed record of a pass, kept in the
+// orchestrator's state where no sandbox reaches, does not run, and its tests count as
+// they were, "reused: same inputs as <commit>" in gate.log; the others run, with canaries,
+// and their passes are sealed for the next gate. Anything unclear, and a record whose
+// seal fails, runs the whole command.
+//
 // A test command that cannot run for a problem of the set-up (its program not found, its
 // runner not installed, the sandbox not started: a *testrun.SetupError) gets no verdict:
 // every gate returns that error instead, since no test ran and nothing was learned of the

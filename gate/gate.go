@@ -99,6 +99,10 @@ type Input struct {
 	// what one command's code wrote in the checkout (a rewritten test) cannot decide the
 	// next. nil: the commands share the checkout as they leave it.
 	Restore func() error
+	// Impact keeps and finds the sealed results of Go packages by their inputs (impact.go):
+	// with it, GREEN's run of the whole suite and VERIFY's run leave out the packages whose
+	// inputs a sealed record of a pass holds. nil: everything runs.
+	Impact *Impact
 }
 
 // RunOptions are the options of a test command of the gate: its environment, and its
@@ -576,7 +580,11 @@ func Green(ctx context.Context, in Input) (*Verdict, error) {
 	named := false // some runner reported test names (not an exit-code-only command)
 	var full *testrun.Result
 	for _, c := range commands {
-		res, err := v.run(ctx, in, c)
+		run := v.run
+		if c == in.FullCommand {
+			run = v.runSuite
+		}
+		res, err := run(ctx, in, c)
 		if err != nil {
 			return v.notRun(TypeBuildFails, err)
 		}
@@ -733,7 +741,7 @@ func Verify(ctx context.Context, in Input) (*Verdict, error) {
 	if in.TestCommand == "" {
 		return v.fail(TypeNoTestCommand, "the task has no test command, so the claim cannot be verified"), nil
 	}
-	res, err := v.run(ctx, in, in.TestCommand)
+	res, err := v.runSuite(ctx, in, in.TestCommand)
 	if err != nil {
 		return v.notRun(TypeVerifyFails, err)
 	}

@@ -17,6 +17,7 @@ const (
 	KindBaseline = "baseline"      // the baseline
 	KindResult   = "result"        // an attempt record, result.json
 	KindLanding  = "landing"       // the trailers and tree of a landed commit
+	KindImpact   = "impact"        // a Go package's test results under an input key
 )
 
 // Why a record is not evidence.

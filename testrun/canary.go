@@ -68,6 +68,7 @@ type Planted struct {
 	dirs  []string // folders made for the canaries, deepest last
 	junk  []string // patterns of what a runner builds from the canaries (cargo's target/)
 	units []canaryUnit
+	seen  map[string]bool // Go packages whose canaries Check found reported as planted
 }
 
 // A canaryUnit is one place a pair of canaries was planted: a Go package, a folder of
@@ -254,6 +255,12 @@ func (p *Planted) Check(res *Result) error {
 				return &ForgedError{Where: u.where, What: "the orchestrator's canary test that must fail was reported failed, but without the message it fails with"}
 			}
 		}
+		if u.pkg != "" {
+			if p.seen == nil {
+				p.seen = map[string]bool{}
+			}
+			p.seen[u.pkg] = true
+		}
 	}
 	p.strip(res, allSeen)
 	return nil
@@ -271,6 +278,7 @@ func (p *Planted) strip(res *Result, allSeen bool) {
 	res.Output = dropLines(res.Output, p.Token)
 	if res.Runner == Go {
 		res.Output = p.passGoPackages(res)
+		p.passPackages(res)
 	}
 	errs := res.BuildErrors[:0:0]
 	for _, e := range res.BuildErrors {
@@ -323,6 +331,29 @@ func (p *Planted) passGoPackages(res *Result) string {
 		out = append(out, l)
 	}
 	return strings.Join(out, "")
+}
+
+// passPackages counts as Passed, in res.Packages, each Go package whose canaries were
+// reported as planted and whose own tests did not fail: its test binary failed for the
+// failing canary alone. A package whose canaries were not seen (its binary did not build,
+// or died before they ran) keeps the failure go test gave it.
+func (p *Planted) passPackages(res *Result) {
+	if len(res.Packages) == 0 {
+		return
+	}
+	failed := map[string]bool{}
+	for _, t := range res.Tests {
+		if t.Status == Failed {
+			if pkg, _, ok := SplitGoID(t.ID, ""); ok {
+				failed[pkg] = true
+			}
+		}
+	}
+	for pkg := range p.seen {
+		if _, ok := res.Packages[pkg]; ok && !failed[pkg] {
+			res.Packages[pkg] = Passed
+		}
+	}
 }
 
 // failCode is the exit code of a run of each runner whose tests failed (1 for the others).

@@ -13,7 +13,8 @@
 // output, the build and import errors, and a Class that says why the run ended as it did
 // (passed, failed assertions, missing implementation, broken test file, no tests, error).
 // Any other command is judged by its exit code alone. Restrict narrows a project's command
-// to some test files, as a RED gate runs only the tests a test writer wrote.
+// to some test files, as a RED gate runs only the tests a test writer wrote; PlainGoTest
+// reads a plain go test over package patterns, which GoTest.Only narrows to packages.
 //
 // The package also owns the test baseline (SPEC §7.5, Baseline, MakeBaseline): the tests
 // that passed on a run of the whole suite, a command that re-runs exactly them

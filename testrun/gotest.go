@@ -39,6 +39,8 @@ type goParser struct {
 	ended   map[string]string
 	repeats bool
 	forged  *ForgedError
+	// pkgs is how each package ended (Result.Packages).
+	pkgs map[string]Status
 }
 
 // goOpen is a test that has started and not yet ended.
@@ -171,6 +173,17 @@ func headerFirst(out, name string) string {
 // endPackage closes a package: tests still running when its test binary failed (a panic, a
 // timeout, os.Exit) failed with it.
 func (p *goParser) endPackage(e *goEvent) {
+	if p.pkgs == nil {
+		p.pkgs = map[string]Status{}
+	}
+	switch {
+	case e.Action == "fail" || p.pkgs[e.Package] == Failed:
+		p.pkgs[e.Package] = Failed // a second report does not undo a failure
+	case e.Action == "skip":
+		p.pkgs[e.Package] = Skipped
+	default:
+		p.pkgs[e.Package] = Passed
+	}
 	prefix := e.Package + "\x00"
 	var running []string
 	for k := range p.open {
@@ -232,6 +245,7 @@ func (p *goParser) buildLine(s string) {
 func (p *goParser) finish(res *Result, _ [][]byte) {
 	res.Tests = p.tests
 	res.BuildErrors = p.build
+	res.Packages = p.pkgs
 	if p.forged != nil && res.Forged == nil {
 		res.Forged = p.forged
 	}

@@ -83,6 +83,11 @@ type Result struct {
 	// report alone (a test reported twice, or after the run ended); nil when nothing says
 	// so. Planted.Check returns it.
 	Forged *ForgedError `json:"forged,omitempty"`
+	// Packages is how go test ended each package it tested, by import path: Passed (its
+	// test binary passed; with canaries planted, Planted.Check counts a package whose only
+	// failed test was its failing canary as Passed), Failed (a test failed, the build
+	// failed, or the binary died), Skipped (no test files). Nil for the other runners.
+	Packages map[string]Status `json:"packages,omitempty"`
 }
 
 // Passed returns the IDs of the tests that passed, in the runner's order.

@@ -21,6 +21,10 @@ import (
 // baselinePath is the baseline the GREEN gate trusts.
 func (r *runner) baselinePath() string { return filepath.Join(r.repo.State(), "baseline.json") }
 
+// impactDir is the folder of the sealed results of Go packages by their inputs, which the
+// GREEN and VERIFY gates reuse (SPEC §7.3): beside the baseline, in state no sandbox shows.
+func (r *runner) impactDir() string { return filepath.Join(r.repo.State(), "impact") }
+
 // readBaseline returns the baseline, or nil when there is none yet. One whose seal fails
 // is not evidence (reportEdited names it): the run goes on with the last baseline it read
 // or wrote itself, so that code that edits the file during a run weakens no gate; at the

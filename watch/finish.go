@@ -685,6 +685,10 @@ func (r *runner) judgeIn(ctx context.Context, a *attempt, commit string, changed
 		ReviewTestChange: a.reviewTests, Key: sealKey(),
 	}
 	in = r.gateInput(in, r.gate.Dir)
+	if k := sealKey(); k != nil {
+		// GREEN and VERIFY run only the Go packages whose inputs have no sealed pass.
+		in.Impact = &gate.Impact{Dir: r.impactDir(), Key: k, Commit: commit}
+	}
 	in.Restore = func() error {
 		_, err := r.gateDir(ctx, commit)
 		return err

@@ -1,0 +1,556 @@
+package gate
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/orchestrator/orchestrator/seal"
+	"github.com/orchestrator/orchestrator/testrun"
+)
+
+// An Impact is where the GREEN and VERIFY gates keep, and find again, the test results of
+// Go packages by the inputs they were tested with (SPEC §7.3): a folder of the
+// orchestrator's state that no sandbox shows, and the key that seals each record. With
+// one, a gate whose test command is a plain go test runs only the packages whose inputs
+// no sealed record of a pass holds; the others' tests count as they were then.
+type Impact struct {
+	// Dir holds one record per package and input key: <key>.json.
+	Dir string
+	// Key seals the records; a record whose seal fails is never used.
+	Key *seal.Key
+	// Commit is the commit the gate judges: the records it writes name it.
+	Commit string
+}
+
+// A pkgRecord is the sealed result of one Go package's tests under one input key.
+type pkgRecord struct {
+	Package string         `json:"package"`
+	Input   string         `json:"input"`
+	Commit  string         `json:"commit"`
+	Command string         `json:"command"`
+	Created time.Time      `json:"created"`
+	Tests   []recordedTest `json:"tests"`
+}
+
+// A recordedTest is one test of a pkgRecord.
+type recordedTest struct {
+	ID     string         `json:"id"`
+	Status testrun.Status `json:"status"`
+}
+
+// A listedPkg is one entry of go list -deps -test -json.
+type listedPkg struct {
+	ImportPath   string
+	Dir          string
+	Standard     bool
+	DepOnly      bool
+	ForTest      string
+	Deps         []string
+	TestGoFiles  []string
+	XTestGoFiles []string
+	Incomplete   bool
+	Error        *struct{ Err string }
+	DepsErrors   []struct{ Err string }
+	Module       *struct {
+		Path    string
+		Version string
+		Main    bool
+		Dir     string
+		Replace *struct {
+			Path    string
+			Version string
+		}
+	}
+}
+
+// A testedPkg is a package the command tests, with its input key.
+type testedPkg struct {
+	path, dir string // import path; folder relative to the command's folder
+	key       string
+	noTests   bool
+}
+
+// An impactPlan is what a gate's run of a plain go test reuses and runs.
+type impactPlan struct {
+	g      *testrun.GoTest
+	module string
+	pkgs   []testedPkg
+	reused map[string]*pkgRecord // by import path
+	run    []testedPkg
+}
+
+// listFields are the fields of go list's JSON the plan reads.
+const listFields = "ImportPath,Dir,Standard,DepOnly,ForTest,Deps,TestGoFiles,XTestGoFiles,Incomplete,Error,DepsErrors,Module"
+
+// planImpact reads what command's run can reuse: the input key of each package the
+// command tests, and the sealed records of a pass under those keys. It returns nil and
+// why when the keys cannot be known (not a plain go test, go list failed, a package whose
+// source the key cannot cover), or when a record's seal fails: then everything runs.
+func (in Input) planImpact(ctx context.Context, command string) (*impactPlan, string) {
+	g, ok := testrun.PlainGoTest(command)
+	if !ok {
+		return nil, "the command is not a plain go test over package patterns"
+	}
+	args := append([]string{"list", "-deps", "-test", "-json=" + listFields}, g.BuildFlags...)
+	out, err := in.goCommand(ctx, append(args, g.Patterns...)...)
+	if err != nil {
+		return nil, fmt.Sprintf("go list: %v", err)
+	}
+	var listed []listedPkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p listedPkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Sprintf("go list: %v", err)
+		}
+		if p.Error != nil || len(p.DepsErrors) > 0 || p.Incomplete {
+			return nil, fmt.Sprintf("go list: package %s is incomplete", p.ImportPath)
+		}
+		listed = append(listed, p)
+	}
+	plan, why := in.keys(g, listed)
+	if plan == nil {
+		return nil, why
+	}
+	plan.reused = map[string]*pkgRecord{}
+	for _, p := range plan.pkgs {
+		rec, err := in.Impact.read(p)
+		var edited *seal.EditedError
+		switch {
+		case errors.As(err, &edited):
+			return nil, fmt.Sprintf("%v; no record of earlier runs is used", err)
+		case err != nil:
+			plan.run = append(plan.run, p)
+		default:
+			plan.reused[p.path] = rec
+		}
+	}
+	return plan, ""
+}
+
+// keys computes the input key of every package g tests (SPEC §7.3): the files of its
+// folder, Go or not, with the folders below it that hold no package (testdata/ among
+// them); the same of every package of the checkout its test binary imports, directly or
+// not; the module and version of every other package it imports; the module's files that
+// belong to no package (go.mod and go.sum among them); the Go toolchain; the command; and
+// the environment the gate gives the run.
+func (in Input) keys(g *testrun.GoTest, listed []listedPkg) (*impactPlan, string) {
+	checkout := cmp.Or(in.Checkout, in.Root)
+	byPath := map[string]*listedPkg{}
+	var modDir, module, goroot string
+	for i := range listed {
+		p := &listed[i]
+		path, _, _ := strings.Cut(p.ImportPath, " ")
+		if byPath[path] == nil || p.ForTest == "" {
+			byPath[path] = p
+		}
+		if p.Module != nil && p.Module.Main {
+			if modDir != "" && modDir != p.Module.Dir {
+				return nil, "the command tests packages of more than one module"
+			}
+			modDir, module = p.Module.Dir, p.Module.Path
+		}
+		if p.ImportPath == "runtime" && p.Standard {
+			goroot = filepath.Dir(filepath.Dir(p.Dir))
+		}
+	}
+	if modDir == "" || !within(checkout, modDir) {
+		return nil, "the command's module is not in the gate's checkout"
+	}
+	// Every file of the module belongs to the package whose folder holds it, nearest
+	// first, or to no package (common).
+	owners := map[string]bool{}
+	for _, p := range listed {
+		if !p.Standard && p.Dir != "" && within(modDir, p.Dir) {
+			owners[p.Dir] = true
+		}
+	}
+	trees, common, err := hashTrees(modDir, owners)
+	if err != nil {
+		return nil, fmt.Sprintf("hash the module's files: %v", err)
+	}
+	toolchain, err := goVersion(goroot)
+	if err != nil {
+		return nil, err.Error()
+	}
+	global := sha256.New()
+	fmt.Fprintf(global, "orchestrator impact v1\x00%s\x00%s\x00%s\x00", toolchain, g.Command, common)
+	env := in.testEnv()
+	slices.Sort(env)
+	for _, kv := range env {
+		fmt.Fprintf(global, "%s\x00", kv)
+	}
+	plan := &impactPlan{g: g, module: module}
+	for _, p := range listed {
+		if p.DepOnly || p.ForTest != "" || p.Standard {
+			continue
+		}
+		if base, ok := strings.CutSuffix(p.ImportPath, ".test"); ok && byPath[base] != nil && !byPath[base].DepOnly {
+			continue // the test binary's main package
+		}
+		if p.Module == nil || !p.Module.Main || !within(in.Root, p.Dir) {
+			return nil, fmt.Sprintf("package %s is not one of the module's in the command's folder", p.ImportPath)
+		}
+		deps := p.Deps
+		if main := byPath[p.ImportPath+".test"]; main != nil {
+			deps = main.Deps
+		}
+		h := sha256.New()
+		h.Write(global.Sum(nil))
+		fmt.Fprintf(h, "%s\x00%s\x00", p.ImportPath, trees[p.Dir])
+		var lines []string
+		for _, d := range deps {
+			path, _, _ := strings.Cut(d, " ")
+			dp := byPath[path]
+			switch {
+			case dp == nil:
+				return nil, fmt.Sprintf("go list did not describe %s, which %s imports", path, p.ImportPath)
+			case dp.Standard:
+				continue // the toolchain's
+			case dp.Dir != "" && within(modDir, dp.Dir):
+				lines = append(lines, path+" "+trees[dp.Dir])
+			case dp.Module != nil && dp.Module.Replace != nil && dp.Module.Replace.Version != "":
+				lines = append(lines, path+" "+dp.Module.Replace.Path+"@"+dp.Module.Replace.Version)
+			case dp.Module != nil && dp.Module.Replace == nil && dp.Module.Version != "":
+				lines = append(lines, path+" "+dp.Module.Path+"@"+dp.Module.Version) // go.sum pins it
+			default:
+				return nil, fmt.Sprintf("package %s, which %s imports, comes from outside the checkout with no version", path, p.ImportPath)
+			}
+		}
+		slices.Sort(lines)
+		for _, l := range slices.Compact(lines) {
+			fmt.Fprintf(h, "%s\x00", l)
+		}
+		rel, _ := filepath.Rel(in.Root, p.Dir)
+		plan.pkgs = append(plan.pkgs, testedPkg{
+			path: p.ImportPath, dir: filepath.ToSlash(rel), key: hex.EncodeToString(h.Sum(nil)),
+			noTests: len(p.TestGoFiles)+len(p.XTestGoFiles) == 0,
+		})
+	}
+	if len(plan.pkgs) == 0 {
+		return nil, "the command tests no package"
+	}
+	return plan, ""
+}
+
+// hashTrees hashes the files under modDir: each file goes to the nearest folder of owners
+// that holds it, else to the common hash; folders of another module (their own go.mod)
+// and .git are left out. go.mod, go.sum and go.work are always common. A symbolic link is
+// hashed as the path it names.
+func hashTrees(modDir string, owners map[string]bool) (map[string]string, string, error) {
+	lines := map[string][]string{}
+	err := filepath.WalkDir(modDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != modDir && (d.Name() == ".git" || fileExists(filepath.Join(p, "go.mod"))) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		rel, _ := filepath.Rel(modDir, p)
+		var sum string
+		if d.Type()&fs.ModeSymlink != 0 {
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			sum = "link " + target
+		} else {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			s := sha256.Sum256(b)
+			sum = hex.EncodeToString(s[:])
+		}
+		owner := ""
+		if !slices.Contains([]string{"go.mod", "go.sum", "go.work", "go.work.sum"}, rel) {
+			for dir := filepath.Dir(p); within(modDir, dir); dir = filepath.Dir(dir) {
+				if owners[dir] {
+					owner = dir
+					break
+				}
+				if dir == modDir {
+					break
+				}
+			}
+		}
+		lines[owner] = append(lines[owner], fmt.Sprintf("%s %s %s\n", filepath.ToSlash(rel), d.Type(), sum))
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	out := map[string]string{}
+	for owner, ls := range lines {
+		slices.Sort(ls)
+		h := sha256.New()
+		for _, l := range ls {
+			io.WriteString(h, l)
+		}
+		out[owner] = hex.EncodeToString(h.Sum(nil))
+	}
+	common := out[""]
+	delete(out, "")
+	for dir := range owners {
+		if out[dir] == "" {
+			out[dir] = "empty"
+		}
+	}
+	return out, common, nil
+}
+
+// goVersion names the Go toolchain of goroot: its VERSION file and its folder.
+func goVersion(goroot string) (string, error) {
+	if goroot == "" {
+		return "", errors.New("go list did not name the toolchain's runtime package")
+	}
+	b, err := os.ReadFile(filepath.Join(goroot, "VERSION"))
+	if err != nil {
+		return "", fmt.Errorf("the Go toolchain's version: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	return goroot + " " + line, nil
+}
+
+func within(dir, p string) bool {
+	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
+}
+
+// testEnv is the environment the gate's test commands get in Root (runOptions).
+func (in Input) testEnv() []string {
+	if in.Jail != nil {
+		return slices.Clone(EnvFor(in.Jail.Env, in.Root))
+	}
+	env := EnvFor(in.Env, in.Root)
+	if env == nil {
+		env = os.Environ()
+	}
+	return slices.Clone(env)
+}
+
+// goCommand runs the go command with args in Root as the gate runs its test commands: in
+// the gate's sandbox when it has one, with the same environment, and returns its
+// standard output.
+func (in Input) goCommand(ctx context.Context, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	argv := append([]string{"go"}, args...)
+	env := in.testEnv()
+	if in.Jail != nil {
+		argv = in.Jail.Profile(cmp.Or(in.Checkout, in.Root), in.Root, env).Wrap(argv)
+		env = os.Environ() // bwrap's own; the command gets the profile's
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = in.Root, env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if i := strings.IndexByte(msg, '\n'); i >= 0 {
+			msg = msg[:i]
+		}
+		return nil, fmt.Errorf("%w: %s", err, msg)
+	}
+	return stdout.Bytes(), nil
+}
+
+// recordPath is where the record of package p under its key lives.
+func (im *Impact) recordPath(p testedPkg) string {
+	return filepath.Join(im.Dir, p.key+".json")
+}
+
+// read returns the sealed record of a pass of package p under its key: fs.ErrNotExist
+// when there is none (or none of a pass), an *seal.EditedError when the file there is not
+// one the orchestrator sealed for that package and key.
+func (im *Impact) read(p testedPkg) (*pkgRecord, error) {
+	path := im.recordPath(p)
+	doc, err := im.Key.ReadJSON(seal.KindImpact, path)
+	if err != nil {
+		return nil, err
+	}
+	var rec pkgRecord
+	if err := json.Unmarshal(doc, &rec); err != nil {
+		return nil, seal.Edited(path, seal.ErrBroken)
+	}
+	if rec.Package != p.path || rec.Input != p.key {
+		return nil, seal.Edited(path, seal.ErrBroken) // sealed, but another's: copied here
+	}
+	for _, t := range rec.Tests {
+		if t.Status == testrun.Failed {
+			return nil, fs.ErrNotExist
+		}
+	}
+	return &rec, nil
+}
+
+// write seals and writes the record of a package's pass.
+func (im *Impact) write(p testedPkg, rec *pkgRecord) error {
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return err
+	}
+	if b, err = im.Key.SealJSON(seal.KindImpact, b); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(im.Dir, 0o700); err != nil {
+		return err
+	}
+	path := im.recordPath(p)
+	tmp, err := os.CreateTemp(im.Dir, ".record-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// runSuite runs a GREEN or VERIFY gate's test command (SPEC §7.3). With in.Impact and a
+// plain go test, the packages whose input key a sealed record of a pass holds are not
+// run: their tests count as they were then, "reused: same inputs as <commit>" in
+// gate.log; the others run, with canaries only where they run, and each of them that
+// passes is recorded for later gates. The result holds both, as one run of the whole
+// command would. Anything unclear runs the whole command, as without an Impact.
+func (v *Verdict) runSuite(ctx context.Context, in Input, command string) (*testrun.Result, error) {
+	if in.Impact == nil || in.Impact.Key == nil || in.Impact.Dir == "" {
+		return v.run(ctx, in, command)
+	}
+	if len(v.Runs) > 0 && in.Restore != nil {
+		// The keys are of the candidate's bytes, not of what an earlier command left.
+		if err := in.Restore(); err != nil {
+			return nil, fmt.Errorf("restore the checkout before %s: %w", command, err)
+		}
+		v.Log.WriteString("checkout: restored to the candidate's commit\n")
+	}
+	plan, why := in.planImpact(ctx, command)
+	if plan == nil {
+		fmt.Fprintf(&v.Log, "impact: %s: the whole command runs\n", why)
+		return v.run(ctx, in, command)
+	}
+	var tests []testrun.Test
+	for _, p := range plan.pkgs {
+		rec := plan.reused[p.path]
+		if rec == nil {
+			continue
+		}
+		passed, skipped := 0, 0
+		for _, t := range rec.Tests {
+			tests = append(tests, testrun.Test{ID: t.ID, Status: t.Status})
+			if t.Status == testrun.Passed {
+				passed++
+			} else {
+				skipped++
+			}
+		}
+		fmt.Fprintf(&v.Log, "reused: same inputs as %.12s: package %s, %d passed, %d skipped\n", cmp.Or(rec.Commit, "an earlier run"), p.path, passed, skipped)
+	}
+	if len(plan.run) == 0 {
+		fmt.Fprintf(&v.Log, "impact: all %d packages of %s have a sealed pass of the same inputs: nothing runs\n", len(plan.pkgs), command)
+		res := &testrun.Result{Runner: testrun.Go, Command: command, Tests: tests, Packages: map[string]testrun.Status{}}
+		for _, p := range plan.pkgs {
+			res.Packages[p.path] = testrun.Passed
+		}
+		res.Class, res.Reason = testrun.Classify(res, nil)
+		return res, nil
+	}
+	run := command
+	if len(plan.reused) > 0 {
+		dirs := make([]string, len(plan.run))
+		names := make([]string, len(plan.run))
+		for i, p := range plan.run {
+			dirs[i], names[i] = p.dir, p.path
+		}
+		run = plan.g.Only(dirs)
+		fmt.Fprintf(&v.Log, "impact: %d of %d packages run, the others' inputs are unchanged: %s\n", len(plan.run), len(plan.pkgs), strings.Join(names, ", "))
+	} else {
+		held, _ := filepath.Glob(filepath.Join(in.Impact.Dir, "*.json"))
+		fmt.Fprintf(&v.Log, "impact: no package has a sealed pass of the same inputs (%d records held): all %d run\n", len(held), len(plan.pkgs))
+	}
+	res, err := v.run(ctx, in, run)
+	if err != nil {
+		return nil, err
+	}
+	v.record(in, plan, res)
+	if len(plan.reused) == 0 {
+		return res, nil
+	}
+	merged := *res
+	merged.Command = command
+	merged.Tests = append(slices.Clone(res.Tests), tests...)
+	merged.Packages = map[string]testrun.Status{}
+	for k, s := range res.Packages {
+		merged.Packages[k] = s
+	}
+	for path := range plan.reused {
+		merged.Packages[path] = testrun.Passed
+	}
+	merged.Class, merged.Reason = testrun.Classify(&merged, nil)
+	return &merged, nil
+}
+
+// record seals the results of the packages of the plan that ran and passed: the package
+// ended as passed (canaries counted out) or had no test files, and none of its tests
+// failed. A run that timed out records nothing.
+func (v *Verdict) record(in Input, plan *impactPlan, res *testrun.Result) {
+	if res.TimedOut {
+		return
+	}
+	byPkg := map[string][]recordedTest{}
+	failed := map[string]bool{}
+	for _, t := range res.Tests {
+		pkg, _, ok := testrun.SplitGoID(t.ID, plan.module)
+		if !ok {
+			continue
+		}
+		byPkg[pkg] = append(byPkg[pkg], recordedTest{ID: t.ID, Status: t.Status})
+		failed[pkg] = failed[pkg] || t.Status == testrun.Failed
+	}
+	n := 0
+	for _, p := range plan.run {
+		st := res.Packages[p.path]
+		if failed[p.path] || !(st == testrun.Passed || st == testrun.Skipped && p.noTests) {
+			continue
+		}
+		rec := &pkgRecord{
+			Package: p.path, Input: p.key, Commit: in.Impact.Commit, Command: plan.g.Command,
+			Created: time.Now().UTC().Truncate(time.Second), Tests: byPkg[p.path],
+		}
+		if rec.Tests == nil {
+			rec.Tests = []recordedTest{}
+		}
+		if err := in.Impact.write(p, rec); err != nil {
+			fmt.Fprintf(&v.Log, "impact: could not record %s: %v\n", p.path, err)
+			continue
+		}
+		n++
+	}
+	fmt.Fprintf(&v.Log, "impact: recorded the pass of %d of the %d packages that ran, sealed\n", n, len(plan.run))
+}

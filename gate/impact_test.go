@@ -1,0 +1,247 @@
+package gate
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/orchestrator/orchestrator/seal"
+	"github.com/orchestrator/orchestrator/testrun"
+)
+
+// manyModule writes a Go module of n packages: base, imported by every other, and p01…;
+// p06 and p07 import p05 too. Each package has two tests, and p09 reads testdata/.
+func manyModule(tb testing.TB, n int) string {
+	tb.Helper()
+	root := tb.TempDir()
+	write := func(rel, text string) {
+		tb.Helper()
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	write("go.mod", "module example.com/many\n\ngo 1.22\n")
+	write("base/base.go", "package base\n\n// One is one.\nfunc One() int { return 1 }\n")
+	write("base/base_test.go", "package base\n\nimport \"testing\"\n\nfunc TestOne(t *testing.T) {\n\tif One() != 1 {\n\t\tt.Fatal(One())\n\t}\n}\n")
+	for i := 1; i < n; i++ {
+		name := fmt.Sprintf("p%02d", i)
+		imports, uses := `"example.com/many/base"`, "base.One()"
+		if i == 6 || i == 7 {
+			imports += "\n\t\"example.com/many/p05\""
+			uses += " + p05.Value() - p05.Value()"
+		}
+		write(name+"/"+name+".go", fmt.Sprintf("package %s\n\nimport (\n\t%s\n)\n\n// Value is the package's value.\nfunc Value() int { return %s + %d }\n", name, imports, uses, i))
+		test := fmt.Sprintf("package %s\n\nimport \"testing\"\n\nfunc TestValue(t *testing.T) {\n\tif Value() != %d {\n\t\tt.Fatal(Value())\n\t}\n}\n\nfunc TestOther(t *testing.T) {}\n", name, i+1)
+		if i == 9 {
+			test = strings.Replace(test, "import \"testing\"", "import (\n\t\"os\"\n\t\"testing\"\n)", 1)
+			test += "\nfunc TestData(t *testing.T) {\n\tb, err := os.ReadFile(\"testdata/want.txt\")\n\tif err != nil || string(b) != \"ten\\n\" {\n\t\tt.Fatalf(\"%q %v\", b, err)\n\t}\n}\n"
+			write(name+"/testdata/want.txt", "ten\n")
+		}
+		write(name+"/"+name+"_test.go", test)
+	}
+	return root
+}
+
+// impactGreen runs the GREEN gate of the whole suite on root with the records in im.
+func impactGreen(tb testing.TB, root string, im *Impact, baseline []string) *Verdict {
+	tb.Helper()
+	in := Input{
+		Root: root, AttemptDir: tb.TempDir(), Task: "TASK-001", Attempt: 1,
+		TestCommand: "go test ./...", FullCommand: "go test ./...", Globs: globs,
+		Timeout: 5 * time.Minute, Env: PinnedEnv(os.Environ()), Baseline: baseline,
+	}
+	if im != nil {
+		in.Impact, in.Key = im, im.Key
+	}
+	v, err := Green(context.Background(), in)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return v
+}
+
+// ranCommands returns the test commands gate.log shows run.
+func ranCommands(log string) []string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if c, ok := strings.CutPrefix(l, "$ "); ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// TestImpactRunsWhatTheChangeReaches: on a module of 20 packages, the first GREEN runs
+// them all and seals each package's pass; the same tree again runs nothing; a change to
+// one package runs it and its importers; to its testdata/, that package; to the leaf all
+// import, all of them. The tests that did not run count as passed, by name.
+func TestImpactRunsWhatTheChangeReaches(t *testing.T) {
+	root := manyModule(t, 20)
+	key, err := seal.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	im := &Impact{Dir: filepath.Join(t.TempDir(), "impact"), Key: key, Commit: "c0ffee000001"}
+	edit := func(rel, old, new string) {
+		t.Helper()
+		p := filepath.Join(root, rel)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), old) {
+			t.Fatalf("%s holds no %q", rel, old)
+		}
+		if err := os.WriteFile(p, []byte(strings.Replace(string(b), old, new, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		name   string
+		change func()
+		want   []string // the command that runs; nil: none
+		reused int
+	}{
+		{"first run: everything", func() {}, []string{"go test ./..."}, 0},
+		{"same tree: nothing", func() {}, nil, 20},
+		{"one package: it and its importers", func() { edit("p05/p05.go", "+ 5", "+ 2 + 3") },
+			[]string{"go test ./p05 ./p06 ./p07"}, 17},
+		{"testdata of one package", func() { os.WriteFile(filepath.Join(root, "p09/testdata/more.txt"), []byte("x"), 0o644) },
+			[]string{"go test ./p09"}, 19},
+		{"the leaf all import: all", func() { edit("base/base.go", "return 1", "return 2 - 1") },
+			[]string{"go test ./..."}, 0},
+	}
+	for _, st := range steps {
+		st.change()
+		v := impactGreen(t, root, im, nil)
+		log := v.Log.String()
+		if !v.Pass {
+			t.Fatalf("%s: GREEN failed: %s\n%s", st.name, v.Reason, log)
+		}
+		if got := ranCommands(log); !slices.Equal(got, st.want) {
+			t.Errorf("%s: ran %q, want %q\n%s", st.name, got, st.want, log)
+		}
+		if got := strings.Count(log, "reused: same inputs as c0ffee000001: package "); got != st.reused {
+			t.Errorf("%s: %d packages reused, want %d\n%s", st.name, got, st.reused, log)
+		}
+		// One run of the whole suite, as far as the baseline and the RED tests can tell.
+		if got := len(v.Full.Passed()); got != 1+19*2+1 {
+			t.Errorf("%s: %d tests passed, want 40: %v", st.name, got, v.Full.Passed())
+		}
+		if !slices.Contains(v.Full.Passed(), "example.com/many/p13.TestValue") {
+			t.Errorf("%s: p13.TestValue is not among the passed tests", st.name)
+		}
+	}
+}
+
+// TestImpactRefusesEditedRecords: a record edited by hand (a failing package's pass
+// planted under its key, or a record copied over another key) is not evidence: its seal
+// fails, gate.log says so, and the whole suite runs. The package's failure decides.
+func TestImpactRefusesEditedRecords(t *testing.T) {
+	root := manyModule(t, 20)
+	key, err := seal.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	im := &Impact{Dir: filepath.Join(t.TempDir(), "impact"), Key: key, Commit: "c0ffee000001"}
+	first := impactGreen(t, root, im, nil)
+	if !first.Pass {
+		t.Fatalf("first GREEN failed: %s\n%s", first.Reason, first.Log.String())
+	}
+	baseline := first.Full.Passed()
+	// Break p13, then forge its record: the pass of its old key copied under the new key,
+	// the key inside edited to match.
+	old, err := filepath.Glob(filepath.Join(im.Dir, "*.json"))
+	if err != nil || len(old) != 20 {
+		t.Fatalf("records: %v %v, want 20", old, err)
+	}
+	var p13 string
+	for _, f := range old {
+		if b, _ := os.ReadFile(f); strings.Contains(string(b), `"package": "example.com/many/p13"`) {
+			p13 = f
+		}
+	}
+	os.WriteFile(filepath.Join(root, "p13", "p13.go"), []byte("package p13\n\n// Value is wrong.\nfunc Value() int { return 0 }\n"), 0o644)
+	in := Input{Root: root, Env: PinnedEnv(os.Environ()), Impact: im}
+	plan, why := in.planImpact(context.Background(), "go test ./...")
+	if plan == nil || len(plan.run) != 1 {
+		t.Fatalf("plan: %v (%s), want p13 to run", plan, why)
+	}
+	b, _ := os.ReadFile(p13)
+	oldKey := strings.TrimSuffix(filepath.Base(p13), ".json")
+	forged := strings.Replace(string(b), oldKey, plan.run[0].key, 1)
+	forgedPath := filepath.Join(im.Dir, plan.run[0].key+".json")
+	if err := os.WriteFile(forgedPath, []byte(forged), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v := impactGreen(t, root, im, baseline)
+	log := v.Log.String()
+	if v.Pass || v.Type != TypeRegression {
+		t.Errorf("GREEN with a forged record: pass %v, type %q (%s); want p13's failure\n%s", v.Pass, v.Type, v.Reason, log)
+	}
+	if !strings.Contains(log, "its seal does not match its content") || !strings.Contains(log, filepath.Base(forgedPath)) {
+		t.Errorf("gate.log does not name the record whose seal failed:\n%s", log)
+	}
+	if got := ranCommands(log); !slices.Equal(got, []string{"go test ./..."}) {
+		t.Errorf("ran %q, want the whole suite\n%s", got, log)
+	}
+	if strings.Contains(log, "reused:") {
+		t.Errorf("a record was reused though one failed its seal:\n%s", log)
+	}
+	// The honest twin: the record removed, only p13 runs, and it fails.
+	os.Remove(forgedPath)
+	v = impactGreen(t, root, im, baseline)
+	if v.Pass || !slices.Equal(ranCommands(v.Log.String()), []string{"go test ./p13"}) {
+		t.Errorf("without the forged record: pass %v, ran %q; want p13 alone, failing\n%s", v.Pass, ranCommands(v.Log.String()), v.Log.String())
+	}
+	if v.FailingTest != "example.com/many/p13.TestValue" {
+		t.Errorf("failing test %q, want example.com/many/p13.TestValue", v.FailingTest)
+	}
+}
+
+// TestPlainGoTest: which commands the gate may narrow to packages, and how.
+func TestPlainGoTest(t *testing.T) {
+	for _, tt := range []struct {
+		command string
+		ok      bool
+		flags   string
+		only    string
+	}{
+		{"go test ./...", true, "", "go test ./a ./b"},
+		{"go test -race -count=1 -run 'Test.*' ./...", true, "-race", "go test -race -count=1 -run 'Test.*' ./a ./b"},
+		{"go test -tags integration ./x/... ./y", true, "-tags=integration", "go test -tags integration ./a ./b"},
+		{"go test", true, "", "go test ./a ./b"},
+		{"cd app && go test ./...", false, "", ""},
+		{"go test ./... && go vet ./...", false, "", ""},
+		{"CGO_ENABLED=0 go test ./...", false, "", ""},
+		{"go test -coverpkg=./... ./...", false, "", ""},
+		{"go test -exec wrapper ./...", false, "", ""},
+		{"go test ./... > out.txt", false, "", ""},
+		{"go test x_test.go", false, "", ""},
+		{"pytest -q", false, "", ""},
+	} {
+		g, ok := testrun.PlainGoTest(tt.command)
+		if ok != tt.ok {
+			t.Errorf("%q: plain %v, want %v", tt.command, ok, tt.ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if got := strings.Join(g.BuildFlags, " "); got != tt.flags {
+			t.Errorf("%q: build flags %q, want %q", tt.command, got, tt.flags)
+		}
+		if got := g.Only([]string{"b", "a", "a"}); got != tt.only {
+			t.Errorf("%q: narrowed to %q, want %q", tt.command, got, tt.only)
+		}
+	}
+}

@@ -1,0 +1,170 @@
+package watch_test
+
+// End-to-end tests of the GREEN gate that runs only what a change can reach (SPEC §7.3,
+// issue 26): a Go module of 20 packages, BUILD tasks in the sandbox, each changing one
+// package. The first GREEN runs the whole suite and seals each package's pass; the next
+// runs the changed package alone, the others' tests reused by name; a candidate whose code
+// plants results in the Go build cache and in the orchestrator's state, for packages it did
+// not touch, changes nothing: its broken package runs and fails, and every record of the
+// state is still one the orchestrator sealed.
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/orchestrator/orchestrator/seal"
+)
+
+// impactPackages adds to the gomod fixture (money, tax, cart) 17 packages g01…g17, each
+// importing money, each with a test: 20 packages in all.
+func impactPackages(r *realRepo) {
+	for i := 1; i <= 17; i++ {
+		name := fmt.Sprintf("g%02d", i)
+		r.write(name+"/"+name+".go", fmt.Sprintf(`package %[1]s
+
+import "example.com/shop/money"
+
+// Value is the package's amount.
+func Value() money.Cents { return money.Cents(%[2]d) }
+`, name, i))
+		r.write(name+"/"+name+"_test.go", fmt.Sprintf(`package %[1]s
+
+import "testing"
+
+func TestValue(t *testing.T) {
+	if got := Value(); got != %[2]d {
+		t.Fatalf("Value() = %%d, want %[2]d", got)
+	}
+}
+`, name, i))
+	}
+}
+
+// impactCheat is the cheating implementer's g11.go: it breaks g11, and its init function,
+// which runs in the gate's run of g11's tests, plants a pass where results are kept: a
+// file in the Go build cache, a record in the orchestrator's state, and every record there
+// overwritten.
+const impactCheat = `package g11
+
+import (
+	"os"
+	"path/filepath"
+
+	"example.com/shop/money"
+)
+
+func init() {
+	if c := os.Getenv("GOCACHE"); c != "" {
+		os.WriteFile(filepath.Join(c, %[1]q), []byte("ok example.com/shop/g11"), 0o644)
+	}
+	dir := %[2]q
+	forged := []byte("{\n  \"package\": \"example.com/shop/g11\",\n  \"tests\": [{\"id\": \"example.com/shop/g11.TestValue\", \"status\": \"passed\"}]\n}\n")
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		os.WriteFile(filepath.Join(dir, e.Name()), forged, 0o600)
+	}
+	os.MkdirAll(dir, 0o700)
+	os.WriteFile(filepath.Join(dir, "planted.json"), forged, 0o600)
+}
+
+// Value is wrong.
+func Value() money.Cents { return 0 }
+`
+
+func TestImpactGreenRunsTheChangedPackage(t *testing.T) {
+	t.Parallel()
+	honest1, honest2, cheat := t.TempDir(), t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(honest1, "g05", "more.go"), "package g05\n\n// More is more.\nfunc More() int { return 5 }\n")
+	writeFile(t, filepath.Join(honest2, "g07", "more.go"), "package g07\n\n// More is more.\nfunc More() int { return 7 }\n")
+	r := newRealRepo(t, "gomod", goTest, []realTask{
+		{id: "TASK-001", category: "backend", agent: "honest1", exempt: true},
+		{id: "TASK-002", category: "backend", agent: "honest2", deps: "TASK-001", exempt: true},
+		{id: "TASK-003", category: "backend", agent: "cheat", deps: "TASK-002", exempt: true},
+	}, map[string][]string{
+		"honest1": slowAgent("implementer", 0, 0, honest1),
+		"honest2": slowAgent("implementer", 0, 0, honest2),
+		"cheat":   slowAgent("implementer", 0, 0, cheat),
+	}, "retries:\n  max_retries: 1\n")
+	impactPackages(r)
+	state := filepath.Join(r.root, ".git", "orchestrator", "impact")
+	planted := "planted-" + strings.NewReplacer("/", "-").Replace(t.Name()) + fmt.Sprint(time.Now().UnixNano())
+	cache := sharedGateCache(t)
+	t.Cleanup(func() { os.Remove(filepath.Join(cache, "go-build", planted)) })
+	writeFile(t, filepath.Join(cheat, "g11", "g11.go"), fmt.Sprintf(impactCheat, planted, state))
+	r.commitAll()
+	r.sandboxed(filepath.Dir(r.starts), honest1, honest2, cheat)
+	home := t.TempDir()
+	code, out := r.runWith([]string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+		"ORCHESTRATOR_GATE_CACHE=" + cache, "GOCACHE=" + goCache(t)}, "watch", "--once")
+
+	gateLog := func(id string) string { return r.read(".orchestrator/runs/" + id + "/1/gate.log") }
+	ran := func(log string) []string {
+		var out []string
+		for _, l := range strings.Split(log, "\n") {
+			if c, ok := strings.CutPrefix(l, "$ "); ok {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	for _, id := range []string{"TASK-001", "TASK-002"} {
+		if got := r.statuses()[id]; got != "completed" {
+			t.Fatalf("%s is %q, want completed (exit %d)%s\n%s", id, got, code, r.describeAttempts(id), out)
+		}
+	}
+	// The first GREEN had no record: everything ran.
+	if got := ran(gateLog("TASK-001")); strings.Join(got, "|") != "go test ./..." {
+		t.Errorf("TASK-001 ran %q, want the whole suite\n%s", got, gateLog("TASK-001"))
+	}
+	// The honest twin: g07 alone ran, the 19 other packages' tests reused by name.
+	log2 := gateLog("TASK-002")
+	if got := ran(log2); strings.Join(got, "|") != "go test ./g07" {
+		t.Errorf("TASK-002 ran %q, want go test ./g07\n%s", got, log2)
+	}
+	if n := strings.Count(log2, "reused: same inputs as "); n != 19 {
+		t.Errorf("TASK-002 reused %d packages, want 19\n%s", n, log2)
+	}
+	if !strings.Contains(log2, "canary ") || strings.Contains(log2, "g11/zz_canary_") {
+		t.Errorf("TASK-002: the canaries are not where the tests ran, and only there\n%s", log2)
+	}
+	// The baseline grew from the run's results and the reused ones: g11's test is in it.
+	if b := r.read(".orchestrator/baseline.json"); !strings.Contains(b, "example.com/shop/g11.TestValue") || !strings.Contains(b, "example.com/shop/g07.TestValue") {
+		t.Errorf("the baseline lacks the reused and the run tests:\n%s", b)
+	}
+
+	// The cheat: g11 ran and failed as a regression, whatever its code planted.
+	if got := r.statuses()["TASK-003"]; got == "completed" {
+		t.Fatalf("the cheating implementer's task completed\n%s\n%s", gateLog("TASK-003"), out)
+	}
+	log3 := gateLog("TASK-003")
+	if got := ran(log3); strings.Join(got, "|") != "go test ./g11" {
+		t.Errorf("TASK-003 ran %q, want go test ./g11\n%s", got, log3)
+	}
+	if !strings.Contains(log3, "decision: fail (regression)") || !strings.Contains(log3, "example.com/shop/g11.TestValue") {
+		t.Errorf("TASK-003 did not fail as a regression of g11.TestValue\n%s", log3)
+	}
+	if strings.Contains(log3, "reused: same inputs as") && strings.Contains(log3, "package example.com/shop/g11,") {
+		t.Errorf("g11's old pass was reused\n%s", log3)
+	}
+	// Nothing the cheat wrote reached the state: every record there is sealed, none planted.
+	if _, err := os.Stat(filepath.Join(state, "planted.json")); err == nil {
+		t.Error("the candidate's code planted a record in the orchestrator's state")
+	}
+	key, err := seal.Load(filepath.Join(home, ".config", "orchestrator", "key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	records, _ := filepath.Glob(filepath.Join(state, "*.json"))
+	if len(records) < 20 {
+		t.Errorf("%d records in the state, want at least 20", len(records))
+	}
+	for _, f := range records {
+		if _, err := key.ReadJSON(seal.KindImpact, f); err != nil {
+			t.Errorf("record %s: %v", filepath.Base(f), err)
+		}
+	}
+}
