@@ -54,8 +54,10 @@ type attempt struct {
 	// changed, or its gate's checkout is not the candidate (stopsRun).
 	fatal error
 	// candidate is the commit of what the agent changed (base itself when it changed
-	// nothing), changes what git says it changed.
+	// nothing), changes what git says it changed. onto, when set, is the integration head
+	// the candidate was rebased onto before its gate (ontoHead): candidate's parent then.
 	candidate  string
+	onto       string
 	changes    []worktree.Change
 	strays     []string // files the agent left under .orchestrator/ that git ignores
 	title      string   // the task's title, for the landed commit's subject
