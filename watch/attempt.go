@@ -91,6 +91,12 @@ type attempt struct {
 	limit     *agents.RateLimit
 }
 
+// unchanged reports whether the attempt's candidate changes nothing: it is its base, or,
+// moved onto the integration head before its gate, the head itself.
+func (a *attempt) unchanged() bool {
+	return a.candidate == a.base || a.onto != "" && a.candidate == a.onto
+}
+
 // stop ends the attempt's whole process group: SIGTERM, then SIGKILL after grace. An
 // adopted agent (not our child) is signalled only as far as it is proved to be the
 // attempt's: see agents.StopAdopted.

@@ -211,7 +211,7 @@ func (r *runner) landVerified(ctx context.Context, a *attempt, res *result) stri
 		if a.task.Kind == queue.KindTest {
 			r.markRed(a, commit)
 		}
-		if commit != a.base {
+		if !a.unchanged() {
 			fmt.Fprintf(&log, "landed: %s on %s\n", commit, r.repo.Branch)
 		}
 	}
@@ -234,12 +234,12 @@ const typeNoChange = "no_change"
 // TDD cycle, whose later ACs the earlier ACs' code may already satisfy. A TEST task that
 // changes nothing never passes RED.
 func (r *runner) nothingToLand(ctx context.Context, a *attempt) string {
-	if a.task.Kind != queue.KindBuild || a.cycle != nil || a.candidate == "" || a.candidate != a.base {
+	if a.task.Kind != queue.KindBuild || a.cycle != nil || a.candidate == "" || !a.unchanged() {
 		return ""
 	}
 	for _, dep := range a.depTests {
 		if red := r.repo.LastLanding(ctx, dep); red != "" {
-			return fmt.Sprintf("no_change: the agent changed nothing, and the tests of %s (RED landed as %.12s) already pass at %.12s: the work is another commit's; nothing lands, and the task is skipped, not completed with a commit that is not its own (set it back to pending for a new attempt)", dep, red, a.base)
+			return fmt.Sprintf("no_change: the agent changed nothing, and the tests of %s (RED landed as %.12s) already pass at %.12s: the work is another commit's; nothing lands, and the task is skipped, not completed with a commit that is not its own (set it back to pending for a new attempt)", dep, red, a.candidate)
 		}
 	}
 	return ""
@@ -614,23 +614,27 @@ func (r *runner) gateCandidate(ctx context.Context, a *attempt, res *result, log
 // added is in the tree, with the work that makes it pass; one that this candidate breaks
 // there is a real regression (two tasks that pass alone and break together).
 //
-// The candidate becomes the rebased commit, and its ref follows; a.base stays the commit
-// the agent started from (crash recovery reads the agent's worktree against it), and
-// a.onto is the head. A candidate that changes nothing is judged at its base. A conflict
-// is a *worktree.ConflictError naming the paths.
+// The candidate becomes the rebased commit (the head itself for a candidate that changes
+// nothing), and its ref follows; a.base stays the commit the agent started from (crash
+// recovery reads the agent's worktree against it), and a.onto is the head. A conflict is
+// a *worktree.ConflictError naming the paths.
 func (r *runner) ontoHead(ctx context.Context, a *attempt, log *strings.Builder) error {
-	if a.candidate == a.base {
-		return nil
-	}
 	head, err := r.repo.Head(ctx)
 	if err != nil || head == a.base {
 		return err
 	}
-	rebased, err := r.repo.Rebase(ctx, a.candidate, head, fmt.Sprintf("%s attempt %d (candidate, on %.12s)\n", a.id, a.n, head))
-	if err != nil {
-		return err
+	rebased := head
+	if a.candidate != a.base {
+		rebased, err = r.repo.Rebase(ctx, a.candidate, head, fmt.Sprintf("%s attempt %d (candidate, on %.12s)\n", a.id, a.n, head))
+		if err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(log, "the integration branch moved since %.12s: rebased onto %.12s as %.12s, and judged there\n", a.base, head, rebased)
+	if rebased == head {
+		fmt.Fprintf(log, "the integration branch moved since %.12s: the candidate changes nothing, so it is judged at the head %.12s\n", a.base, head)
+	} else {
+		fmt.Fprintf(log, "the integration branch moved since %.12s: rebased onto %.12s as %.12s, and judged there\n", a.base, head, rebased)
+	}
 	a.candidate, a.onto = rebased, head
 	if err := r.repo.SetRef(ctx, fmt.Sprintf("refs/orchestrator/attempts/%s/%d", a.id, a.n), rebased); err != nil {
 		return err

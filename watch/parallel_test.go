@@ -2,6 +2,8 @@ package watch_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -109,6 +111,64 @@ func TestValue_%s(t *testing.T) {
 		if want := fmt.Sprintf("TestValue_UNIT_1%02d", i); !strings.Contains(b, want) {
 			t.Errorf("the baseline lacks %s", want)
 		}
+	}
+	onlyPersonsTree(r.repo)
+	r.noneLeft()
+}
+
+// TestParallelNoChangeOnMovedHead: a BUILD task whose agent changes nothing (the work is
+// already there) runs while a TEST→BUILD pair lands its RED and then its GREEN, which grows
+// the baseline with the pair's test. Its candidate is its base, which never had that test:
+// it is judged at the integration head instead, where the test is and passes, so it is no
+// regression of this task; it completes at its first attempt with the head it was verified
+// at as its Commit, and lands nothing of its own.
+func TestParallelNoChangeOnMovedHead(t *testing.T) {
+	t.Parallel()
+	red := map[string]string{"part01/value_test.go": `package part01
+
+import "testing"
+
+func TestValue_UNIT_101(t *testing.T) {
+	if got := Value(); got != 1 {
+		t.Errorf("Value() = %d, want 1", got)
+	}
+}
+`}
+	green := map[string]string{"part01/value.go": "package part01\n\n// Value is the part's number.\nfunc Value() int { return 1 }\n"}
+	// The idle agent changes nothing, and ends once TASK-001 has landed: it reads the
+	// repository through a link made once the repository exists.
+	link := filepath.Join(t.TempDir(), "repo")
+	r := newRealRepo(t, "gomod", goTest, []realTask{
+		{id: "TASK-T01", category: "testing", mode: "write", agent: "writer", testIDs: "UNIT-101"},
+		{id: "TASK-001", category: "backend", agent: "builder", deps: "TASK-T01"},
+		{id: "TASK-002", category: "backend", agent: "idle", exempt: true},
+	}, map[string][]string{
+		"writer":  slowAgent("test-writer", 100*time.Millisecond, 0, files(t, red)),
+		"builder": slowAgent("implementer", 100*time.Millisecond, 0, files(t, green)),
+		"idle": {"TESTAGENT_MODE=script", "TESTAGENT_ROLE=implementer",
+			"TESTAGENT_SH=until git -C " + link + " log --format=%s main | grep -q '^TASK-001'; do sleep 0.05; done"},
+	}, "")
+	if err := os.Symlink(r.root, link); err != nil {
+		t.Fatal(err)
+	}
+	r.write("part01/doc.go", "// Package part01 is part 1 of the shop.\npackage part01\n")
+	r.git("add", "-A")
+	r.git("commit", "-q", "-m", "the part's package")
+	base := head(r.repo)
+
+	code, out := r.run("watch", "--once", "--jobs", "2")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0%s%s%s\n%s", code, r.describeAttempts("TASK-T01"), r.describeAttempts("TASK-001"), r.describeAttempts("TASK-002"), out)
+	}
+	if dirs := r.attemptDirs("TASK-002"); len(dirs) != 1 {
+		t.Errorf("TASK-002: attempts %v, want one (a test another task added is not its regression)%s", dirs, r.describeAttempts("TASK-002"))
+	}
+	commits := commitsSince(r.repo, base)
+	if len(commits) != 2 {
+		t.Fatalf("commits since the fixture: %v, want the pair's two", commits)
+	}
+	if got := r.field("TASK-002", "Commit"); got != commits[1] {
+		t.Errorf("TASK-002's Commit is %q, want the head it was verified at, %s", got, commits[1])
 	}
 	onlyPersonsTree(r.repo)
 	r.noneLeft()
