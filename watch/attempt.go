@@ -54,8 +54,10 @@ type attempt struct {
 	// changed, or its gate's checkout is not the candidate (stopsRun).
 	fatal error
 	// candidate is the commit of what the agent changed (base itself when it changed
-	// nothing), changes what git says it changed.
+	// nothing), changes what git says it changed. onto, when set, is the integration head
+	// the candidate was rebased onto before its gate (ontoHead): candidate's parent then.
 	candidate  string
+	onto       string
 	changes    []worktree.Change
 	strays     []string // files the agent left under .orchestrator/ that git ignores
 	title      string   // the task's title, for the landed commit's subject
@@ -87,6 +89,12 @@ type attempt struct {
 	usage     []RunUsage
 	usageRead bool
 	limit     *agents.RateLimit
+}
+
+// unchanged reports whether the attempt's candidate changes nothing: it is its base, or,
+// moved onto the integration head before its gate, the head itself.
+func (a *attempt) unchanged() bool {
+	return a.candidate == a.base || a.onto != "" && a.candidate == a.onto
 }
 
 // stop ends the attempt's whole process group: SIGTERM, then SIGKILL after grace. An

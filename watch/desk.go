@@ -210,14 +210,14 @@ const maxRebaseConflicts = 3
 
 // land puts a verified candidate on the integration branch (SPEC §7.7) and returns the
 // commit that verifies the task. A candidate that changes nothing lands no commit: the
-// base it was verified at is its commit. One whose base is no longer the integration head
+// head it was verified at is its commit. One whose base is no longer the integration head
 // is rebased onto it and judged again there by rejudge (two tasks that pass alone and
 // break together never both land): a verdict that fails then is returned as is. A rebase
 // conflict is errRebaseConflict, a landing that would overwrite the person's uncommitted
 // changes errLandingConflict, both naming the paths.
 func (r *runner) land(ctx context.Context, a *attempt, message string, rejudge func(commit string) (*gate.Verdict, error)) (string, *gate.Verdict, error) {
-	if a.candidate == a.base {
-		return a.base, nil, nil
+	if a.unchanged() {
+		return a.candidate, nil, nil
 	}
 	cand := a.candidate
 	for tries := 0; ; tries++ {

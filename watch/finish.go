@@ -211,7 +211,7 @@ func (r *runner) landVerified(ctx context.Context, a *attempt, res *result) stri
 		if a.task.Kind == queue.KindTest {
 			r.markRed(a, commit)
 		}
-		if commit != a.base {
+		if !a.unchanged() {
 			fmt.Fprintf(&log, "landed: %s on %s\n", commit, r.repo.Branch)
 		}
 	}
@@ -234,12 +234,12 @@ const typeNoChange = "no_change"
 // TDD cycle, whose later ACs the earlier ACs' code may already satisfy. A TEST task that
 // changes nothing never passes RED.
 func (r *runner) nothingToLand(ctx context.Context, a *attempt) string {
-	if a.task.Kind != queue.KindBuild || a.cycle != nil || a.candidate == "" || a.candidate != a.base {
+	if a.task.Kind != queue.KindBuild || a.cycle != nil || a.candidate == "" || !a.unchanged() {
 		return ""
 	}
 	for _, dep := range a.depTests {
 		if red := r.repo.LastLanding(ctx, dep); red != "" {
-			return fmt.Sprintf("no_change: the agent changed nothing, and the tests of %s (RED landed as %.12s) already pass at %.12s: the work is another commit's; nothing lands, and the task is skipped, not completed with a commit that is not its own (set it back to pending for a new attempt)", dep, red, a.base)
+			return fmt.Sprintf("no_change: the agent changed nothing, and the tests of %s (RED landed as %.12s) already pass at %.12s: the work is another commit's; nothing lands, and the task is skipped, not completed with a commit that is not its own (set it back to pending for a new attempt)", dep, red, a.candidate)
 		}
 	}
 	return ""
@@ -553,6 +553,18 @@ func (r *runner) decide(ctx context.Context, a *attempt, candErr error) (result,
 // res into the verdict: completed when it passes, else failed with the gate's reason (or a
 // set-up problem, or a gate that could not run). The gate's log goes to log.
 func (r *runner) gateCandidate(ctx context.Context, a *attempt, res *result, log *strings.Builder) {
+	err := r.ontoHead(ctx, a, log)
+	var ce *worktree.ConflictError
+	if errors.As(err, &ce) {
+		// Not the agent's failure: a fresh attempt on the new head (statusAfter).
+		res.Outcome, res.Type, res.Reason = "requeue", "rebase_conflict", fmt.Sprintf("%v: %v", errRebaseConflict, ce)
+		return
+	}
+	if err != nil {
+		res.Type, res.Reason = "gate_error", "the candidate could not be rebased onto the integration head: "+err.Error()
+		res.Primary = retry.Normalize(res.Reason)
+		return
+	}
 	v, err := r.judge(ctx, a, a.candidate)
 	a.verdict = v
 	if stopsRun(err) {
@@ -581,12 +593,54 @@ func (r *runner) gateCandidate(ctx context.Context, a *attempt, res *result, log
 		res.Outcome, res.Type, res.Reason = "completed", "", "claim verified: "+v.Reason
 	} else {
 		res.Reason = "claim rejected: " + v.Reason
+		if a.onto != "" {
+			res.Reason = "claim rejected on the new integration head: " + v.Reason
+		}
 		if v.Output == "" || v.Type == gate.TypeForged {
 			// Refused before any test ran (scope, integrity), or on a forged report
 			// whose output holds the canaries' random names: the reason is the error.
 			res.Primary = retry.Normalize(v.Reason)
 		}
 	}
+}
+
+// ontoHead rebases the attempt's candidate onto the integration head before its gate
+// when the head moved since the candidate's base (another task landed, or the person
+// committed), so that the gate judges it on the head it would land on (SPEC §7.7). Judged
+// on its older base, it would be compared with a baseline that grew meanwhile with the
+// tests of the tasks that landed since (SPEC §7.5): tests its base never had, or that only
+// the work of those tasks makes pass, would be its "regressions", and every retry would
+// fail the same way while the head kept moving. On the head, a test that another task
+// added is in the tree, with the work that makes it pass; one that this candidate breaks
+// there is a real regression (two tasks that pass alone and break together).
+//
+// The candidate becomes the rebased commit (the head itself for a candidate that changes
+// nothing), and its ref follows; a.base stays the commit the agent started from (crash
+// recovery reads the agent's worktree against it), and a.onto is the head. A conflict is
+// a *worktree.ConflictError naming the paths.
+func (r *runner) ontoHead(ctx context.Context, a *attempt, log *strings.Builder) error {
+	head, err := r.repo.Head(ctx)
+	if err != nil || head == a.base {
+		return err
+	}
+	rebased := head
+	if a.candidate != a.base {
+		rebased, err = r.repo.Rebase(ctx, a.candidate, head, fmt.Sprintf("%s attempt %d (candidate, on %.12s)\n", a.id, a.n, head))
+		if err != nil {
+			return err
+		}
+	}
+	if rebased == head {
+		fmt.Fprintf(log, "the integration branch moved since %.12s: the candidate changes nothing, so it is judged at the head %.12s\n", a.base, head)
+	} else {
+		fmt.Fprintf(log, "the integration branch moved since %.12s: rebased onto %.12s as %.12s, and judged there\n", a.base, head, rebased)
+	}
+	a.candidate, a.onto = rebased, head
+	if err := r.repo.SetRef(ctx, fmt.Sprintf("refs/orchestrator/attempts/%s/%d", a.id, a.n), rebased); err != nil {
+		return err
+	}
+	r.report.event(a.id, "rebased", fmt.Sprintf("attempt %d: the integration branch moved since its base; judging it on %.12s", a.n, head))
+	return nil
 }
 
 func orNone(s string) string {

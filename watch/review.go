@@ -187,7 +187,11 @@ func notesText(n review.Notes) string {
 // evidence gathers what the reviewer and the judge examine: the change, the tests it is
 // judged by, their results, and the pre-checks (recorded in rec).
 func (r *runner) evidence(ctx context.Context, a *attempt, rec *reviewRecord) ([]prompts.Evidence, error) {
-	patch, err := r.repo.Patch(ctx, a.base, a.candidate)
+	base := a.base
+	if a.onto != "" {
+		base = a.onto // the candidate was rebased onto the head before its gate
+	}
+	patch, err := r.repo.Patch(ctx, base, a.candidate)
 	if err != nil {
 		return nil, err
 	}

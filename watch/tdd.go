@@ -370,6 +370,11 @@ func (r *runner) seedReemit(ctx context.Context, a *attempt) error {
 	if !ok || prev.Candidate == "" || prev.Base != a.base || prev.Candidate == prev.Base {
 		return nil
 	}
+	if parent, err := r.repo.Parent(ctx, prev.Candidate); err != nil || parent != a.base {
+		// Moved onto a later head before its gate (ontoHead), which a person has since
+		// reset: that head's work is not this base's.
+		return nil
+	}
 	if err := a.slot.Reset(ctx, prev.Candidate); err != nil {
 		return err
 	}
