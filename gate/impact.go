@@ -106,7 +106,9 @@ func (in Input) planImpact(ctx context.Context, command string) (*impactPlan, st
 	if !ok {
 		return nil, "the command is not a plain go test over package patterns"
 	}
-	args := append([]string{"list", "-deps", "-test", "-json=" + listFields}, g.BuildFlags...)
+	// No VCS stamping: listing needs none, and a folder above the checkout with a .git that
+	// git cannot read would fail the listing ("error obtaining VCS status").
+	args := append(append([]string{"list", "-deps", "-test", "-json=" + listFields}, g.BuildFlags...), "-buildvcs=false")
 	out, err := in.goCommand(ctx, append(args, g.Patterns...)...)
 	if err != nil {
 		return nil, fmt.Sprintf("go list: %v", err)

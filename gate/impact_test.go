@@ -162,7 +162,7 @@ func TestImpactRefusesEditedRecords(t *testing.T) {
 	// the key inside edited to match.
 	old, err := filepath.Glob(filepath.Join(im.Dir, "*.json"))
 	if err != nil || len(old) != 20 {
-		t.Fatalf("records: %v %v, want 20", old, err)
+		t.Fatalf("records: %v %v, want 20\n%s", old, err, first.Log.String())
 	}
 	var p13 string
 	for _, f := range old {
