@@ -344,6 +344,11 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 	case testrun.ClassNoTests:
 		return v.fail(TypeFalseRed, "false RED: no test ran%s", lostNote(existing)), nil
 	case testrun.ClassBrokenTest:
+		// A change that deleted or skipped tests often leaves the file broken too (an
+		// import the deleted test used): the deletion is what the person must hear of.
+		if verdict := v.refuseLost(existing); verdict != nil {
+			return verdict, nil
+		}
 		return v.fail(TypeBrokenTest, "false RED: a test file is broken: %s", cmp.Or(res.Reason, first(res.BuildErrors, "syntax error"))), nil
 	case testrun.ClassAssertionFailure, testrun.ClassMissingImplementation:
 	default:

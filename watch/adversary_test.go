@@ -308,7 +308,9 @@ func TestAdversaryGitFileLink(t *testing.T) {
 			r := advRepo(t, "gomod", goTest, goRedFiles, green)
 			if tt.agent {
 				cfg := r.read(".orchestrator/config.yaml")
-				link := `g=$(sed -n 's/^gitdir: //p' .git); c=$(dirname "$(dirname "$g")"); rm -f .git; ln -s "$c/orchestrator/baseline.json" .git`
+				// In the sandbox the worktree's .git is the agent's own git folder's, bound
+				// read-only: the link cannot be made, and the agent goes on to claim done.
+				link := `g=$(sed -n 's/^gitdir: //p' .git); c=$(dirname "$(dirname "$g")"); rm -f .git; ln -s "$c/orchestrator/baseline.json" .git; true`
 				cfg = strings.Replace(cfg, strconv.Quote("TESTAGENT_MODE=slow"), strconv.Quote("TESTAGENT_MODE=script")+", "+strconv.Quote("TESTAGENT_SH="+link), 1)
 				r.write(".orchestrator/config.yaml", cfg)
 			}
