@@ -12,7 +12,6 @@ package watch_test
 // the probe itself works.
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -59,17 +58,7 @@ func TestAgentSandboxProbe(t *testing.T) {
 			settings := filepath.Join(home, ".claude", "settings.json")
 			writeFile(t, settings, `{"person": true}`)
 			writeFile(t, filepath.Join(home, ".claude", ".credentials.json"), `{"token": "person-login"}`)
-			sockDir, err := os.MkdirTemp("/run", "orchestrator-probe-")
-			if err != nil {
-				t.Fatalf("a host socket under /run: %v", err)
-			}
-			t.Cleanup(func() { os.RemoveAll(sockDir) })
-			sock := filepath.Join(sockDir, "s.sock")
-			ln, err := net.Listen("unix", sock)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { ln.Close() })
+			sock := hostSocket(t)
 
 			r := newRepo(t, []task{
 				{id: "TASK-001", category: "backend", testCommand: "grep -q honest calc.go"},

@@ -87,35 +87,7 @@ func TestGateSandboxProbe(t *testing.T) {
 			key := filepath.Join(home, ".ssh", "id_ed25519")
 			writeFile(t, key, "PRIVATE KEY")
 			// A host socket where services keep theirs, and a port on loopback.
-			sockDir, err := os.MkdirTemp("/run", "orchestrator-probe-")
-			if err != nil {
-				t.Fatalf("a host socket under /run: %v", err)
-			}
-			t.Cleanup(func() { os.RemoveAll(sockDir) })
-			sock := filepath.Join(sockDir, "s.sock")
-			for _, l := range []func() (net.Listener, error){
-				func() (net.Listener, error) { return net.Listen("unix", sock) },
-				func() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") },
-			} {
-				ln, err := l()
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { ln.Close() })
-				go func() {
-					for {
-						c, err := ln.Accept()
-						if err != nil {
-							return
-						}
-						c.Close()
-					}
-				}()
-				if ln.Addr().Network() == "tcp" {
-					sock = sock + "\x00" + ln.Addr().String()
-				}
-			}
-			sock, addr, _ := strings.Cut(sock, "\x00")
+			sock, addr := hostSocket(t), listen(t, "tcp", "127.0.0.1:0")
 
 			from := t.TempDir()
 			r := newRealRepo(t, "gomod", goTest, []realTask{
@@ -170,6 +142,39 @@ func TestGateSandboxProbe(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hostSocket listens on a UNIX socket under /run, where the host's services keep theirs,
+// and returns its path.
+func hostSocket(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/run", "orchestrator-probe-")
+	if err != nil {
+		t.Fatalf("a host socket under /run: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return listen(t, "unix", filepath.Join(dir, "s.sock"))
+}
+
+// listen accepts (and closes) connections at address until the test ends, and returns the
+// address it listens on.
+func listen(t *testing.T, network, address string) string {
+	t.Helper()
+	ln, err := net.Listen(network, address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
 }
 
 // writeFile writes a file, making its folder.
