@@ -28,6 +28,13 @@
 // rejection, halt or block is one line with its attempt, failure type, reason and
 // gate.log. Show (show.go) gathers the same for one task: `orchestrator show`.
 //
+// An attempt's path is a row of stages, each in its own file, that pass the attempt along
+// (finish.go lists them): run.go starts the agent in its slot and sandbox and ends what it
+// left; candidate.go reads what it changed; precheck.go its claim; judge.go runs the gate
+// in the sandbox on the head the candidate would land on; review.go asks the reviewer and
+// the judge; land.go lands; record.go records the attempt and moves its task. watch.go is
+// the loop around them: the ready set, events, slots and the live view.
+//
 // The package owns scheduling, attempt folders, reading the agent's claim and putting the
 // pieces together. It does not parse markdown (package queue), start or kill processes itself
 // (package agents), read markers (package markers), write prompts (package prompts), judge

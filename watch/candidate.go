@@ -1,0 +1,67 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/orchestrator/orchestrator/worktree"
+)
+
+// makeCandidate turns what the agent left in its slot into the attempt's candidate commit,
+// under refs/orchestrator/attempts/<ID>/<n>, and lists git's changes; the patch is kept as
+// changes.diff in the attempt folder.
+func (r *runner) makeCandidate(ctx context.Context, a *attempt) error {
+	if a.slot == nil {
+		return errors.New("the attempt has no worktree")
+	}
+	ref := fmt.Sprintf("refs/orchestrator/attempts/%s/%d", a.id, a.n)
+	c, err := a.slot.Commit(ctx, a.base, ref, fmt.Sprintf("%s attempt %d (candidate)\n", a.id, a.n))
+	if err != nil {
+		return err
+	}
+	a.candidate = c
+	if a.changes, err = r.repo.Diff(ctx, a.base, c); err != nil {
+		return err
+	}
+	// Files under .orchestrator/ that .gitignore keeps out of the candidate still count.
+	if a.strays, err = a.slot.Untracked(ctx, r.scopeDir()); err != nil {
+		return err
+	}
+	patch, err := r.repo.Patch(ctx, a.base, c)
+	if err != nil {
+		return err
+	}
+	a.write("changes.diff", []byte(patch))
+	return nil
+}
+
+// changedPaths returns the candidate's changed paths relative to the project root, as the
+// gates read them, and the paths under the orchestrator's folder, which are out of scope.
+func (r *runner) changedPaths(a *attempt) (changed, forbidden []string) {
+	prefix := ""
+	if r.sub != "." && r.sub != "" {
+		prefix = filepath.ToSlash(r.sub) + "/"
+	}
+	forbidden = append(forbidden, a.strays...)
+	for _, p := range worktree.Paths(a.changes) {
+		if strings.HasPrefix(p, r.scopeDir()) {
+			if !slices.Contains(forbidden, p) {
+				forbidden = append(forbidden, p)
+			}
+			continue
+		}
+		if prefix != "" {
+			if !strings.HasPrefix(p, prefix) {
+				changed = append(changed, "../"+p) // outside the project: never a test file
+				continue
+			}
+			p = strings.TrimPrefix(p, prefix)
+		}
+		changed = append(changed, p)
+	}
+	return changed, forbidden
+}
