@@ -53,7 +53,10 @@ func (r Review) Reviewing() bool { return r.Reviewer != "" || r.Judge != "" }
 
 // Config holds every setting, defaults filled in.
 type Config struct {
-	Jobs        int               `yaml:"jobs"`
+	Jobs int `yaml:"jobs"`
+	// GateJobs is how many gates judge candidates at once (SPEC §7.7): 0, the default,
+	// is as many as jobs, up to the machine's cores.
+	GateJobs    int               `yaml:"gate_jobs"`
 	TaskTimeout Duration          `yaml:"task_timeout"`
 	Agent       string            `yaml:"agent"`
 	Ladder      []string          `yaml:"ladder"`
@@ -303,6 +306,9 @@ func (c *Config) check() Errors {
 	}
 	if c.Jobs < 1 {
 		bad(fmt.Sprintf("jobs: %d: must be at least 1", c.Jobs), "jobs")
+	}
+	if c.GateJobs < 0 {
+		bad(fmt.Sprintf("gate_jobs: %d: must be 0 (as many as jobs, up to the cores) or more", c.GateJobs), "gate_jobs")
 	}
 	if c.TaskTimeout.Duration <= 0 {
 		bad(fmt.Sprintf("task_timeout: %s: must be positive", c.TaskTimeout.Duration), "task_timeout")

@@ -11,6 +11,7 @@ import (
 	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/seal"
+	"github.com/orchestrator/orchestrator/testrun"
 	"github.com/orchestrator/orchestrator/worktree"
 )
 
@@ -57,12 +58,15 @@ type attempt struct {
 	// the gate runs the changed tests instead of refusing them.
 	reviewTests bool
 	verdict     *gate.Verdict // the gate's verdict on the candidate
-	gateOutput  string        // raw output of the command that failed the gate
-	proc        *agents.Process
-	pid         int  // for an adopted agent
-	adopted     bool // an agent of an earlier run that crash recovery waited for
-	start       uint64
-	started     time.Time
+	// fresh is what the verdict's run of the whole suite adds to the baseline once the
+	// candidate lands (growBaseline); nil without such a run.
+	fresh      *testrun.Baseline
+	gateOutput string // raw output of the command that failed the gate
+	proc       *agents.Process
+	pid        int  // for an adopted agent
+	adopted    bool // an agent of an earlier run that crash recovery waited for
+	start      uint64
+	started    time.Time
 
 	// cycle is the task's place in a TDD cycle (nil for other tasks); final is the
 	// agent's final message, once read.

@@ -135,7 +135,11 @@ func (r *runner) measureBaseline(ctx context.Context, head, why string) error {
 		}
 		return nil
 	}
-	root, err := r.gateDir(ctx, head)
+	s, err := r.loopGate(ctx)
+	root := ""
+	if err == nil {
+		root, err = r.checkout(ctx, s, head)
+	}
 	if stopsRun(err) {
 		return err
 	}
@@ -144,7 +148,7 @@ func (r *runner) measureBaseline(ctx context.Context, head, why string) error {
 		return nil
 	}
 	r.report.event("", "baseline", why+": running "+cmd+" on "+head[:min(12, len(head))])
-	b, err := testrun.MakeBaseline(ctx, root, cmd, r.o.Config.TestGlobs, r.o.Config.TaskTimeout.Duration, r.runOptions(r.gate.Dir, root)...)
+	b, err := testrun.MakeBaseline(ctx, root, cmd, r.o.Config.TestGlobs, r.o.Config.TaskTimeout.Duration, r.runOptions(s.Dir, root)...)
 	if err == nil {
 		b.Commit = head
 		if old != nil {
@@ -161,17 +165,14 @@ func (r *runner) measureBaseline(ctx context.Context, head, why string) error {
 }
 
 // growBaseline adds to the baseline the tests that passed in the landed candidate's GREEN
-// run of the whole suite (the gate's checkout still holds what landed).
+// run of the whole suite, read from the gate's checkout as that run ended (a.fresh).
 func (r *runner) growBaseline(a *attempt, commit string) {
-	if a.verdict == nil || a.verdict.Full == nil || r.gate == nil {
+	if a.fresh == nil {
 		return
 	}
-	root := r.projectDir(r.gate.Dir)
-	b, err := testrun.NewBaseline(root, a.verdict.Full, r.o.Config.TestGlobs)
-	if err != nil {
-		r.report.event("", "warning", "baseline: "+err.Error())
-		return
-	}
+	b := *a.fresh
+	b.PassingTests = slices.Clone(a.fresh.PassingTests)
+	root := r.projectDir(r.repo.Root)
 	b.Commit = commit
 	if old := r.readBaseline(); old != nil {
 		for _, id := range old.PassingTests {
@@ -183,7 +184,7 @@ func (r *runner) growBaseline(a *attempt, commit string) {
 		b.Dropped = old.Dropped
 		b.RegressionCommand = testrun.RegressionCommandFor(root, b.Command, b.PassingTests)
 	}
-	if err := r.writeBaseline(b); err != nil {
+	if err := r.writeBaseline(&b); err != nil {
 		r.report.event("", "warning", "baseline: "+err.Error())
 	}
 }

@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // finish takes an attempt whose agent has ended along the rest of its path. An attempt is
@@ -11,7 +12,8 @@ import (
 //   - run (run.go): the agent runs in its slot and sandbox; endRun ends what it left running;
 //   - candidate (candidate.go): what the agent did, as git sees it, whatever it claims;
 //   - pre-checks (precheck.go): its claim, and every end decided before its code runs;
-//   - gate (judge.go): the candidate's tests, in the sandbox, on the head it would land on;
+//   - gate (judge.go): the candidate's tests, in the sandbox, on the head it would land on,
+//     beside the loop in the merge queue (mergequeue.go), which keeps the landing order;
 //   - review (review.go): the reviewer's and the judge's rulings, where config asks;
 //   - landing (land.go): the verified candidate onto the integration branch;
 //   - record (record.go): its record, its task's Status, its issue, the tasks it made ready.
@@ -22,8 +24,15 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 	candErr := r.makeCandidate(ctx, a)
 	res, log, gated := r.precheck(a, candErr)
 	if gated {
-		r.gateCandidate(ctx, a, &res, log)
+		return r.enqueue(ctx, a, res, log)
 	}
+	_, err := r.afterGate(ctx, a, res, log)
+	return err
+}
+
+// afterGate takes an attempt whose gate has decided (or that needed none) through its last
+// stages: review, landing, record. It reports whether its candidate landed.
+func (r *runner) afterGate(ctx context.Context, a *attempt, res result, log *strings.Builder) (landed bool, err error) {
 	fmt.Fprintf(log, "decision: %s: %s\n", res.Outcome, res.Reason)
 	if r.reviewing(a) && ctx.Err() == nil {
 		log.WriteString(r.review(ctx, a, &res))
@@ -31,5 +40,5 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 	if res.Outcome == "completed" {
 		log.WriteString(r.landing(ctx, a, &res))
 	}
-	return r.conclude(ctx, a, res, log.String())
+	return res.Outcome == "completed" && res.Commit != "", r.conclude(ctx, a, res, log.String())
 }

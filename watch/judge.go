@@ -25,9 +25,9 @@ type gateResult struct {
 	Runs []gate.Run `json:"runs"`
 }
 
-// gateCandidate judges the attempt's candidate with the gate for its task's kind and turns
-// res into the verdict: completed when it passes, else failed with the gate's reason (or a
-// set-up problem, or a gate that could not run). The gate's log goes to log.
+// gateCandidate judges the attempt's candidate on the integration head, in the loop, and
+// turns res into the verdict (verdictInto). The merge queue (mergequeue.go) judges
+// candidates beside the loop instead; a waiting candidate (waiting.go) is judged here.
 func (r *runner) gateCandidate(ctx context.Context, a *attempt, res *result, log *strings.Builder) {
 	err := r.ontoHead(ctx, a, log)
 	var ce *worktree.ConflictError
@@ -42,6 +42,13 @@ func (r *runner) gateCandidate(ctx context.Context, a *attempt, res *result, log
 		return
 	}
 	v, err := r.judge(ctx, a, a.candidate)
+	r.verdictInto(a, v, err, res, log)
+}
+
+// verdictInto turns the gate's verdict on the attempt's candidate into res: completed when
+// it passes, else failed with the gate's reason (or a set-up problem, or a gate that could
+// not run). The gate's log goes to log.
+func (r *runner) verdictInto(a *attempt, v *gate.Verdict, err error, res *result, log *strings.Builder) {
 	a.verdict = v
 	if stopsRun(err) {
 		a.fatal = err
@@ -128,22 +135,73 @@ func testCommand(cfg *config.Config, tasks *queue.Doc, rec *queue.Record) string
 	return projectTestCommand(cfg, tasks)
 }
 
-// judge checks a claim of done with the gate for the task's kind (SPEC §7.2–7.4), in a
-// pristine checkout of commit: RED for a TEST task, GREEN for a BUILD task, VERIFY for a
-// VERIFY or QA task. A change under .orchestrator/ is refused before any test runs.
+// judge checks a claim of done with the gate for the task's kind (SPEC §7.2–7.4), in the
+// loop, in a pristine checkout of commit: RED for a TEST task, GREEN for a BUILD task,
+// VERIFY for a VERIFY or QA task. A change under .orchestrator/ is refused before any test
+// runs.
 //
 // The repository's own configuration is compared with the attempt's start before the gate
 // runs and after: a change is a *worktree.ConfigChangedError, which stops the run.
 func (r *runner) judge(ctx context.Context, a *attempt, commit string) (*gate.Verdict, error) {
-	changed, forbidden := r.changedPaths(a)
-	if len(forbidden) > 0 {
-		return gate.Refuse(gate.TypeScope, "scope_violation: the agent changed the orchestrator's files: %s", strings.Join(forbidden, ", ")), nil
-	}
-	if err := r.checkConfig(ctx, a, "before its gate"); err != nil {
-		a.fatal = err
+	s, err := r.loopGate(ctx)
+	if err != nil {
 		return nil, err
 	}
-	v, err := r.judgeIn(ctx, a, commit, changed)
+	o := r.prepareGate(ctx, a, commit, s)(ctx)
+	a.fresh = o.fresh
+	return r.gateEnded(ctx, a, o.v, o.err)
+}
+
+// A gateOutcome is what a gate run returns: its verdict or error, and the part of the
+// baseline its whole-suite run would add once the candidate lands (nil without one).
+type gateOutcome struct {
+	v     *gate.Verdict
+	err   error
+	fresh *testrun.Baseline
+}
+
+// A gateRun is a gate prepared in the loop, its checkout made and its input read, that runs
+// anywhere: nothing it does touches the runner or the attempt.
+type gateRun func(ctx context.Context) gateOutcome
+
+// prepareGate readies the gate of the attempt's task kind on commit in slot s: the checks
+// made before any test runs (the orchestrator's files, the repository's configuration), the
+// checkout, and the gate's input. What it decides at once, a refusal or an error, the run
+// returns as it is.
+func (r *runner) prepareGate(ctx context.Context, a *attempt, commit string, s *worktree.Slot) gateRun {
+	changed, forbidden := r.changedPaths(a)
+	if len(forbidden) > 0 {
+		return decidedRun(gate.Refuse(gate.TypeScope, "scope_violation: the agent changed the orchestrator's files: %s", strings.Join(forbidden, ", ")), nil)
+	}
+	if err := r.checkConfig(ctx, a, "before its gate"); err != nil {
+		return decidedRun(nil, err)
+	}
+	run, err := r.gateFor(ctx, a, commit, changed, s)
+	if err != nil {
+		return decidedRun(nil, err)
+	}
+	root, globs := r.projectDir(s.Dir), r.o.Config.TestGlobs
+	return func(ctx context.Context) gateOutcome {
+		v, err := run(ctx)
+		o := gateOutcome{v: v, err: err}
+		if err == nil && v != nil && v.Pass && v.Full != nil {
+			// The checkout still holds the candidate: what its run adds to the baseline
+			// is read now, while the slot is ours.
+			o.fresh, _ = testrun.NewBaseline(root, v.Full, globs)
+		}
+		return o
+	}
+}
+
+// decidedRun is the run of a gate decided before any test ran.
+func decidedRun(v *gate.Verdict, err error) gateRun {
+	return func(context.Context) gateOutcome { return gateOutcome{v: v, err: err} }
+}
+
+// gateEnded compares the repository's configuration with the attempt's start once its gate
+// has run the candidate's code: a change stops the run. A verdict or error that stops the
+// run is kept in a.fatal.
+func (r *runner) gateEnded(ctx context.Context, a *attempt, v *gate.Verdict, err error) (*gate.Verdict, error) {
 	if cerr := r.checkConfig(ctx, a, "its gate's run of the candidate's code"); cerr != nil {
 		a.fatal = cerr
 		return v, cerr
@@ -154,9 +212,10 @@ func (r *runner) judge(ctx context.Context, a *attempt, commit string) (*gate.Ve
 	return v, err
 }
 
-// judgeIn runs the gate for the attempt's task kind in a pristine checkout of commit.
-func (r *runner) judgeIn(ctx context.Context, a *attempt, commit string, changed []string) (*gate.Verdict, error) {
-	root, err := r.gateDir(ctx, commit)
+// gateFor checks commit out in slot s and returns the gate for the attempt's task kind
+// there.
+func (r *runner) gateFor(ctx context.Context, a *attempt, commit string, changed []string, s *worktree.Slot) (func(context.Context) (*gate.Verdict, error), error) {
+	root, err := r.checkout(ctx, s, commit)
 	if err != nil {
 		return nil, err
 	}
@@ -167,13 +226,13 @@ func (r *runner) judgeIn(ctx context.Context, a *attempt, commit string, changed
 		Harness: r.harness(a), Contents: r.contents(ctx, a, commit),
 		ReviewTestChange: a.reviewTests, Key: sealKey(),
 	}
-	in = r.gateInput(in, r.gate.Dir)
+	in = r.gateInput(in, s.Dir)
 	if k := sealKey(); k != nil {
 		// GREEN and VERIFY run only the Go packages whose inputs have no sealed pass.
 		in.Impact = &gate.Impact{Dir: r.impactDir(), Key: k, Commit: commit}
 	}
 	in.Restore = func() error {
-		_, err := r.gateDir(ctx, commit)
+		_, err := r.checkout(ctx, s, commit)
 		return err
 	}
 	switch a.task.Kind {
@@ -185,7 +244,7 @@ func (r *runner) judgeIn(ctx context.Context, a *attempt, commit string, changed
 			in.Baseline = b.PassingTests
 		}
 		in.TestIDNames = r.o.Config.TestIDs == "names"
-		return gate.Red(ctx, in)
+		return func(ctx context.Context) (*gate.Verdict, error) { return gate.Red(ctx, in) }, nil
 	case queue.KindBuild:
 		// The queue as it is now, read once (nil if it does not parse just now).
 		tasks, err := queue.Load(r.o.Layout.Tasks())
@@ -205,7 +264,7 @@ func (r *runner) judgeIn(ctx context.Context, a *attempt, commit string, changed
 			}
 			if m == nil {
 				// Fail closed: without the RED evidence, the tests cannot be checked.
-				return gate.Refuse(gate.TypeTampered, "test_tampered: TEST dependency %s has no RED evidence; its tests cannot be checked", dep), nil
+				return refusedRun(gate.Refuse(gate.TypeTampered, "test_tampered: TEST dependency %s has no RED evidence; its tests cannot be checked", dep)), nil
 			}
 			if red != "" {
 				if f, what, err := r.touchedRed(ctx, a, red); err != nil {
@@ -213,7 +272,7 @@ func (r *runner) judgeIn(ctx context.Context, a *attempt, commit string, changed
 				} else if f != "" && !a.reviewTests {
 					v := gate.Refuse(gate.TypeTampered, "test_tampered: %s was %s after RED (%s, landed as %.12s)", f, what, dep, red)
 					v.File = f
-					return v, nil
+					return refusedRun(v), nil
 				}
 			}
 			in.Deps = append(in.Deps, m)
@@ -228,13 +287,20 @@ func (r *runner) judgeIn(ctx context.Context, a *attempt, commit string, changed
 			in.Owed = r.owedTests(ctx, tasks, a, root)
 		}
 		if a.cycle != nil {
-			return r.judgeCycle(ctx, a, in)
+			return func(ctx context.Context) (*gate.Verdict, error) { return r.judgeCycle(ctx, a, in) }, nil
 		}
-		return gate.Green(ctx, in)
+		return func(ctx context.Context) (*gate.Verdict, error) { return gate.Green(ctx, in) }, nil
 	case queue.KindQA:
-		return r.judgeQA(ctx, a, commit, func() (*gate.Verdict, error) { return gate.Verify(ctx, in) })
+		return func(ctx context.Context) (*gate.Verdict, error) {
+			return r.judgeQA(ctx, a, commit, func() (*gate.Verdict, error) { return gate.Verify(ctx, in) })
+		}, nil
 	}
-	return gate.Verify(ctx, in)
+	return func(ctx context.Context) (*gate.Verdict, error) { return gate.Verify(ctx, in) }, nil
+}
+
+// refusedRun is the gate of a verdict reached before any test ran.
+func refusedRun(v *gate.Verdict) func(context.Context) (*gate.Verdict, error) {
+	return func(context.Context) (*gate.Verdict, error) { return v, nil }
 }
 
 // completed reports whether task id is completed in tasks (false for a nil tasks).
@@ -285,28 +351,31 @@ func projectTestCommand(cfg *config.Config, tasks *queue.Doc) string {
 	return tasks.ProjectCommand("Test")
 }
 
-// gateDir makes the gate's pristine checkout of commit (SPEC §7.6): a slot of its own,
-// never the agent's worktree, so that files the agent left untracked or ignored are not
-// there, and whose bytes are the commit's blobs (else a *worktree.CheckoutError naming the
-// file, which stops the run). It returns the project folder in it.
+// gateDir makes the loop's pristine checkout of commit (loopGate, checkout) and returns
+// the project folder in it: for a gate, the baseline's run, a reviewer's reading.
 func (r *runner) gateDir(ctx context.Context, commit string) (string, error) {
-	if r.gate == nil {
-		s, err := r.repo.Slot(ctx, "gate")
-		if err != nil {
-			return "", err
-		}
-		r.gate = s
-	}
-	if err := r.gate.Reset(ctx, commit); err != nil {
+	s, err := r.loopGate(ctx)
+	if err != nil {
 		return "", err
 	}
-	if err := r.gate.CheckCheckout(ctx, commit); err != nil {
+	return r.checkout(ctx, s, commit)
+}
+
+// checkout makes slot s the gate's pristine checkout of commit (SPEC §7.6): a slot of the
+// gate's own, never an agent's worktree, so that files the agent left untracked or ignored
+// are not there, and whose bytes are the commit's blobs (else a *worktree.CheckoutError
+// naming the file, which stops the run). It returns the project folder in it.
+func (r *runner) checkout(ctx context.Context, s *worktree.Slot, commit string) (string, error) {
+	if err := s.Reset(ctx, commit); err != nil {
 		return "", err
 	}
-	if err := r.linkShared(r.gate.Dir); err != nil {
+	if err := s.CheckCheckout(ctx, commit); err != nil {
 		return "", err
 	}
-	return r.projectDir(r.gate.Dir), nil
+	if err := r.linkShared(s.Dir); err != nil {
+		return "", err
+	}
+	return r.projectDir(s.Dir), nil
 }
 
 // openSandbox decides at the start of a run whether agents and the gate's commands run in

@@ -98,7 +98,8 @@ func (r *runner) recoverAttempts(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	// What the gates of the recovered attempts decide is recorded before the run goes on.
+	return r.settleQueue(ctx)
 }
 
 // everStarted tells whether the agent of the task's last attempt folder is the one the

@@ -251,9 +251,10 @@ func (r *runner) endRun(ctx context.Context, a *attempt) (over bool, err error) 
 	}
 	// The agent has exited, but what it started in its process group may still run: end
 	// it before judging, so that nothing the agent left changes files under the gate. So
-	// is what left its group and lost its parent (ours now, as the child subreaper).
+	// is what left its group and lost its parent (ours now, as the child subreaper), found
+	// among our children once no gate of the merge queue runs one of its own.
 	a.stop(r.o.Config.StopGrace.Duration)
-	r.reapOrphans()
+	r.reapWhenIdle()
 	r.endPrivate(a)
 	r.readAgentUsage(a)
 	if a.stopReason != reasonSignal {

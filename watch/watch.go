@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -167,7 +168,8 @@ func (r *runner) removeSlots() {
 	for name := range r.slots {
 		keep = append(keep, name)
 	}
-	r.gate = nil // made again when a gate needs it
+	// Every gate has ended: its checkouts are made again when a gate needs them.
+	r.gate, r.gates = nil, newGatePool(r.gateJobs())
 	if err := r.repo.RemoveSlots(context.Background(), keep...); err != nil {
 		r.report.event("", "warning", "worktrees: "+err.Error())
 	}
@@ -217,16 +219,31 @@ type runner struct {
 	runs string
 	// slots maps each job slot a running attempt holds to its task; gate is the gate's
 	// own slot.
-	slots    map[string]string
-	gate     *worktree.Slot
-	report   *reporter
-	running  map[string]*attempt
-	finished chan *attempt
-	timeouts chan *attempt
-	graceEnd chan *attempt
-	queueSum [32]byte
-	attempts int
-	started  map[string]bool // tasks this run started (for Only)
+	slots map[string]string
+	// gates are the gate's checkouts (gatepool.go); gate is the one the loop holds during
+	// a step, for what it judges or reads itself.
+	gates *gatePool
+	gate  *worktree.Slot
+	// merge is the merge queue (mergequeue.go): the candidates whose gates run beside the
+	// loop, in the order they land; gated hears their gates end, and gating counts the
+	// gates that run.
+	merge  []*queued
+	gated  chan judged
+	gating sync.WaitGroup
+	// starved is set when the merge queue could not start a gate for want of a slot;
+	// gatesRunning counts its gates that run, and reapLater is set when orphans wait to
+	// be reaped until none does (reapWhenIdle).
+	starved      bool
+	gatesRunning int
+	reapLater    bool
+	report       *reporter
+	running      map[string]*attempt
+	finished     chan *attempt
+	timeouts     chan *attempt
+	graceEnd     chan *attempt
+	queueSum     [32]byte
+	attempts     int
+	started      map[string]bool // tasks this run started (for Only)
 	// recovering is set while recoverAttempts runs: finishing a recovered attempt then
 	// starts nothing, so that every leftover is seen to first.
 	recovering bool
@@ -271,7 +288,7 @@ type runner struct {
 }
 
 func newRunner(o Options) *runner {
-	return &runner{
+	r := &runner{
 		o:        o,
 		env:      gate.PinnedEnv(os.Environ()),
 		report:   newReporter(o.Out, o.Format, o.Color),
@@ -279,9 +296,12 @@ func newRunner(o Options) *runner {
 		finished: make(chan *attempt, 1024),
 		timeouts: make(chan *attempt, 1024),
 		graceEnd: make(chan *attempt, 1024),
+		gated:    make(chan judged, 1024),
 		started:  map[string]bool{},
 		slots:    map[string]string{},
 	}
+	r.gates = newGatePool(r.gateJobs())
+	return r
 }
 
 func (r *runner) loop(ctx context.Context, w *fsnotify.Watcher) (Summary, error) {
@@ -310,6 +330,14 @@ func (r *runner) loop(ctx context.Context, w *fsnotify.Watcher) (Summary, error)
 	debounce := time.NewTimer(time.Hour)
 	debounce.Stop()
 	for {
+		// The loop's gate slot is for one step: the merge queue's gates may take it now.
+		r.dropGate()
+		if r.starved && ctx.Err() == nil {
+			r.starved = false
+			if err := r.pump(ctx); err != nil {
+				return r.stopAll(err)
+			}
+		}
 		if ctx.Err() != nil {
 			return r.interrupt()
 		}
@@ -321,6 +349,10 @@ func (r *runner) loop(ctx context.Context, w *fsnotify.Watcher) (Summary, error)
 			return r.interrupt()
 		case a := <-r.finished:
 			if err := r.finish(ctx, a); err != nil {
+				return r.stopAll(err)
+			}
+		case j := <-r.gated:
+			if err := r.gateDone(ctx, j); err != nil {
 				return r.stopAll(err)
 			}
 		case a := <-r.timeouts:
@@ -422,7 +454,7 @@ func (r *runner) finishedRun() bool {
 		return false
 	}
 	// A run that waits for a queue file to parse before it begins has not looked yet.
-	return r.begun && len(r.running) == 0 && len(r.deferred) == 0 && !r.waitingForLimit() // and scheduling found nothing to start
+	return r.begun && len(r.running) == 0 && len(r.merge) == 0 && len(r.deferred) == 0 && !r.waitingForLimit() // and scheduling found nothing to start
 }
 
 // markerSeen handles a new completion marker: the agent has a grace period to exit on its
@@ -490,6 +522,11 @@ func (r *runner) queueChanged(ctx context.Context) error {
 			}
 			r.report.event(id, "stopped", fmt.Sprintf("status set to %q by hand; stopping attempt %d", status, a.n))
 			go a.stop(r.o.Config.StopGrace.Duration)
+		}
+	}
+	if r.dropMoved(d) {
+		if err := r.pump(ctx); err != nil {
+			return err
 		}
 	}
 	if !r.begun {
@@ -616,7 +653,8 @@ func (r *runner) advance(ctx context.Context, fin *transition) (*queue.Doc, []qu
 			}
 		}
 		for _, t := range r.candidates(d, issues, changed) {
-			if len(r.running)+len(picks) >= r.o.Jobs {
+			// An attempt counts until it is decided: its agent runs, or its gate.
+			if len(r.running)+len(r.merge)+len(picks) >= r.o.Jobs {
 				break
 			}
 			if _, bad := refused[t.ID]; bad || r.heldBack(d, t) {
@@ -766,6 +804,7 @@ func (r *runner) launchAll(ctx context.Context, doc *queue.Doc, picks []queue.Ta
 // retry (SPEC §7.1).
 func (r *runner) interrupt() (Summary, error) {
 	r.report.event("", "interrupt", "stopping agents; their tasks go back to pending")
+	r.dropQueue("orchestrator interrupted while the gate ran")
 	r.stopRunning()
 	for _, a := range r.running {
 		r.readAgentUsage(a) // what it spent until it was stopped counts too
@@ -781,6 +820,7 @@ func (r *runner) interrupt() (Summary, error) {
 
 // stopAll ends every agent after an error of the loop itself.
 func (r *runner) stopAll(err error) (Summary, error) {
+	r.dropQueue("the run stopped while the gate ran")
 	r.stopRunning()
 	for _, a := range r.running {
 		_, _ = r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusPending)
@@ -792,6 +832,20 @@ func (r *runner) stopAll(err error) (Summary, error) {
 // reapOrphans ends what agents left behind that escaped their process group and outlived
 // its parent (it is ours, as the child subreaper), but not what belongs to an attempt that
 // still runs.
+// reapWhenIdle ends the orphans an agent left (reapOrphans) now, or, while gates of the
+// merge queue run commands of their own (children of ours that reapOrphans cannot tell
+// from orphans), once the last of them ends. An agent's processes are ended by its
+// process group and by its attempt folder in their environment first (attempt.stop); in
+// the sandbox nothing of an agent outlives it.
+func (r *runner) reapWhenIdle() {
+	if r.gatesRunning > 0 {
+		r.reapLater = true
+		return
+	}
+	r.reapLater = false
+	r.reapOrphans()
+}
+
 func (r *runner) reapOrphans() {
 	known := map[int]bool{}
 	var dirs []string

@@ -231,3 +231,13 @@ func (r *Repo) EditedLandings(ctx context.Context) []error {
 	}
 	return out
 }
+
+// SameTree reports whether commits a and b hold the same tree.
+func (r *Repo) SameTree(ctx context.Context, a, b string) (bool, error) {
+	out, err := r.git(ctx, r.Root, nil, "rev-parse", a+"^{tree}", b+"^{tree}")
+	if err != nil {
+		return false, err
+	}
+	f := strings.Fields(out)
+	return len(f) == 2 && f[0] == f[1], nil
+}

@@ -120,6 +120,9 @@ func (s *Slot) Reset(ctx context.Context, commit string) error {
 			return err
 		}
 	}
+	// The slot is its holder's alone: a lock left by a git command of an earlier holder
+	// that was stopped (a gate cancelled when its result no longer mattered) is stale.
+	os.Remove(s.index + ".lock")
 	env := s.env(s.index)
 	if _, err := s.repo.git(ctx, s.Dir, env, "reset", "-q", "--no-recurse-submodules", "--hard", commit); err != nil {
 		// An index that git cannot read (a crash while writing it): start again.
