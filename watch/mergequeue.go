@@ -166,7 +166,6 @@ func (r *runner) startGate(ctx context.Context, q *queued, s *worktree.Slot) {
 	if b := r.readBaseline(); b != nil {
 		q.baseAt = slices.Clone(b.PassingTests)
 	}
-	fmt.Fprintf(q.log, "candidate: %s (%d changes from %.12s)\n", q.a.candidate, len(q.a.changes), q.a.base)
 	run := r.prepareGate(gctx, q.a, q.a.candidate, s)
 	gen := q.gen
 	r.gatesRunning++
@@ -205,9 +204,8 @@ func (r *runner) settleFront(ctx context.Context) error {
 			if why := r.holds(ctx, q); why != "" {
 				// Judged on what it no longer lands on: judged again, and those behind
 				// it (judged on top of it) too.
-				fmt.Fprintf(q.log, "judged again: %s\n", why)
 				r.report.event(a.id, "rebased", fmt.Sprintf("attempt %d: %s; judging it again", a.n, why))
-				r.resetFrom(0)
+				r.resetFrom(0, why)
 				break
 			}
 		}
@@ -219,7 +217,8 @@ func (r *runner) settleFront(ctx context.Context) error {
 			return err
 		}
 		if !landed {
-			r.resetFrom(0) // those behind were judged on top of its candidate
+			// Those behind were judged on top of its candidate.
+			r.resetFrom(0, fmt.Sprintf("%s, judged ahead of it, did not land", a.id))
 		}
 	}
 	return r.pump(ctx)
@@ -267,13 +266,15 @@ func (r *runner) holds(ctx context.Context, q *queued) string {
 	return ""
 }
 
-// resetFrom makes the gates of the candidates from index i on stale: each goes back to
-// its original candidate, to be judged again (pump) once its stale gate has ended.
-func (r *runner) resetFrom(i int) {
+// resetFrom makes the gates of the candidates from index i on stale, saying why in their
+// gate.log: each goes back to its original candidate, to be judged again (pump) once its
+// stale gate has ended.
+func (r *runner) resetFrom(i int, why string) {
 	for _, q := range r.merge[i:] {
 		if !q.current {
 			continue
 		}
+		fmt.Fprintf(q.log, "judged again: %s\n", why)
 		if q.running {
 			q.cancel()
 		}
@@ -331,7 +332,7 @@ func (r *runner) dropMoved(d *queue.Doc) bool {
 		if status == queue.StatusInProgress {
 			continue
 		}
-		r.resetFrom(i) // its gate, and those of the candidates judged on top of it
+		r.resetFrom(i, a.id+"'s status was set by hand while its gate ran") // its gate, and those judged on top of it
 		r.merge = slices.Delete(r.merge, i, i+1)
 		i--
 		took = true

@@ -1,0 +1,241 @@
+package watch_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A gateBarrier holds the gates' test runs until n of them have begun, so that a test can
+// make gates overlap on any machine, however slow: each run of the project's test command
+// first runs its script, which, once armed, registers the run and waits for n runs (or
+// two minutes, so that a broken test fails on its assertions instead of hanging).
+type gateBarrier struct {
+	dir string
+}
+
+func newGateBarrier(t *testing.T, n int) *gateBarrier {
+	t.Helper()
+	b := &gateBarrier{dir: t.TempDir()}
+	script := fmt.Sprintf(`#!/bin/sh
+[ -e %[1]s/arm ] || exit 0
+mkdir -p %[1]s/runs
+: > %[1]s/runs/$$
+i=0
+while [ "$(ls %[1]s/runs | wc -l)" -lt %[2]d ] && [ $i -lt 2400 ]; do sleep 0.05; i=$((i+1)); done
+exit 0
+`, b.dir, n)
+	if err := os.WriteFile(b.script(), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func (b *gateBarrier) script() string { return filepath.Join(b.dir, "barrier.sh") }
+
+// command is the project's test command behind the barrier.
+func (b *gateBarrier) command() string { return b.script() + " && " + goTest }
+
+// arm makes the barrier count from now on; armCmd is the shell command that does it.
+func (b *gateBarrier) arm(t *testing.T) {
+	if err := os.WriteFile(filepath.Join(b.dir, "arm"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+func (b *gateBarrier) armCmd() string { return "touch " + filepath.Join(b.dir, "arm") }
+
+// waitCmd is a shell command that waits until a gate's run has begun at the barrier.
+func (b *gateBarrier) waitCmd() string {
+	return fmt.Sprintf(`until [ -n "$(ls %s/runs 2>/dev/null)" ]; do sleep 0.05; done`, b.dir)
+}
+
+// partFiles are the files of part i, a package of its own.
+func partFiles(i int) map[string]string {
+	pkg := fmt.Sprintf("part%02d", i)
+	return map[string]string{
+		pkg + "/value.go": fmt.Sprintf("// Package %s is part %d of the shop.\npackage %s\n\n// Value is the part's number.\nfunc Value() int { return %d }\n", pkg, i, pkg, i),
+	}
+}
+
+// TestMergeQueueSpeculates (issue 26 item 2): three honest tasks at --jobs 3 whose gates
+// are held until all three run at once. The first candidate is judged on the head, each
+// one behind it on the head as it will be once those ahead of it land; all three land at
+// their first attempt, in the order they were queued, each once, in a linear history, and
+// none is judged twice: what each was judged on is what it landed on.
+func TestMergeQueueSpeculates(t *testing.T) {
+	t.Parallel()
+	b := newGateBarrier(t, 3)
+	var tasks []realTask
+	agents := map[string][]string{}
+	for i := 1; i <= 3; i++ {
+		id, name := fmt.Sprintf("TASK-%03d", i), fmt.Sprintf("a%d", i)
+		tasks = append(tasks, realTask{id: id, category: "backend", agent: name, testCommand: fmt.Sprintf("go test ./part%02d", i), exempt: true})
+		agents[name] = slowAgent("implementer", time.Duration(i)*300*time.Millisecond, 0, files(t, partFiles(i)))
+	}
+	r := newRealRepo(t, "gomod", b.command(), tasks, agents, "")
+	if code, out := r.run("baseline"); code != 0 {
+		t.Fatalf("baseline: exit %d\n%s", code, out)
+	}
+	b.arm(t)
+	base := head(r.repo)
+
+	code, out := r.run("watch", "--once", "--jobs", "3")
+	var why strings.Builder
+	for _, tk := range tasks {
+		why.WriteString(r.describeAttempts(tk.id))
+	}
+	if code != 0 {
+		t.Fatalf("exit %d, want 0%s\n%s", code, why.String(), out)
+	}
+	behind := 0
+	for _, tk := range tasks {
+		if st := r.field(tk.id, "Status"); st != "completed" {
+			t.Errorf("%s is %s, want completed%s", tk.id, st, r.describeAttempts(tk.id))
+		}
+		if dirs := r.attemptDirs(tk.id); len(dirs) != 1 {
+			t.Errorf("%s: attempts %v, want one%s", tk.id, dirs, r.describeAttempts(tk.id))
+		}
+		log := r.read(".orchestrator/runs/" + tk.id + "/1/gate.log")
+		if strings.Contains(log, "judged behind TASK-") {
+			behind++
+		}
+		if strings.Contains(log, "judged again") {
+			t.Errorf("%s was judged more than once:\n%s", tk.id, log)
+		}
+	}
+	if behind != 2 {
+		t.Errorf("%d candidates were judged behind another, want 2 (the gates overlapped)%s", behind, why.String())
+	}
+	commits := commitsSince(r.repo, base)
+	if len(commits) != 3 {
+		t.Fatalf("commits since the fixture: %d, want 3", len(commits))
+	}
+	landed := map[string]bool{}
+	for _, c := range commits {
+		line := r.git("log", "-1", "--format=%P|%s", c)
+		parents, subject, _ := strings.Cut(line, "|")
+		if n := len(strings.Fields(parents)); n != 1 {
+			t.Errorf("commit %.12s has %d parents, want 1 (a linear history)", c, n)
+		}
+		task, _, _ := strings.Cut(subject, ":")
+		if landed[task] {
+			t.Errorf("%s landed twice", task)
+		}
+		landed[task] = true
+		if got := r.field(task, "Commit"); got != c {
+			t.Errorf("%s: Commit %q, want %s", task, got, c)
+		}
+	}
+	onlyPersonsTree(r.repo)
+	r.noneLeft()
+}
+
+// TestMergeQueueBehindRefused: the candidate ahead breaks a test of the baseline and is
+// refused; the honest one behind it, judged on top of it, is judged again without it and
+// lands at its first attempt, and nothing of the refused candidate reaches the branch.
+func TestMergeQueueBehindRefused(t *testing.T) {
+	t.Parallel()
+	b := newGateBarrier(t, 2)
+	broken := map[string]string{"money/money.go": "// Package money holds amounts of money in cents.\npackage money\n\n// Cents is an amount of money in cents.\ntype Cents int64\n\nfunc (c Cents) String() string { return \"?\" }\n\n// Percent returns p percent of c.\nfunc (c Cents) Percent(p int64) Cents { return c * Cents(p) / 100 }\n"}
+	r := newRealRepo(t, "gomod", b.command(), []realTask{
+		{id: "TASK-001", category: "backend", agent: "breaker", testCommand: "go test ./money", exempt: true},
+		{id: "TASK-002", category: "backend", agent: "honest", testCommand: "go test ./part01", exempt: true},
+	}, map[string][]string{
+		// The cheat claims done over a change that breaks money's tests.
+		"breaker": slowAgent("implementer", 100*time.Millisecond, 0, files(t, broken)),
+		// The honest agent ends once the cheat's gate runs, so that it is queued behind it.
+		"honest": {"TESTAGENT_MODE=script", "TESTAGENT_ROLE=implementer", "TESTAGENT_FROM=" + files(t, partFiles(1)), "TESTAGENT_SH=" + b.waitCmd()},
+	}, "")
+	if code, out := r.run("baseline"); code != 0 {
+		t.Fatalf("baseline: exit %d\n%s", code, out)
+	}
+	b.arm(t)
+	base := head(r.repo)
+
+	code, out := r.run("watch", "--once", "--jobs", "2")
+	if st := r.field("TASK-002", "Status"); st != "completed" {
+		t.Fatalf("TASK-002 is %s, want completed (exit %d)%s%s\n%s", st, code, r.describeAttempts("TASK-001"), r.describeAttempts("TASK-002"), out)
+	}
+	if dirs := r.attemptDirs("TASK-002"); len(dirs) != 1 {
+		t.Errorf("TASK-002: attempts %v, want one%s", dirs, r.describeAttempts("TASK-002"))
+	}
+	log := r.read(".orchestrator/runs/TASK-002/1/gate.log")
+	if !strings.Contains(log, "judged behind TASK-001") || !strings.Contains(log, "judged again: TASK-001, judged ahead of it, did not land") {
+		t.Errorf("TASK-002 was not judged behind TASK-001 and then again without it:\n%s", log)
+	}
+	if st := r.field("TASK-001", "Status"); st == "completed" {
+		t.Errorf("TASK-001, which breaks money's tests, is completed")
+	}
+	first := r.read(".orchestrator/runs/TASK-001/1/gate.log")
+	if !strings.Contains(first, "regression") {
+		t.Errorf("TASK-001's first attempt was not refused for its regression:\n%s", first)
+	}
+	commits := commitsSince(r.repo, base)
+	if len(commits) != 1 {
+		t.Fatalf("commits since the fixture: %v, want TASK-002's alone", commits)
+	}
+	if fs := filesOf(r.repo, commits[0]); strings.Join(fs, " ") != "part01/value.go" {
+		t.Errorf("TASK-002's commit holds %v", fs)
+	}
+	onlyPersonsTree(r.repo)
+	r.noneLeft()
+}
+
+// TestMergeQueueBreaksWhatAheadFixed: the candidate ahead makes a test pass that a TEST
+// task landed failing; the one behind it, judged on top of it, breaks that test. At its
+// speculative gate the test was no baseline test yet; once the candidate ahead lands, the
+// baseline has it, and the one behind is judged again on the head and refused for the
+// regression. The branch's suite passes at the end.
+func TestMergeQueueBreaksWhatAheadFixed(t *testing.T) {
+	t.Parallel()
+	b := newGateBarrier(t, 2)
+	red := map[string]string{"cart/total_test.go": "package cart\n\nimport \"testing\"\n\nfunc TestTotal_UNIT_301(t *testing.T) {\n\tif got := Total(); got != 4 {\n\t\tt.Errorf(\"Total() = %d, want 4\", got)\n\t}\n}\n"}
+	green := map[string]string{"cart/total.go": "package cart\n\nimport \"example.com/shop/rate\"\n\n// Total is twice the rate.\nfunc Total() int { return 2 * rate.Rate() }\n"}
+	rate := map[string]string{"rate/rate.go": "// Package rate holds the rate.\npackage rate\n\n// Rate is the rate.\nfunc Rate() int { return 3 }\n"}
+	r := newRealRepo(t, "gomod", b.command(), []realTask{
+		{id: "TASK-T01", category: "testing", mode: "write", agent: "writer", testIDs: "UNIT-301"},
+		{id: "TASK-001", category: "backend", agent: "builder", deps: "TASK-T01"},
+		{id: "TASK-002", category: "backend", agent: "rater", testCommand: "go test ./rate", exempt: true},
+	}, map[string][]string{
+		"writer": slowAgent("test-writer", 100*time.Millisecond, 0, files(t, red)),
+		// The implementer arms the barrier as it ends: its GREEN is the first gate held.
+		"builder": {"TESTAGENT_MODE=script", "TESTAGENT_ROLE=implementer", "TESTAGENT_FROM=" + files(t, green), "TESTAGENT_SH=" + b.armCmd()},
+		// The one behind ends once that gate runs.
+		"rater": {"TESTAGENT_MODE=script", "TESTAGENT_ROLE=implementer", "TESTAGENT_FROM=" + files(t, rate), "TESTAGENT_SH=" + b.waitCmd()},
+	}, "retries:\n  max_retries: 1\n")
+	r.write("rate/rate.go", "// Package rate holds the rate.\npackage rate\n\n// Rate is the rate.\nfunc Rate() int { return 2 }\n")
+	r.git("add", "-A")
+	r.git("commit", "-q", "-m", "the rate")
+	if code, out := r.run("baseline"); code != 0 {
+		t.Fatalf("baseline: exit %d\n%s", code, out)
+	}
+
+	code, out := r.run("watch", "--once", "--jobs", "2")
+	for _, id := range []string{"TASK-T01", "TASK-001"} {
+		if st := r.field(id, "Status"); st != "completed" {
+			t.Fatalf("%s is %s, want completed (exit %d)%s\n%s", id, st, code, r.describeAttempts(id), out)
+		}
+	}
+	if st := r.field("TASK-002", "Status"); st == "completed" {
+		t.Fatalf("TASK-002, which breaks TASK-001's test, landed%s", r.describeAttempts("TASK-002"))
+	}
+	log := r.read(".orchestrator/runs/TASK-002/1/gate.log")
+	for _, want := range []string{"judged behind TASK-001", "judged again: the baseline gained", "TestTotal_UNIT_301"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("TASK-002's gate.log lacks %q:\n%s", want, log)
+		}
+	}
+	if res := r.read(".orchestrator/runs/TASK-002/1/result.json"); !strings.Contains(res, "regression") {
+		t.Errorf("TASK-002's first attempt was not refused as a regression:\n%s", res)
+	}
+	suite := exec.Command("go", "test", "./...")
+	suite.Dir = r.root
+	if out, err := suite.CombinedOutput(); err != nil {
+		t.Errorf("the branch's suite fails at the end:\n%s", out)
+	}
+	r.noneLeft()
+}
