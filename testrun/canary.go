@@ -1008,7 +1008,7 @@ func firstJSTest(dir string, filters []string, r Runner, c Canary) string {
 	return found
 }
 
-// plantCargo plants tests/zz_canary_<token>.rs in the package the site tests.
+// plantCargo plants tests/<word>_<token>.rs in the package the site tests.
 func (p *Planted) plantCargo(s site, dir string) ([]edit, string, error) {
 	cargoValued := func(n string) bool {
 		switch n {
@@ -1108,11 +1108,6 @@ decided:
 
 // rsTestFuncRE matches a Rust function, its name in the first group.
 var rsTestFuncRE = regexp.MustCompile(`\bfn\s+([A-Za-z0-9_]+)`)
-
-// planted reports whether a canary file was planted at abs already.
-func (p *Planted) planted(abs string) bool {
-	return slices.Contains(p.Files, p.rel(abs))
-}
 
 // plantedIn reports whether a canary file was planted in the folder dir already.
 func (p *Planted) plantedIn(dir string) bool {
