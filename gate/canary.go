@@ -70,7 +70,7 @@ func (v *Verdict) runTests(ctx context.Context, in Input, command string) (*test
 		fmt.Fprintf(&v.Log, "canary %s: exit code %d; the canaries' tests as reported:\n", p.Token, res.ExitCode)
 		n := 0
 		for _, t := range res.Tests {
-			if strings.Contains(t.ID, p.Token) {
+			if p.Holds(t.ID) {
 				n++
 				fmt.Fprintf(&v.Log, "  %s: %s\n", t.ID, t.Status)
 			}

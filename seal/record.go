@@ -18,6 +18,8 @@ const (
 	KindResult   = "result"        // an attempt record, result.json
 	KindLanding  = "landing"       // the trailers and tree of a landed commit
 	KindImpact   = "impact"        // a Go package's test results under an input key
+	KindSpot     = "spotcheck"     // a QA task's last spot-check decision
+	KindMutation = "mutation"      // a BUILD task's last mutation result
 )
 
 // Why a record is not evidence.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/orchestrator/orchestrator/seal"
 	"github.com/orchestrator/orchestrator/spotcheck"
 )
 
@@ -67,8 +68,8 @@ func TestMutation(t *testing.T) {
 			if again.Summary() != m.Summary() {
 				t.Errorf("second run differs:\n%s\n%s", m.Summary(), again.Summary())
 			}
-			if last := spotcheck.LastMutation(filepath.Join(p.root, ".git", "orchestrator"), "TASK-001"); last == nil || last.Summary() != m.Summary() {
-				t.Errorf("the last mutation result is not recorded for the reviewer: %v", last)
+			if last, err := spotcheck.ReadMutation(userKey(t), filepath.Join(p.root, ".git", "orchestrator"), "TASK-001"); last == nil || last.Summary() != m.Summary() {
+				t.Errorf("the last mutation result is not recorded for the reviewer: %v (%v)", last, err)
 			}
 			if st := run(t, p.root, "git", "status", "--porcelain"); st != "" {
 				t.Errorf("a mutant was left in the person's tree:\n%s", st)
@@ -97,7 +98,13 @@ func TestMismatch(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p.write(".git/orchestrator/runs/TASK-001/1/result.json", `{"task": "TASK-001", "attempt": 1, "outcome": "completed", "claim": "done"}`)
+	// The attempt record, sealed as the orchestrator writes it: an unsealed one is not
+	// evidence of a claim (TestSpotCheckRecordsSealed).
+	sealed, err := userKey(t).SealJSON(seal.KindResult, []byte(`{"task": "TASK-001", "attempt": 1, "outcome": "completed", "claim": "done"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.write(".git/orchestrator/runs/TASK-001/1/result.json", string(sealed))
 	rep := p.spotcheck(false)
 	if rep.Decision != spotcheck.Fail || !slices.Equal(rep.Mismatch, []string{"TASK-001"}) {
 		t.Fatalf("decision %s, mismatch %v", rep.Decision, rep.Mismatch)

@@ -16,6 +16,7 @@ import (
 	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/retry"
+	"github.com/orchestrator/orchestrator/seal"
 	"github.com/orchestrator/orchestrator/testrun"
 	"github.com/orchestrator/orchestrator/worktree"
 )
@@ -91,6 +92,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	key, err := repo.Key()
+	if err != nil {
+		return nil, err
+	}
 	commit := o.Commit
 	if commit == "" {
 		if commit, err = repo.Head(ctx); err != nil {
@@ -132,7 +137,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	// The implementers that claimed their work done, while the spot check finds failures.
 	if rep.Decision == Fail || rep.Decision == Critical {
 		for _, dep := range task.Deps {
-			if r, ok := tasks.Record(dep); ok && tasks.Task(r).Kind == queue.KindBuild && claimedDone(repo.State(), dep) {
+			if r, ok := tasks.Record(dep); ok && tasks.Task(r).Kind == queue.KindBuild && claimedDone(key, repo.State(), dep) {
 				rep.Mismatch = append(rep.Mismatch, dep)
 			}
 		}
@@ -156,14 +161,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				continue
 			}
 			rep.Mutations = append(rep.Mutations, m)
-			if b, err := json.MarshalIndent(m, "", "  "); err == nil {
-				_ = os.MkdirAll(filepath.Join(repo.State(), "qa"), 0o755)
-				_ = os.WriteFile(filepath.Join(repo.State(), "qa", dep+".json"), append(b, '\n'), 0o644)
+			if err := writeRecord(key, seal.KindMutation, MutationPath(repo.State(), dep), m); err != nil {
+				return nil, err
 			}
 			rep.Decision = worse(rep.Decision, m.Decision)
 		}
 	}
-	if err := rep.write(l, repo.State()); err != nil {
+	if err := rep.write(l, repo.State(), key); err != nil {
 		return nil, err
 	}
 	if !o.NoIssues {
@@ -175,8 +179,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 }
 
 // claimedDone reports whether the last attempt of task that completed was claimed done by
-// its agent, from the attempt records the orchestrator keeps.
-func claimedDone(state, task string) bool {
+// its agent, from the attempt records the orchestrator keeps: a record whose seal fails
+// (key) is not evidence, and is passed over.
+func claimedDone(key *seal.Key, state, task string) bool {
 	entries, _ := os.ReadDir(filepath.Join(state, "runs", task))
 	best := 0
 	for _, e := range entries {
@@ -185,7 +190,7 @@ func claimedDone(state, task string) bool {
 		}
 	}
 	for n := best; n > 0; n-- {
-		b, err := os.ReadFile(filepath.Join(state, "runs", task, strconv.Itoa(n), "result.json"))
+		b, err := key.ReadJSON(seal.KindResult, filepath.Join(state, "runs", task, strconv.Itoa(n), "result.json"))
 		if err != nil {
 			continue
 		}
@@ -272,9 +277,10 @@ func mutateTask(ctx context.Context, repo *worktree.Repo, tasks *queue.Doc, t qu
 	})
 }
 
-// write writes the report (SPEC §11.1's results table) to .orchestrator/reports/ and the
-// task's last decision to the orchestrator's state.
-func (rep *Report) write(l queue.Layout, state string) error {
+// write writes the report (SPEC §11.1's results table) to .orchestrator/reports/, the
+// readable copy, and the task's last decision to the orchestrator's state, sealed with key
+// (record.go).
+func (rep *Report) write(l queue.Layout, state string, key *seal.Key) error {
 	dir := filepath.Join(l.Dir(), "reports")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -283,38 +289,8 @@ func (rep *Report) write(l queue.Layout, state string) error {
 	if err := os.WriteFile(rep.Path, []byte(rep.Markdown()), 0o644); err != nil {
 		return err
 	}
-	b, _ := json.Marshal(map[string]string{"task": rep.Task, "decision": rep.Decision, "commit": rep.Commit, "at": time.Now().UTC().Format(time.RFC3339)})
-	if err := os.MkdirAll(filepath.Join(state, "qa"), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(state, "qa", rep.Task+".spotcheck.json"), append(b, '\n'), 0o644)
-}
-
-// LastDecision returns the last spot check decision of a QA task, "" when none ran.
-func LastDecision(state, task string) string {
-	b, err := os.ReadFile(filepath.Join(state, "qa", task+".spotcheck.json"))
-	if err != nil {
-		return ""
-	}
-	var d struct {
-		Decision string `json:"decision"`
-	}
-	_ = json.Unmarshal(b, &d)
-	return d.Decision
-}
-
-// LastMutation returns the last mutation result of a BUILD task's landed change, nil when
-// no spot check mutated it.
-func LastMutation(state, task string) *MutationResult {
-	b, err := os.ReadFile(filepath.Join(state, "qa", task+".json"))
-	if err != nil {
-		return nil
-	}
-	var m MutationResult
-	if json.Unmarshal(b, &m) != nil {
-		return nil
-	}
-	return &m
+	d := Decision{Task: rep.Task, Decision: rep.Decision, Commit: rep.Commit, At: time.Now().UTC().Format(time.RFC3339)}
+	return writeRecord(key, seal.KindSpot, DecisionPath(state, rep.Task), d)
 }
 
 // Markdown is the report: the `## Spot Check Results` table, the failures and the mutants.

@@ -1,15 +1,11 @@
 package testrun
 
 import (
-	"crypto/rand"
-	"encoding/base32"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	goparser "go/parser"
 	"go/token"
 	"io/fs"
-	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -23,30 +19,17 @@ import (
 // §7.6): one that must pass and one that must fail, named after a random Token, the failing
 // one with a random Message. A runner's report that does not show exactly those outcomes
 // was rewritten by something in the run (a TestMain, an init function, a conftest.py hook,
-// a plugin), and cannot be trusted.
+// a plugin), and cannot be trusted. Nothing of their names is fixed (canaryname.go): they
+// are named like the tests beside them, so that a forger cannot spare them.
 type Canary struct {
-	// Token is lower-case letters and digits, chosen at random: it names the canary files
-	// and tests, and every line of a canary file holds it, so that what the runner prints
-	// about a canary can be told from what it prints about the project's tests.
+	// Token is a word of lower-case letters, chosen at random: it names the canary files
+	// and tests (with a capital first letter in a Go test's name, see Holds), and the
+	// failing one's message holds it, so that what the runner prints about a canary can
+	// be told from what it prints about the project's tests.
 	Token string
 	// Message is the failing canary's failure message, chosen at random; it holds Token.
 	Message string
 }
-
-// NewCanary returns a Canary with a random token and message.
-func NewCanary() Canary {
-	var b [15]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err) // crypto/rand does not fail on Linux
-	}
-	tok := strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:10]))
-	return Canary{Token: tok, Message: "canary " + tok + " fails on purpose " + hex.EncodeToString(b[10:])}
-}
-
-// The canary files of a token, by runner.
-func goCanaryFile(tok string) string        { return "zz_canary_" + tok + "_test.go" }
-func pyCanaryFile(tok string, n int) string { return fmt.Sprintf("test_zz_canary_%s_%d.py", tok, n) }
-func rsCanaryFile(tok string) string        { return "zz_canary_" + tok + ".rs" }
 
 // A Planted canary is a Canary written into a checkout for one test command: the files,
 // the command to run instead (the same command, with the canaries added where it selects
@@ -69,6 +52,8 @@ type Planted struct {
 	junk  []string // patterns of what a runner builds from the canaries (cargo's target/)
 	units []canaryUnit
 	seen  map[string]bool // Go packages whose canaries Check found reported as planted
+	// goNames are the names of the Go canaries planted in each folder.
+	goNames map[string][]string
 }
 
 // A canaryUnit is one place a pair of canaries was planted: a Go package, a folder of
@@ -89,14 +74,27 @@ func matches(id, want string) bool {
 	return id == want || strings.HasSuffix(id, "/"+want)
 }
 
-// PlantCanary writes the canary c into root for command: a zz_canary_<token>_test.go in
-// every Go package folder that go test would test and that holds test files; a
-// test_zz_canary_<token>_<n>.py in every folder of the pytest tests it runs; one
-// zz_canary_<token>.test.js (or .ts, as the tests beside it) next to the first vitest or
-// jest test it runs; tests/zz_canary_<token>.rs for cargo test. For a command that no
-// runner reads (Exit), or whose options leave no room for a canary, it plants nothing and
-// says why in Skip. Remove takes the files away again.
+// PlantCanary writes the canary c into root for command, named like the tests beside it
+// (canaryname.go): a <word>_<token>_test.go in every Go package folder that go test would
+// test and that holds test files, with tests Test<Word><Token>; a test_<word>_<token>.py
+// in every folder of the pytest tests it runs, with tests test_<word>_<token>; one
+// <word>-<token>.test.js (or .ts, .spec, as the tests beside it) next to the first vitest
+// or jest test it runs; tests/<word>_<token>.rs for cargo test. Where the token is met in
+// the project's tests already, it draws another canary. For a command that no runner reads
+// (Exit), or whose options leave no room for a canary, it plants nothing and says why in
+// Skip. Remove takes the files away again.
 func PlantCanary(root, command string, c Canary) (*Planted, error) {
+	for range 8 {
+		p, err := plantCanary(root, command, c)
+		if !errors.Is(err, errTokenTaken) {
+			return p, err
+		}
+		c = NewCanary()
+	}
+	return nil, fmt.Errorf("plant canary: %w, for every token drawn", errTokenTaken)
+}
+
+func plantCanary(root, command string, c Canary) (*Planted, error) {
 	p := &Planted{Canary: c, Runner: Detect(command), Command: command, root: root}
 	if p.Runner == Exit {
 		p.Skip = "the command is judged by its exit code alone: there is no report a canary could be checked in"
@@ -222,7 +220,7 @@ func (p *Planted) Check(res *Result) error {
 				pass = append(pass, t)
 			case matches(t.ID, u.fail):
 				fail = append(fail, t)
-			case !strings.Contains(t.ID, p.Token) && u.own(t):
+			case !p.Holds(t.ID) && u.own(t):
 				own = true
 				ownFailed = ownFailed || t.Status == Failed
 			}
@@ -270,19 +268,19 @@ func (p *Planted) Check(res *Result) error {
 func (p *Planted) strip(res *Result, allSeen bool) {
 	tests := res.Tests[:0:0]
 	for _, t := range res.Tests {
-		if !strings.Contains(t.ID, p.Token) {
+		if !p.Holds(t.ID) {
 			tests = append(tests, t)
 		}
 	}
 	res.Tests = tests
-	res.Output = dropLines(res.Output, p.Token)
+	res.Output = dropLines(res.Output, p.Canary)
 	if res.Runner == Go {
 		res.Output = p.passGoPackages(res)
 		p.passPackages(res)
 	}
 	errs := res.BuildErrors[:0:0]
 	for _, e := range res.BuildErrors {
-		if !strings.Contains(e, p.Token) {
+		if !p.Holds(e) {
 			errs = append(errs, e)
 		}
 	}
@@ -359,14 +357,14 @@ func (p *Planted) passPackages(res *Result) {
 // failCode is the exit code of a run of each runner whose tests failed (1 for the others).
 var failCode = map[Runner]int{Cargo: 101}
 
-// dropLines removes the lines of s that hold tok.
-func dropLines(s, tok string) string {
-	if !strings.Contains(s, tok) {
+// dropLines removes the lines of s that hold the canary's token.
+func dropLines(s string, c Canary) string {
+	if !c.Holds(s) {
 		return s
 	}
 	var b strings.Builder
 	for _, l := range strings.SplitAfter(s, "\n") {
-		if !strings.Contains(l, tok) {
+		if !c.Holds(l) {
 			b.WriteString(l)
 		}
 	}
@@ -510,11 +508,9 @@ func (p *Planted) plantGo(s site, dir string) ([]edit, string, error) {
 	if _, ok := find(opts, "-list", "--list", "-test.list"); ok {
 		return nil, "go test -list runs no test", nil
 	}
-	pass, fail := "TestCanaryPass"+p.Token, "TestCanaryFail"+p.Token
+	var skip *regexp.Regexp
 	if o, ok := find(opts, "-skip", "--skip", "-test.skip"); ok {
-		if re, err := regexp.Compile(o.value); err == nil && (re.MatchString(pass) || re.MatchString(fail)) {
-			return nil, fmt.Sprintf("go test -skip %s would skip the canaries", o.value), nil
-		}
+		skip, _ = regexp.Compile(o.value)
 	}
 	var pkgs []string
 	if len(pos) == 0 {
@@ -532,11 +528,18 @@ func (p *Planted) plantGo(s site, dir string) ([]edit, string, error) {
 	}
 	slices.Sort(dirs)
 	dirs = slices.Compact(dirs)
+	var run []string // the canaries' names, for -run
 	for _, d := range dirs {
-		if p.planted(filepath.Join(d, goCanaryFile(p.Token))) {
-			continue // by an earlier go test of the line
+		if names, ok := p.goNames[d]; ok {
+			run = append(run, names...) // planted by an earlier go test of the line
+			continue
 		}
-		pkg, ok := goTestPackage(d)
+		testFiles, _ := filepath.Glob(filepath.Join(d, "*_test.go"))
+		words, err := p.nameWords(testFiles, goTestFuncRE)
+		if err != nil {
+			return nil, "", err
+		}
+		pkg, ok := goTestPackage(testFiles, p.Canary)
 		if !ok {
 			continue
 		}
@@ -544,12 +547,22 @@ func (p *Planted) plantGo(s site, dir string) ([]edit, string, error) {
 		if !ok {
 			continue
 		}
-		src := fmt.Sprintf("package %s // %[2]s\n\nimport \"testing\" // %[2]s\n\n"+
-			"func %[3]s(t *testing.T) {} // %[2]s\n\n"+
-			"func %[4]s(t *testing.T) { t.Fatal(%[5]q) } // %[2]s\n", pkg, p.Token, pass, fail, p.Message)
-		if err := p.write(filepath.Join(d, goCanaryFile(p.Token)), src); err != nil {
+		n := p.names(words, importPath)
+		pass, fail := "Test"+title(n.pass)+title(p.Token), "Test"+title(n.fail)+title(p.Token)
+		if skip != nil && (skip.MatchString(pass) || skip.MatchString(fail)) {
+			return nil, fmt.Sprintf("go test -skip %s would skip the canaries", skip), nil
+		}
+		src := fmt.Sprintf("package %s\n\nimport \"testing\"\n\n"+
+			"func %s(t *testing.T) {}\n\n"+
+			"func %s(t *testing.T) {\n\tt.Fatal(%q)\n}\n", pkg, pass, fail, p.Message)
+		if err := p.write(filepath.Join(d, n.file+"_"+p.Token+"_test.go"), src); err != nil {
 			return nil, "", err
 		}
+		run = append(run, pass, fail)
+		if p.goNames == nil {
+			p.goNames = map[string][]string{}
+		}
+		p.goNames[d] = []string{pass, fail}
 		prefix := importPath + "."
 		p.units = append(p.units, canaryUnit{
 			where: "package " + importPath, pass: prefix + pass, fail: prefix + fail, pkg: importPath,
@@ -560,11 +573,22 @@ func (p *Planted) plantGo(s site, dir string) ([]edit, string, error) {
 		})
 	}
 	var edits []edit
-	if o, ok := find(opts, "-run", "--run", "-test.run"); ok {
-		edits = append(edits, replaceValue(s, o, o.value+"|^"+pass+"$|^"+fail+"$"))
+	if o, ok := find(opts, "-run", "--run", "-test.run"); ok && len(run) > 0 {
+		slices.Sort(run)
+		edits = append(edits, replaceValue(s, o, o.value+"|^(?:"+strings.Join(slices.Compact(run), "|")+")$"))
+	}
+	// -failfast would end a test binary at its failing canary, before the project's tests
+	// that come after it in the file order: the failures of a run are the same without it.
+	for _, o := range opts {
+		if o.name == "-failfast" || o.name == "--failfast" || o.name == "-test.failfast" {
+			edits = append(edits, edit{s.words[o.w-1].end, s.words[o.w].end, ""})
+		}
 	}
 	return edits, "", nil
 }
+
+// goTestFuncRE matches a Go test function, its name after Test in the first group.
+var goTestFuncRE = regexp.MustCompile(`(?m)^func Test([A-Za-z0-9_]*)\(`)
 
 // goPackageDirs returns the folders a go test package argument names, relative to dir:
 // "./...", "./x/...", ".", "./x", an import path of dir's module ("example.com/m/x/...").
@@ -641,36 +665,24 @@ func goImportPath(dir string) (string, bool) {
 	return mod + "/" + filepath.ToSlash(rel), true
 }
 
-// goTestPackage returns the package a canary in dir belongs to: the external test package
-// (x_test) when a test file there uses one, so that the canaries run after every other
-// test of the binary, else the package of the test files. It reports false when dir holds
-// no test file.
-func goTestPackage(dir string) (string, bool) {
-	files, _ := filepath.Glob(filepath.Join(dir, "*_test.go"))
-	count := map[string]int{}
+// goTestPackage returns the package a canary among a folder's test files belongs to: the
+// package of one of them, chosen by the canary's token, so that the canaries run among the
+// project's tests rather than always after them, where a forger would look for them. It
+// reports false when there is no test file.
+func goTestPackage(files []string, c Canary) (string, bool) {
+	var names []string
 	for _, f := range files {
-		if strings.HasPrefix(filepath.Base(f), "zz_canary_") {
-			continue
-		}
 		af, err := goparser.ParseFile(token.NewFileSet(), f, nil, goparser.PackageClauseOnly)
 		if err != nil {
 			continue
 		}
-		count[af.Name.Name]++
+		names = append(names, af.Name.Name)
 	}
-	if len(count) == 0 {
+	if len(names) == 0 {
 		return "", false
 	}
-	best := ""
-	for _, name := range slices.Sorted(maps.Keys(count)) {
-		switch {
-		case strings.HasSuffix(name, "_test"):
-			return name, true
-		case best == "" || count[name] > count[best]:
-			best = name
-		}
-	}
-	return best, true
+	slices.Sort(names)
+	return c.pick(slices.Compact(names), "package"), true
 }
 
 // pyValued are pytest's options that take a value.
@@ -707,10 +719,10 @@ func (p *Planted) plantPytest(s site, dir string) ([]edit, string, error) {
 	var dirs, files []string
 	if len(pos) == 0 {
 		for _, tp := range pyTestPaths(dir) {
-			dirs = append(dirs, pyTestDirs(filepath.Join(dir, tp))...)
+			dirs = append(dirs, pyTestDirs(filepath.Join(dir, tp), p.Canary)...)
 		}
 		if len(dirs) == 0 {
-			dirs = pyTestDirs(dir)
+			dirs = pyTestDirs(dir, p.Canary)
 		}
 	}
 	for _, i := range pos {
@@ -725,7 +737,7 @@ func (p *Planted) plantPytest(s site, dir string) ([]edit, string, error) {
 		case err != nil:
 			continue // not a path; pytest will say so
 		case st.IsDir() && !node:
-			dirs = append(dirs, pyTestDirs(abs)...)
+			dirs = append(dirs, pyTestDirs(abs, p.Canary)...)
 		default:
 			files = append(files, filepath.Dir(abs))
 		}
@@ -734,13 +746,22 @@ func (p *Planted) plantPytest(s site, dir string) ([]edit, string, error) {
 	dirs = slices.Compact(dirs)
 	slices.Sort(files)
 	files = slices.Compact(files)
-	n := 0
 	var appendArgs []string
+	var used []string // the words of the files planted: pytest wants their names distinct
 	plant := func(d string, explicit bool) error {
-		n++
-		name := pyCanaryFile(p.Token, n)
-		src := fmt.Sprintf("def test_canary_pass_%[1]s():  # %[1]s\n    pass  # %[1]s\n\n\n"+
-			"def test_canary_fail_%[1]s():  # %[1]s\n    raise AssertionError(%[2]q)  # %[1]s\n", p.Token, p.Message)
+		words, err := p.nameWords(pyTestFiles(d), pyTestFuncRE)
+		if err != nil {
+			return err
+		}
+		n := p.names(words, p.rel(d))
+		n.file = p.pick(words, p.rel(d)+"\x00file", used...)
+		used = append(used, n.file)
+		name := "test_" + n.file + "_" + p.Token + ".py"
+		if slices.Contains(used[:len(used)-1], n.file) {
+			name = fmt.Sprintf("test_%s_%s%d.py", n.file, p.Token, len(used))
+		}
+		pass, fail := "test_"+n.pass+"_"+p.Token, "test_"+n.fail+"_"+p.Token
+		src := fmt.Sprintf("def %s():\n    pass\n\n\ndef %s():\n    raise AssertionError(%q)\n", pass, fail, p.Message)
 		abs := filepath.Join(d, name)
 		if err := p.write(abs, src); err != nil {
 			return err
@@ -755,7 +776,7 @@ func (p *Planted) plantPytest(s site, dir string) ([]edit, string, error) {
 		folder := d
 		p.units = append(p.units, canaryUnit{
 			where: "folder " + p.rel(folder),
-			pass:  name + "::test_canary_pass_" + p.Token, fail: name + "::test_canary_fail_" + p.Token,
+			pass:  name + "::" + pass, fail: name + "::" + fail,
 			own: func(t Test) bool {
 				f := t.File
 				if f == "" {
@@ -788,7 +809,7 @@ func (p *Planted) plantPytest(s site, dir string) ([]edit, string, error) {
 		edits = append(edits, edit{end, end, b.String()})
 	}
 	if o, ok := find(opts, "-k"); ok {
-		edits = append(edits, replaceValue(s, o, "("+o.value+") or zz_canary_"+p.Token))
+		edits = append(edits, replaceValue(s, o, "("+o.value+") or "+p.Token))
 	}
 	// -x and --maxfail stop at the first failures: let the canary's failure be one more.
 	maxfail := 0
@@ -822,8 +843,19 @@ func pyTestPaths(dir string) []string {
 // pyNoRecurse are the folders pytest does not look into by default (norecursedirs).
 var pyNoRecurse = map[string]bool{"build": true, "dist": true, "node_modules": true, "venv": true, "CVS": true, "_darcs": true, "{arch}": true, "__pycache__": true}
 
-// pyTestDirs returns the folders under start that hold pytest files (test_*.py, *_test.py).
-func pyTestDirs(start string) []string {
+// pyTestFuncRE matches a pytest test function, its name after test_ in the first group.
+var pyTestFuncRE = regexp.MustCompile(`(?m)^\s*(?:async\s+)?def test_?(\w*)\(`)
+
+// pyTestFiles returns the pytest files (test_*.py, *_test.py) in dir.
+func pyTestFiles(dir string) []string {
+	a, _ := filepath.Glob(filepath.Join(dir, "test_*.py"))
+	b, _ := filepath.Glob(filepath.Join(dir, "*_test.py"))
+	return append(a, b...)
+}
+
+// pyTestDirs returns the folders under start that hold pytest files (test_*.py, *_test.py),
+// not counting the files of canary c.
+func pyTestDirs(start string, c Canary) []string {
 	var out []string
 	_ = filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -836,7 +868,7 @@ func pyTestDirs(start string) []string {
 			}
 			return nil
 		}
-		if strings.HasSuffix(name, ".py") && (strings.HasPrefix(name, "test_") || strings.HasSuffix(name, "_test.py")) && !strings.HasPrefix(name, "test_zz_canary_") {
+		if strings.HasSuffix(name, ".py") && (strings.HasPrefix(name, "test_") || strings.HasSuffix(name, "_test.py")) && !c.Holds(name) {
 			if len(out) == 0 || out[len(out)-1] != filepath.Dir(p) {
 				out = append(out, filepath.Dir(p))
 			}
@@ -877,7 +909,7 @@ func (p *Planted) plantJS(s site, dir string) ([]edit, string, error) {
 	for _, i := range pos {
 		filters = append(filters, s.words[i].text)
 	}
-	neighbour := firstJSTest(dir, filters, p.Runner)
+	neighbour := firstJSTest(dir, filters, p.Runner, p.Canary)
 	if neighbour == "" {
 		return nil, "", nil
 	}
@@ -886,18 +918,26 @@ func (p *Planted) plantJS(s site, dir string) ([]edit, string, error) {
 	if strings.Contains(base, ".spec.") {
 		infix = ".spec"
 	}
-	name := "zz_canary_" + p.Token + infix + ext
-	abs := filepath.Join(filepath.Dir(neighbour), name)
-	if p.planted(abs) {
+	if p.plantedIn(filepath.Dir(neighbour)) {
 		return nil, "", nil
 	}
+	words, err := p.nameWords([]string{neighbour}, jsTestTitleRE)
+	if err != nil {
+		return nil, "", err
+	}
+	stem, _, _ := strings.Cut(base, ".")
+	n := p.names(words, p.rel(neighbour))
+	n.file = p.pick(splitWords(stem), "file")
+	name := n.file + "-" + p.Token + infix + ext
+	abs := filepath.Join(filepath.Dir(neighbour), name)
+	// Every line holds the token: vitest and jest print the lines around a failure.
 	head := ""
 	if p.Runner == Vitest {
-		head = fmt.Sprintf("import { test } from \"vitest\"; // %s\n", p.Token)
+		head = "import { test } from \"vitest\"; "
 	}
-	passTitle, failTitle := "canary pass "+p.Token, "canary fail "+p.Token
-	src := head + fmt.Sprintf("test(%q, () => {}); // %s\n"+
-		"test(%q, () => { throw new Error(%q); }); // %[2]s\n", passTitle, p.Token, failTitle, p.Message)
+	passTitle, failTitle := n.pass+" "+p.Token, n.fail+" "+p.Token
+	src := head + fmt.Sprintf("test(%q, () => {});\n"+
+		"test(%q, () => { throw new Error(%q); });\n", passTitle, failTitle, p.Message)
 	if err := p.write(abs, src); err != nil {
 		return nil, "", err
 	}
@@ -919,18 +959,21 @@ func (p *Planted) plantJS(s site, dir string) ([]edit, string, error) {
 		edits = append(edits, edit{w.end, w.end, " " + quote(arg)})
 	}
 	if o, ok := find(opts, "-t", "--testNamePattern"); ok {
-		edits = append(edits, replaceValue(s, o, "(?:"+o.value+")|^canary (?:pass|fail) "+p.Token+"$"))
+		edits = append(edits, replaceValue(s, o, "(?:"+o.value+")|^(?:"+passTitle+"|"+failTitle+")$"))
 	}
 	return edits, "", nil
 }
+
+// jsTestTitleRE matches the title of a vitest or jest test, in the first group.
+var jsTestTitleRE = regexp.MustCompile(`\b(?:test|it)\(\s*["'\x60]([^"'\x60]*)`)
 
 // jsTestRE matches the test files vitest and jest find by default.
 var jsTestRE = regexp.MustCompile(`\.(?:test|spec)\.[cm]?[jt]sx?$`)
 
 // firstJSTest returns the first test file under dir (outside node_modules and hidden
-// folders) in path order that every filter matches (a path substring for vitest, a
-// regular expression for jest); "" when there is none.
-func firstJSTest(dir string, filters []string, r Runner) string {
+// folders, not one of canary c) in path order that every filter matches (a path substring
+// for vitest, a regular expression for jest); "" when there is none.
+func firstJSTest(dir string, filters []string, r Runner, c Canary) string {
 	found := ""
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || found != "" {
@@ -943,7 +986,7 @@ func firstJSTest(dir string, filters []string, r Runner) string {
 			}
 			return nil
 		}
-		if !jsTestRE.MatchString(name) || strings.HasPrefix(name, "zz_canary_") {
+		if !jsTestRE.MatchString(name) || c.Holds(name) {
 			return nil
 		}
 		rel, _ := filepath.Rel(dir, p)
@@ -965,7 +1008,7 @@ func firstJSTest(dir string, filters []string, r Runner) string {
 	return found
 }
 
-// plantCargo plants tests/zz_canary_<token>.rs in the package the site tests.
+// plantCargo plants tests/<word>_<token>.rs in the package the site tests.
 func (p *Planted) plantCargo(s site, dir string) ([]edit, string, error) {
 	cargoValued := func(n string) bool {
 		switch n {
@@ -989,26 +1032,34 @@ func (p *Planted) plantCargo(s site, dir string) ([]edit, string, error) {
 		return nil, "the Cargo.toml here declares no package (a workspace of members): the canary goes in a package's tests folder", nil
 	}
 	tests := filepath.Join(dir, "tests")
-	if p.planted(filepath.Join(tests, rsCanaryFile(p.Token))) {
+	if p.plantedIn(tests) {
 		return nil, "", nil
 	}
+	rsFiles, _ := filepath.Glob(filepath.Join(tests, "*.rs"))
+	words, err := p.nameWords(rsFiles, rsTestFuncRE)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, f := range rsFiles {
+		words = append(words, splitWords(strings.TrimSuffix(filepath.Base(f), ".rs"))...)
+	}
+	n := p.names(words, "tests")
+	stem := n.file + "_" + p.Token
 	if !fileExists(tests) {
 		if err := os.Mkdir(tests, 0o755); err != nil {
 			return nil, "", err
 		}
 		p.dirs = append(p.dirs, tests)
 	}
-	pass, fail := "canary_pass_"+p.Token, "canary_fail_"+p.Token
-	src := fmt.Sprintf("#[test] // %[1]s\nfn %[2]s() {} // %[1]s\n\n#[test] // %[1]s\nfn %[3]s() { // %[1]s\n    panic!(%[4]q); // %[1]s\n} // %[1]s\n",
-		p.Token, pass, fail, p.Message)
-	abs := filepath.Join(tests, rsCanaryFile(p.Token))
+	pass, fail := n.pass+"_"+p.Token, n.fail+"_"+p.Token
+	src := fmt.Sprintf("#[test]\nfn %s() {}\n\n#[test]\nfn %s() {\n    panic!(%q);\n}\n", pass, fail, p.Message)
+	abs := filepath.Join(tests, stem+".rs")
 	if err := p.write(abs, src); err != nil {
 		return nil, "", err
 	}
 	file := p.rel(abs)
 	// cargo builds a test binary of its own from the canary: it goes too.
-	stem := "*zz_canary_" + p.Token + "*"
-	for _, sub := range []string{"deps/" + stem, "incremental/" + stem, ".fingerprint/*/" + stem} {
+	for _, sub := range []string{"deps/*" + stem + "*", "incremental/*" + stem + "*", ".fingerprint/*/*" + stem + "*"} {
 		p.junk = append(p.junk, filepath.Join(dir, "target", "*", filepath.FromSlash(sub)))
 	}
 	p.units = append(p.units, canaryUnit{where: "file " + file, pass: pass, fail: fail, own: func(Test) bool { return true }})
@@ -1024,9 +1075,18 @@ func (p *Planted) plantCargo(s site, dir string) ([]edit, string, error) {
 		}
 	}
 decided:
+	// cargo stops at the first test binary that fails, which the canary's may be, before
+	// the project's binaries that come after it: --no-fail-fast runs them all.
+	var after string
+	if _, ok := find(opts, "--no-fail-fast"); !ok {
+		after = " --no-fail-fast"
+	}
 	if targeted {
+		after += " --test " + quote(stem)
+	}
+	if after != "" {
 		w := s.words[s.at]
-		edits = append(edits, edit{w.end, w.end, " --test " + quote(strings.TrimSuffix(rsCanaryFile(p.Token), ".rs"))})
+		edits = append(edits, edit{w.end, w.end, after})
 	}
 	// Name filters (before or after --) select by name: the canaries are named too.
 	filtered := len(pos) > 0
@@ -1046,9 +1106,17 @@ decided:
 	return edits, "", nil
 }
 
-// planted reports whether a canary file was planted at abs already.
-func (p *Planted) planted(abs string) bool {
-	return slices.Contains(p.Files, p.rel(abs))
+// rsTestFuncRE matches a Rust function, its name in the first group.
+var rsTestFuncRE = regexp.MustCompile(`\bfn\s+([A-Za-z0-9_]+)`)
+
+// plantedIn reports whether a canary file was planted in the folder dir already.
+func (p *Planted) plantedIn(dir string) bool {
+	for _, f := range p.Files {
+		if filepath.Join(p.root, filepath.Dir(filepath.FromSlash(f))) == filepath.Clean(dir) {
+			return true
+		}
+	}
+	return false
 }
 
 // write writes a canary file and records it.

@@ -15,7 +15,7 @@ import (
 )
 
 // testCanary is a fixed canary, so that planted files and commands can be compared.
-var testCanary = Canary{Token: "tok123", Message: "canary tok123 fails on purpose 0a0b"}
+var testCanary = Canary{Token: "tok123", Message: "tok123(7) = 60, want 400"}
 
 // writeTree writes files (path: content) under a new temporary folder and returns it.
 func writeTree(t *testing.T, files map[string]string) string {
@@ -39,11 +39,17 @@ func TestNewCanary(t *testing.T) {
 		t.Errorf("two canaries share a name or a message: %+v %+v", a, b)
 	}
 	for _, c := range []Canary{a, b} {
-		if len(c.Token) < 16 || strings.Trim(c.Token, "abcdefghijklmnopqrstuvwxyz234567") != "" {
-			t.Errorf("token %q: want 16 lower-case letters and digits", c.Token)
+		if len(c.Token) < 6 || strings.Trim(c.Token, "abcdefghijklmnopqrstuvwxyz") != "" {
+			t.Errorf("token %q: want a word of at least 6 lower-case letters", c.Token)
 		}
 		if !strings.Contains(c.Message, c.Token) {
 			t.Errorf("message %q does not hold the token", c.Message)
+		}
+		// Nothing of a canary reads as one: a forger that spares what does must fail it.
+		for _, s := range []string{c.Token, c.Message} {
+			if strings.Contains(strings.ToLower(s), "canar") || strings.Contains(s, "zz") || strings.Contains(s, "purpose") {
+				t.Errorf("%q reads as a canary", s)
+			}
 		}
 	}
 }
@@ -74,30 +80,36 @@ func TestPlantCanary(t *testing.T) {
 		content map[string]string
 	}{
 		{name: "go all packages", tree: goTree, command: "go test ./...",
-			files: []string{"a/zz_canary_tok123_test.go", "b/zz_canary_tok123_test.go"},
+			files: []string{"a/order_tok123_test.go", "b/parse_tok123_test.go"},
 			content: map[string]string{
-				"a/zz_canary_tok123_test.go": "package a // tok123\n\nimport \"testing\" // tok123\n\nfunc TestCanaryPasstok123(t *testing.T) {} // tok123\n\nfunc TestCanaryFailtok123(t *testing.T) { t.Fatal(\"canary tok123 fails on purpose 0a0b\") } // tok123\n",
-				"b/zz_canary_tok123_test.go": "package b_test // tok123\n",
+				"a/order_tok123_test.go": "package a\n\nimport \"testing\"\n\nfunc TestValuesTok123(t *testing.T) {}\n\nfunc TestFormatTok123(t *testing.T) {\n\tt.Fatal(\"tok123(7) = 60, want 400\")\n}\n",
+				"b/parse_tok123_test.go": "package b\n",
 			}},
 		{name: "go one package, -run", tree: goTree, command: "go test -count=1 ./b -run 'TestX$'",
-			files: []string{"b/zz_canary_tok123_test.go"},
-			ran:   "go test -count=1 ./b -run 'TestX$|^TestCanaryPasstok123$|^TestCanaryFailtok123$'"},
+			files: []string{"b/parse_tok123_test.go"},
+			ran:   "go test -count=1 ./b -run 'TestX$|^(?:TestUpdateTok123|TestValuesTok123)$'"},
 		{name: "go -run=", tree: goTree, command: "go test -run=^TestA$ ./a",
-			files: []string{"a/zz_canary_tok123_test.go"},
-			ran:   "go test '-run=^TestA$|^TestCanaryPasstok123$|^TestCanaryFailtok123$' ./a"},
+			files: []string{"a/order_tok123_test.go"},
+			ran:   "go test '-run=^TestA$|^(?:TestFormatTok123|TestValuesTok123)$' ./a"},
 		{name: "go import path, cd", tree: map[string]string{"app/go.mod": "module example.com/app\n", "app/p/p_test.go": "package p\n"},
-			command: "cd app && go test example.com/app/...", files: []string{"app/p/zz_canary_tok123_test.go"}},
+			command: "cd app && go test example.com/app/...", files: []string{"app/p/order_tok123_test.go"}},
 		{name: "go current folder", tree: goTree, command: "cd a; go test",
-			files: []string{"a/zz_canary_tok123_test.go"}},
+			files: []string{"a/order_tok123_test.go"}},
 		{name: "go regression command", tree: goTree,
 			command: "f=0; go test ./a -run '^TestA$' || f=1; go test ./b -run '^TestB$' || f=1; [ $f = 0 ]",
-			files:   []string{"a/zz_canary_tok123_test.go", "b/zz_canary_tok123_test.go"},
-			ran:     "f=0; go test ./a -run '^TestA$|^TestCanaryPasstok123$|^TestCanaryFailtok123$' || f=1; go test ./b -run '^TestB$|^TestCanaryPasstok123$|^TestCanaryFailtok123$' || f=1; [ $f = 0 ]"},
+			files:   []string{"a/order_tok123_test.go", "b/parse_tok123_test.go"},
+			ran:     "f=0; go test ./a -run '^TestA$|^(?:TestFormatTok123|TestValuesTok123)$' || f=1; go test ./b -run '^TestB$|^(?:TestUpdateTok123|TestValuesTok123)$' || f=1; [ $f = 0 ]"},
 		{name: "go package tested twice", tree: goTree, command: "go test ./a -run A; go test ./a -run B",
-			files: []string{"a/zz_canary_tok123_test.go"},
-			ran:   "go test ./a -run 'A|^TestCanaryPasstok123$|^TestCanaryFailtok123$'; go test ./a -run 'B|^TestCanaryPasstok123$|^TestCanaryFailtok123$'"},
+			files: []string{"a/order_tok123_test.go"},
+			ran:   "go test ./a -run 'A|^(?:TestFormatTok123|TestValuesTok123)$'; go test ./a -run 'B|^(?:TestFormatTok123|TestValuesTok123)$'"},
+		{name: "go names from the project's tests", tree: map[string]string{"go.mod": "module example.com/m\n",
+			"a/a_test.go": "package a_test\n\nfunc TestParseHeader(t *testing.T) {}\n\nfunc TestRound_UNIT_001(t *testing.T) {}\n"},
+			command: "go test ./a", files: []string{"a/unit_tok123_test.go"},
+			content: map[string]string{"a/unit_tok123_test.go": "package a_test\n\nimport \"testing\"\n\nfunc TestRoundTok123(t *testing.T) {}\n\nfunc TestParseTok123(t *testing.T) {\n\tt.Fatal(\"tok123(7) = 60, want 400\")\n}\n"}},
+		{name: "go -failfast", tree: goTree, command: "go test -failfast -count=1 ./a -test.failfast",
+			files: []string{"a/order_tok123_test.go"}, ran: "go test -count=1 ./a"},
 		{name: "go then something", tree: goTree, command: "go test ./... && go vet ./...", skip: "followed by &&"},
-		{name: "go -skip", tree: goTree, command: "go test -skip Canary ./...", skip: "would skip the canaries"},
+		{name: "go -skip", tree: goTree, command: "go test -skip Tok123 ./...", skip: "would skip the canaries"},
 		{name: "go -list", tree: goTree, command: "go test -list . ./...", skip: "runs no test"},
 		{name: "exit code only", tree: goTree, command: "make test", skip: "exit code alone"},
 
@@ -105,40 +117,40 @@ func TestPlantCanary(t *testing.T) {
 			"pytest.ini": "[pytest]\ntestpaths = tests\n", "tests/test_a.py": "", "tests/unit/test_b.py": "",
 			"other/test_c.py": "", ".venv/test_d.py": ""},
 			command: "/usr/bin/python3 -m pytest -q",
-			files:   []string{"tests/test_zz_canary_tok123_1.py", "tests/unit/test_zz_canary_tok123_2.py"},
-			content: map[string]string{"tests/test_zz_canary_tok123_1.py": "def test_canary_pass_tok123():  # tok123\n    pass  # tok123\n\n\ndef test_canary_fail_tok123():  # tok123\n    raise AssertionError(\"canary tok123 fails on purpose 0a0b\")  # tok123\n"}},
+			files:   []string{"tests/test_empty_tok123.py", "tests/unit/test_format_tok123.py"},
+			content: map[string]string{"tests/test_empty_tok123.py": "def test_round_tok123():\n    pass\n\n\ndef test_basic_tok123():\n    raise AssertionError(\"tok123(7) = 60, want 400\")\n"}},
 		{name: "pytest pyproject testpaths", tree: map[string]string{
 			"pyproject.toml": "[project]\nname = \"x\"\n\n[tool.pytest.ini_options]\ntestpaths = [\n  \"t1\",\n  \"t2\",\n]\n", "t1/test_a.py": "", "t2/b_test.py": "", "t3/test_c.py": ""},
-			command: "pytest", files: []string{"t1/test_zz_canary_tok123_1.py", "t2/test_zz_canary_tok123_2.py"}},
+			command: "pytest", files: []string{"t1/test_empty_tok123.py", "t2/test_update_tok123.py"}},
 		{name: "pytest no config", tree: map[string]string{"test_a.py": "", "pkg/test_b.py": "", "node_modules/x/test_c.py": ""},
-			command: "pytest", files: []string{"pkg/test_zz_canary_tok123_2.py", "test_zz_canary_tok123_1.py"}},
+			command: "pytest", files: []string{"pkg/test_format_tok123.py", "test_lookup_tok123.py"}},
 		{name: "pytest files and node IDs", tree: map[string]string{"tests/test_a.py": "", "tests/test_b.py": "", "more/test_c.py": ""},
 			command: "pytest -q tests/test_a.py::test_x more/test_c.py",
-			files:   []string{"more/test_zz_canary_tok123_1.py", "tests/test_zz_canary_tok123_2.py"},
-			ran:     "pytest -q tests/test_a.py::test_x more/test_c.py more/test_zz_canary_tok123_1.py tests/test_zz_canary_tok123_2.py"},
+			files:   []string{"more/test_defaults_tok123.py", "tests/test_parse_tok123.py"},
+			ran:     "pytest -q tests/test_a.py::test_x more/test_c.py more/test_defaults_tok123.py tests/test_parse_tok123.py"},
 		{name: "pytest -k -x", tree: map[string]string{"tests/test_a.py": ""},
 			command: "pytest -x -k 'add and not slow' tests",
-			files:   []string{"tests/test_zz_canary_tok123_1.py"},
-			ran:     "pytest -x -k '(add and not slow) or zz_canary_tok123' tests --maxfail=2"},
+			files:   []string{"tests/test_empty_tok123.py"},
+			ran:     "pytest -x -k '(add and not slow) or tok123' tests --maxfail=2"},
 		{name: "pytest -m", tree: map[string]string{"tests/test_a.py": ""}, command: "pytest -m fast", skip: "marker"},
 
 		{name: "vitest", tree: map[string]string{"package.json": "{}", "src/calc.test.ts": "", "src/calc.ts": "", "node_modules/x/y.test.js": ""},
-			command: "npx vitest run", files: []string{"src/zz_canary_tok123.test.ts"},
-			content: map[string]string{"src/zz_canary_tok123.test.ts": "import { test } from \"vitest\"; // tok123\ntest(\"canary pass tok123\", () => {}); // tok123\ntest(\"canary fail tok123\", () => { throw new Error(\"canary tok123 fails on purpose 0a0b\"); }); // tok123\n"}},
+			command: "npx vitest run", files: []string{"src/calc-tok123.test.ts"},
+			content: map[string]string{"src/calc-tok123.test.ts": "import { test } from \"vitest\"; test(\"limits tok123\", () => {});\ntest(\"update tok123\", () => { throw new Error(\"tok123(7) = 60, want 400\"); });\n"}},
 		{name: "vitest filter and -t", tree: map[string]string{"a/x.spec.js": "", "b/y.spec.js": ""},
-			command: "npx vitest run b/ -t 'adds'", files: []string{"b/zz_canary_tok123.spec.js"},
-			ran: "npx vitest run b/ b/zz_canary_tok123.spec.js -t '(?:adds)|^canary (?:pass|fail) tok123$'"},
+			command: "npx vitest run b/ -t 'adds'", files: []string{"b/update-tok123.spec.js"},
+			ran: "npx vitest run b/ b/update-tok123.spec.js -t '(?:adds)|^(?:round tok123|basic tok123)$'"},
 		{name: "jest", tree: map[string]string{"sum.test.js": ""}, command: "npx jest sum",
-			files:   []string{"zz_canary_tok123.test.js"},
-			ran:     "npx jest sum 'zz_canary_tok123\\.test\\.js'",
-			content: map[string]string{"zz_canary_tok123.test.js": "test(\"canary pass tok123\", () => {}); // tok123\ntest(\"canary fail tok123\", () => { throw new Error(\"canary tok123 fails on purpose 0a0b\"); }); // tok123\n"}},
+			files:   []string{"sum-tok123.test.js"},
+			ran:     "npx jest sum 'sum-tok123\\.test\\.js'",
+			content: map[string]string{"sum-tok123.test.js": "test(\"limits tok123\", () => {});\ntest(\"lookup tok123\", () => { throw new Error(\"tok123(7) = 60, want 400\"); });\n"}},
 		{name: "jest --bail", tree: map[string]string{"sum.test.js": ""}, command: "npx jest --bail", skip: "--bail"},
 
 		{name: "cargo", tree: map[string]string{"Cargo.toml": "[package]\nname = \"x\"\n", "src/lib.rs": ""},
-			command: "cargo test", files: []string{"tests/zz_canary_tok123.rs"}},
+			command: "cargo test", files: []string{"tests/empty_tok123.rs"}, ran: "cargo test --no-fail-fast"},
 		{name: "cargo filters and targets", tree: map[string]string{"Cargo.toml": "[package]\nname = \"x\"\n", "tests/it.rs": ""},
-			command: "cargo test --lib -- --exact tests::adds", files: []string{"tests/zz_canary_tok123.rs"},
-			ran: "cargo test --test zz_canary_tok123 --lib -- --exact tests::adds canary_pass_tok123 canary_fail_tok123"},
+			command: "cargo test --lib -- --exact tests::adds", files: []string{"tests/empty_tok123.rs"},
+			ran: "cargo test --no-fail-fast --test empty_tok123 --lib -- --exact tests::adds round_tok123 basic_tok123"},
 		{name: "cargo workspace", tree: map[string]string{"Cargo.toml": "[workspace]\nmembers = [\"a\"]\n"},
 			command: "cargo test", skip: "no package"},
 	}
@@ -180,6 +192,10 @@ func TestPlantCanary(t *testing.T) {
 				if !strings.HasPrefix(string(b), text) {
 					t.Errorf("%s:\n%s\nwant it to start with\n%s", f, b, text)
 				}
+				// vitest and jest print the lines around a failure: each holds the token.
+				if !jsTestRE.MatchString(f) {
+					continue
+				}
 				for i, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 					if l != "" && !strings.Contains(l, testCanary.Token) {
 						t.Errorf("%s line %d does not hold the token: %q", f, i+1, l)
@@ -220,12 +236,15 @@ func listFiles(t *testing.T, root string) []string {
 func TestCanaryCheck(t *testing.T) {
 	root := writeTree(t, goTree)
 	msg := testCanary.Message
-	pass := func(pkg string) Test { return Test{ID: pkg + ".TestCanaryPasstok123", Status: Passed} }
-	fail := func(pkg string) Test {
-		return Test{ID: pkg + ".TestCanaryFailtok123", Status: Failed, Output: "    zz_canary_tok123_test.go:7: " + msg + "\n"}
-	}
 	a, b := "example.com/m/a", "example.com/m/b"
-	out := "--- FAIL: TestCanaryFailtok123 (0.00s)\n    zz_canary_tok123_test.go:7: " + msg + "\nFAIL\nFAIL\texample.com/m/a\t0.01s\n"
+	// The canaries' names in each package (TestPlantCanary's "go all packages").
+	passName := map[string]string{a: "TestValuesTok123", b: "TestValuesTok123"}
+	failName := map[string]string{a: "TestFormatTok123", b: "TestUpdateTok123"}
+	pass := func(pkg string) Test { return Test{ID: pkg + "." + passName[pkg], Status: Passed} }
+	fail := func(pkg string) Test {
+		return Test{ID: pkg + "." + failName[pkg], Status: Failed, Output: "    order_tok123_test.go:8: " + msg + "\n"}
+	}
+	out := "--- FAIL: TestFormatTok123 (0.00s)\n    order_tok123_test.go:8: " + msg + "\nFAIL\nFAIL\texample.com/m/a\t0.01s\n"
 	tests := []struct {
 		name   string
 		res    Result
@@ -247,13 +266,13 @@ func TestCanaryCheck(t *testing.T) {
 			{ID: a + ".TestA", Status: Passed}, pass(a), fail(a), pass(b), fail(b)}},
 			exit: 2, class: ClassError, tests: []string{a + ".TestA"}},
 		{name: "failing canary reported passed", res: Result{ExitCode: 0, Tests: []Test{
-			{ID: a + ".TestA", Status: Passed}, pass(a), {ID: a + ".TestCanaryFailtok123", Status: Passed}, pass(b), fail(b)}},
+			{ID: a + ".TestA", Status: Passed}, pass(a), {ID: a + ".TestFormatTok123", Status: Passed}, pass(b), fail(b)}},
 			forged: "must fail was reported passed (package example.com/m/a)"},
 		{name: "passing canary reported failed", res: Result{ExitCode: 1, Tests: []Test{
-			{ID: a + ".TestA", Status: Failed}, {ID: a + ".TestCanaryPasstok123", Status: Failed}, fail(a), pass(b), fail(b)}},
+			{ID: a + ".TestA", Status: Failed}, {ID: a + ".TestValuesTok123", Status: Failed}, fail(a), pass(b), fail(b)}},
 			forged: "must pass was reported failed"},
 		{name: "failure without the message", res: Result{ExitCode: 1, Tests: []Test{
-			pass(a), {ID: a + ".TestCanaryFailtok123", Status: Failed, Output: "FAIL"}, pass(b), fail(b)}},
+			pass(a), {ID: a + ".TestFormatTok123", Status: Failed, Output: "FAIL"}, pass(b), fail(b)}},
 			forged: "without the message"},
 		{name: "canaries missing beside passing tests", res: Result{ExitCode: 0, Tests: []Test{
 			{ID: a + ".TestA", Status: Passed}, pass(b), fail(b)}},
@@ -263,7 +282,7 @@ func TestCanaryCheck(t *testing.T) {
 		{name: "one canary missing", res: Result{ExitCode: 1, Tests: []Test{pass(a), pass(b), fail(b)}},
 			forged: "did not report the orchestrator's canary test that must fail"},
 		{name: "reported twice, once forged", res: Result{ExitCode: 1, Tests: []Test{
-			pass(a), fail(a), {ID: a + ".TestCanaryFailtok123", Status: Passed}, pass(b), fail(b)}},
+			pass(a), fail(a), {ID: a + ".TestFormatTok123", Status: Passed}, pass(b), fail(b)}},
 			forged: "must fail was reported passed"},
 	}
 	for _, tt := range tests {
@@ -470,7 +489,7 @@ func TestCanaryReal(t *testing.T) {
 
 // recordedCanary is the canary of the recordings of testdata/canary/outputs: a fixed one,
 // so that a replay plants the same files and reads the same names.
-var recordedCanary = Canary{Token: "rec0rded7canary2", Message: "canary rec0rded7canary2 fails on purpose 5eed"}
+var recordedCanary = Canary{Token: "recordvelmin", Message: "recordvelmin(5) = 94, want 418"}
 
 // TestCanaryRecorded replays the real runs of testdata/canary/*.txtar, each a tiny project
 // with a canary planted, honest or with a forger (a jest setup file that swallows errors, a

@@ -12,6 +12,7 @@ package watch_test
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -185,14 +186,19 @@ func TestRealCanaries(t *testing.T) {
 				t.Errorf("gate.log does not say where the canaries were planted:\n%s", gate)
 			}
 			// Canaries live in the gate's checkout only: never on the integration branch,
-			// in the person's tree, or in the agent's candidate.
+			// in the person's tree, or in the agent's candidate. Their names are drawn for
+			// each run: gate.log says which.
+			token := ""
+			if m := regexp.MustCompile(`canary (\w+): planted`).FindStringSubmatch(gate); m != nil {
+				token = m[1]
+			}
 			for _, ref := range []string{"HEAD", "refs/orchestrator/attempts/TASK-001/1"} {
-				if ls := r.git("ls-tree", "-r", "--name-only", ref); strings.Contains(ls, "zz_canary") {
+				if ls := r.git("ls-tree", "-r", "--name-only", ref); token != "" && strings.Contains(ls, token) {
 					t.Errorf("%s holds a canary:\n%s", ref, ls)
 				}
 			}
 			filepath.WalkDir(r.root, func(p string, d os.DirEntry, err error) error {
-				if err == nil && strings.Contains(d.Name(), "zz_canary") && !strings.Contains(p, ".orchestrator") {
+				if err == nil && token != "" && strings.Contains(d.Name(), token) && !strings.Contains(p, ".orchestrator") {
 					t.Errorf("a canary in the person's tree: %s", p)
 				}
 				return nil

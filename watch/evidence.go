@@ -12,6 +12,7 @@ import (
 	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/seal"
+	"github.com/orchestrator/orchestrator/spotcheck"
 	"github.com/orchestrator/orchestrator/testrun"
 	"github.com/orchestrator/orchestrator/worktree"
 )
@@ -79,6 +80,7 @@ func editedRecords(ctx context.Context, repo *worktree.Repo) []string {
 			}
 		}
 	}
+	errs = append(errs, spotcheck.EditedRecords(k, repo.State())...)
 	errs = append(errs, repo.EditedLandings(ctx)...)
 	var out []string
 	for _, err := range errs {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +54,7 @@ const impactCheat = `package g11
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 
 	"example.com/shop/money"
 )
@@ -128,7 +130,8 @@ func TestImpactGreenRunsTheChangedPackage(t *testing.T) {
 	if n := strings.Count(log2, "reused: same inputs as "); n != 19 {
 		t.Errorf("TASK-002 reused %d packages, want 19\n%s", n, log2)
 	}
-	if !strings.Contains(log2, "canary ") || strings.Contains(log2, "g11/zz_canary_") {
+	if planted := regexp.MustCompile(`canary \w+: planted (.*)`).FindStringSubmatch(log2); planted == nil ||
+		!strings.HasPrefix(planted[1], "g07/") || strings.Contains(planted[1], "g11/") {
 		t.Errorf("TASK-002: the canaries are not where the tests ran, and only there\n%s", log2)
 	}
 	// The baseline grew from the run's results and the reused ones: g11's test is in it.

@@ -258,8 +258,11 @@ func (r *runner) evidence(ctx context.Context, a *attempt, rec *reviewRecord) ([
 // mutationSummary is the last mutation result of a task's QA spot check, "none" when no
 // spot check with mutation ran.
 func (r *runner) mutationSummary(id string) string {
-	m := spotcheck.LastMutation(r.repo.State(), id)
-	if m == nil {
+	m, err := spotcheck.ReadMutation(sealKey(), r.repo.State(), id)
+	switch {
+	case err != nil:
+		return "none that is evidence: " + err.Error()
+	case m == nil:
 		return "none"
 	}
 	return m.Summary()

@@ -97,13 +97,15 @@ func runStatus(ctx context.Context, opts *statusOptions) error {
 	var qa []string
 	if repo := q.repo(); repo != nil {
 		checked := dirNames(filepath.Join(repo.State(), "qa"))
+		key, _ := repo.Key() // without a key no record is evidence
 		for i, t := range rep.Tasks {
 			if !checked[t.ID+".spotcheck.json"] {
 				continue
 			}
-			if d := spotcheck.LastDecision(repo.State(), t.ID); d != "" {
-				rep.Tasks[i].SpotCheck = d
-				qa = append(qa, t.ID+" "+d)
+			// A decision whose seal fails is not shown: EditedState names it.
+			if d, err := spotcheck.ReadDecision(key, repo.State(), t.ID); err == nil && d != nil {
+				rep.Tasks[i].SpotCheck = d.Decision
+				qa = append(qa, t.ID+" "+d.Decision)
 			}
 		}
 	}
