@@ -10,6 +10,7 @@ import (
 	"github.com/orchestrator/orchestrator/agents"
 	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/markers"
+	"github.com/orchestrator/orchestrator/worktree"
 )
 
 // privateMarkers is the name of an agent's own marker folder in its run folder: in the
@@ -57,6 +58,12 @@ func (r *runner) sandbox(a *attempt, adapter string, argv []string, work, runDir
 		// The repository's git folder is hidden; the agent's git works on a folder of its
 		// own that borrows the repository's objects, at the attempt's base.
 		sb.Git = &agents.OwnGit{Dir: filepath.Join(runDir, "agent-git"), Objects: filepath.Join(r.repo.Common, "objects"), Base: a.base}
+		// Its index starts from the slot's, whose file times spare reading every file.
+		for _, s := range []*worktree.Slot{a.slot, r.gate} {
+			if s != nil && s.Dir == work {
+				sb.Git.Index = s.Index()
+			}
+		}
 	}
 	if program == agents.Claude {
 		// Claude Code's sessions go from attempt to attempt of the task, for the re-emit

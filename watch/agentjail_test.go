@@ -29,7 +29,7 @@ try env-token 'test -n "$PROBE_SECRET_TOKEN"'
 try env-aws 'test -n "$AWS_SECRET_ACCESS_KEY"'
 try persons-file 'cat "$PROBE_ROOT/uncommitted.txt"'
 try git-config 'cat "$PROBE_ROOT/.git/config"'
-try state 'ls "$PROBE_ROOT/.git/orchestrator"'
+try state 'ls "$PROBE_ROOT/.git/orchestrator/index" | grep -q .'
 try host-socket 'test -S "$PROBE_SOCK"'
 try persons-settings 'grep -q person "$HOME/.claude/settings.json"'
 try earlier-hooks 'grep -q evil "$HOME/.claude/settings.json" || grep -q evil "${CLAUDE_CONFIG_DIR:-$HOME/.claude}/settings.json"'
@@ -73,6 +73,9 @@ func TestAgentSandboxProbe(t *testing.T) {
 			os.Remove(filepath.Join(r.root, ".orchestrator", "no_auto_retry"))
 			if sandboxed {
 				r.sandboxed()
+				// The probe's paths reach it (the sandbox clears every other variable, and
+				// would else leave it probing "" for each); the secrets stay cleared.
+				r.write(".orchestrator/config.yaml", r.read(".orchestrator/config.yaml")+"agent_env: [PROBE_KEY, PROBE_ROOT, PROBE_SOCK]\n")
 			}
 			r.commitAll()
 			r.uncommitted = true

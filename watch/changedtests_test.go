@@ -68,6 +68,7 @@ func TestTestWriterChangesExistingTests(t *testing.T) {
 				if got != tt.trailer {
 					t.Errorf("Orchestrator-Changed-Tests = %q, want %q\n%s", got, tt.trailer, msg)
 				}
+				checkStatusChanged(t, r, "TASK-T01", tt.trailer)
 				onlyPersonsTree(r.repo)
 				r.noneLeft()
 				return

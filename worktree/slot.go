@@ -63,6 +63,11 @@ func (r *Repo) Slot(ctx context.Context, name string) (*Slot, error) {
 	return s, nil
 }
 
+// Index returns the path of the orchestrator's index of the slot: after Reset, the index
+// of the commit it was reset to, with the times of the files as the checkout wrote them.
+// The agent's own git folder starts from a copy (agents.OwnGit.Index).
+func (s *Slot) Index() string { return s.index }
+
 // HasSlot reports whether the slot called name exists, as a worktree git knows.
 func (r *Repo) HasSlot(name string) bool {
 	_, err := r.adminOf(filepath.Join(r.slotsDir(), name))

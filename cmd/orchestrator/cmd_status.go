@@ -55,6 +55,10 @@ type statusTask struct {
 	// SpotCheck is a QA task's last spot check decision (PASS, WARN, FAIL, CRITICAL),
 	// omitted when none ran.
 	SpotCheck string `json:"spot_check,omitempty"`
+	// ChangedTests are the existing tests a completed TEST task's landing rewrote to state
+	// new behaviour (SPEC §7.2), as file:name, as its Orchestrator-Changed-Tests trailer
+	// names them; omitted when none.
+	ChangedTests []string `json:"changed_tests,omitempty"`
 }
 
 // statusReport is the whole of `status --json`.
@@ -95,10 +99,15 @@ func runStatus(ctx context.Context, opts *statusOptions) error {
 		return err
 	}
 	var qa []string
+	changed := false
 	if repo := q.repo(); repo != nil {
 		checked := dirNames(filepath.Join(repo.State(), "qa"))
 		key, _ := repo.Key() // without a key no record is evidence
 		for i, t := range rep.Tasks {
+			if t.Verified && t.Kind == queue.KindTest.String() {
+				rep.Tasks[i].ChangedTests = watch.ChangedTests(repo, t.ID, t.Fields["Commit"])
+				changed = changed || len(rep.Tasks[i].ChangedTests) > 0
+			}
 			if !checked[t.ID+".spotcheck.json"] {
 				continue
 			}
@@ -128,7 +137,12 @@ func runStatus(ctx context.Context, opts *statusOptions) error {
 		return out.Flush()
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "TASK\tSTATUS\tKIND\tATTEMPTS\tCOST\tDEPENDS ON")
+	// The column of changed tests is there when a task changed some: rare, and wide.
+	head := "TASK\tSTATUS\tKIND\tATTEMPTS\tCOST\tDEPENDS ON"
+	if changed {
+		head += "\tCHANGED TESTS"
+	}
+	fmt.Fprintln(w, head)
 	for _, t := range rep.Tasks {
 		deps := strings.Join(t.DependsOn, ", ")
 		if deps == "" {
@@ -145,7 +159,11 @@ func runStatus(ctx context.Context, opts *statusOptions) error {
 		if t.Attempts > 0 {
 			cost = watch.FormatUSD(t.CostUSD)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, status, t.Kind, t.Attempts, cost, deps)
+		if !changed {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, status, t.Kind, t.Attempts, cost, deps)
+			continue
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", t.ID, status, t.Kind, t.Attempts, cost, deps, joinOr(t.ChangedTests, "-"))
 	}
 	if err := w.Flush(); err != nil {
 		return err
