@@ -170,6 +170,8 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 		newPlanCommand(g),
 		newCostCommand(g),
 		newSpotcheckCommand(g),
+		newWorkerCommand(g),
+		newWorkersCommand(g),
 	)
 	return root
 }

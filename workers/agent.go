@@ -1,0 +1,93 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/orchestrator/orchestrator/agents"
+)
+
+// AgentOptions say how AgentRunner runs agents.
+type AgentOptions struct {
+	// Sandbox runs each agent in bubblewrap (agents.Sandbox): its checkout writable, its
+	// marker folder, a private home and state folder, the worker's cache hidden, its own
+	// git folder borrowing the cache's objects. Without it the agent runs as the worker.
+	Sandbox bool
+	// Grace is how long a stopped agent has between SIGTERM and SIGKILL (default 5s).
+	Grace time.Duration
+}
+
+// AgentRunner returns the RunFunc that runs a job's agent as the watch loop runs one
+// locally: agents.Start in the checkout, the prompt on standard input, its output in the
+// log, the job's environment with ORCHESTRATOR_TASK_ID, ORCHESTRATOR_MARKER_DIR,
+// ORCHESTRATOR_ATTEMPT_DIR and ORCHESTRATOR_ROOT (and ORCHESTRATOR_WORKER), and stopped,
+// its whole process group, when ctx ends.
+//
+// The sandbox is agents.Sandbox with the worker's folders. What the watch loop adds of
+// its own (the gate's readable toolchains of the home folder, config sandbox_writable
+// and sandbox_readable, Claude Code's sessions from attempt to attempt) is not here yet:
+// the watch's profile is not exported.
+func AgentRunner(o AgentOptions) RunFunc {
+	if o.Grace <= 0 {
+		o.Grace = 5 * time.Second
+	}
+	return func(ctx context.Context, job Job, ws Workspace) (RunResult, error) {
+		env := append(os.Environ(), job.Env...)
+		env = append(env,
+			"ORCHESTRATOR_TASK_ID="+job.Attempt.Task,
+			"ORCHESTRATOR_MARKER_DIR="+ws.Markers,
+			"ORCHESTRATOR_ATTEMPT_DIR="+ws.Attempt,
+			"ORCHESTRATOR_ROOT="+ws.Dir,
+			"ORCHESTRATOR_WORKER="+ws.Worker,
+		)
+		var sb *agents.Sandbox
+		if o.Sandbox {
+			sb = sandboxOf(job, ws)
+		}
+		p, err := agents.Start(agents.StartOptions{Command: job.Argv, Dir: ws.Dir, Prompt: job.Prompt, Env: env, LogPath: ws.Log, Sandbox: sb})
+		if err != nil {
+			return RunResult{}, fmt.Errorf("start %s: %w", strings.Join(job.Argv, " "), err)
+		}
+		stopped := ""
+		select {
+		case <-p.Done():
+		case <-ctx.Done():
+			stopped = "timeout"
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				stopped = "worker stopped"
+			}
+		}
+		// Whatever the agent left in its group ends with it.
+		p.Stop(o.Grace)
+		return RunResult{ExitCode: p.ExitCode(), Stdout: p.Stdout(), Stopped: stopped}, nil
+	}
+}
+
+// sandboxOf is the agent's jail on a worker.
+func sandboxOf(job Job, ws Workspace) *agents.Sandbox {
+	var pass []string
+	for _, kv := range job.Env {
+		if name, _, ok := strings.Cut(kv, "="); ok {
+			pass = append(pass, name)
+		}
+	}
+	sb := &agents.Sandbox{
+		Dir:      ws.Dir,
+		Writable: []string{ws.Markers},
+		ReadOnly: []string{ws.Objects},
+		Hide:     ws.Hide,
+		Program:  agents.ProgramOf(job.Agent, job.Argv),
+		Pass:     pass,
+		Config:   filepath.Join(ws.Attempt, "agent-state"),
+		Git:      &agents.OwnGit{Dir: filepath.Join(ws.Attempt, "agent-git"), Objects: ws.Objects, Base: job.Base},
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		sb.Home = home
+	}
+	return sb
+}

@@ -1,0 +1,499 @@
+package workers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DispatcherOptions say how the authority hands out jobs.
+type DispatcherOptions struct {
+	// URL and Credentials reach the NATS server (Serve's URL and Authority, or a
+	// cluster's).
+	URL         string
+	Credentials Credentials
+	// Repo is the authority's repository folder: bases are bundled from it, candidates
+	// fetched into it.
+	Repo string
+	// Key derives each job's secret (the authority's seal key will do); it never leaves
+	// the authority, and the same key must be given after a restart.
+	Key []byte
+	// AckWait is how long a worker may hold a job without a progress acknowledgement
+	// before JetStream gives it to another (default 30s); MaxDeliver how many times a job
+	// is handed out at most (default 5). Both are the jobs consumer's settings.
+	AckWait    time.Duration
+	MaxDeliver int
+	// Refused, if set, hears of every outcome the dispatcher refused (a forged one, one
+	// whose candidate could not be fetched); Dropped of every duplicate it dropped.
+	Refused func(AttemptID, string, error)
+	Dropped func(AttemptID, string)
+}
+
+// A Dispatcher is the authority's side of the protocol: it submits jobs and accepts one
+// outcome per attempt, whose candidate it fetches into the authority's repository. Every
+// outcome accepted is delivered on Outcomes. A Dispatcher re-derives what is pending from
+// JetStream when it starts again: Pending, and the outcomes not yet acknowledged, which
+// arrive on Outcomes as before.
+type Dispatcher struct {
+	o        DispatcherOptions
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	bases    jetstream.ObjectStore
+	results  jetstream.ObjectStore
+	attempts jetstream.KeyValue
+	accepted jetstream.KeyValue
+	git      gitRepo
+	consume  jetstream.ConsumeContext
+	out      chan Outcome
+
+	mu       sync.Mutex // guards lastBase, bundling
+	lastBase string     // the last base bundled, the next bundle's prerequisite
+
+	sent sync.Map // attempt keys delivered on out by this Dispatcher
+}
+
+// ErrDuplicateAttempt is the error of Submit for an attempt ID that was submitted before.
+var ErrDuplicateAttempt = errors.New("attempt submitted before")
+
+// NewDispatcher connects to the server, makes the streams, buckets and consumers of the
+// protocol where they do not exist yet, and starts taking outcomes. Close ends it.
+func NewDispatcher(ctx context.Context, o DispatcherOptions) (*Dispatcher, error) {
+	if len(o.Key) == 0 {
+		return nil, errors.New("dispatcher: no key")
+	}
+	if o.AckWait <= 0 {
+		o.AckWait = 30 * time.Second
+	}
+	if o.MaxDeliver <= 0 {
+		o.MaxDeliver = 5
+	}
+	nc, err := connect(o.URL, o.Credentials, "orchestrator authority")
+	if err != nil {
+		return nil, fmt.Errorf("dispatcher: %w", err)
+	}
+	d := &Dispatcher{o: o, nc: nc, git: gitRepo{dir: o.Repo}, out: make(chan Outcome, 64)}
+	if err := d.setUp(ctx); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("dispatcher: %w", err)
+	}
+	return d, nil
+}
+
+// setUp makes what the protocol keeps in JetStream, and subscribes to outcomes.
+func (d *Dispatcher) setUp(ctx context.Context) error {
+	js, err := jetstream.New(d.nc)
+	if err != nil {
+		return err
+	}
+	d.js = js
+	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: jobStream, Subjects: []string{jobSubject}, Retention: jetstream.WorkQueuePolicy,
+		Storage: jetstream.FileStorage, Duplicates: time.Hour,
+	}); err != nil {
+		return err
+	}
+	if _, err := js.CreateOrUpdateConsumer(ctx, jobStream, jetstream.ConsumerConfig{
+		Durable: jobConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: d.o.AckWait,
+		MaxDeliver: d.o.MaxDeliver, MaxAckPending: -1,
+	}); err != nil {
+		return err
+	}
+	outcomes, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: outcomeStream, Subjects: []string{outcomeSubject + ".>"}, Storage: jetstream.FileStorage,
+	})
+	if err != nil {
+		return err
+	}
+	for _, b := range []struct {
+		name string
+		obs  *jetstream.ObjectStore
+	}{{basesBucket, &d.bases}, {resultsBucket, &d.results}} {
+		if *b.obs, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: b.name, Storage: jetstream.FileStorage}); err != nil {
+			return err
+		}
+	}
+	for _, b := range []struct {
+		name string
+		kv   *jetstream.KeyValue
+	}{{attemptsBucket, &d.attempts}, {acceptedBucket, &d.accepted}} {
+		if *b.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: b.name, Storage: jetstream.FileStorage}); err != nil {
+			return err
+		}
+	}
+	if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: workersBucket, TTL: heartbeatTTL, Storage: jetstream.MemoryStorage}); err != nil {
+		return err
+	}
+	d.lastBase = d.newestBase(ctx)
+	cons, err := outcomes.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable: outcomeConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute,
+	})
+	if err != nil {
+		return err
+	}
+	d.consume, err = cons.Consume(d.handle)
+	return err
+}
+
+// newestBase returns the base most recently bundled that the repository has, the next
+// bundle's prerequisite after a restart.
+func (d *Dispatcher) newestBase(ctx context.Context) string {
+	infos, err := d.bases.List(ctx)
+	if err != nil {
+		return ""
+	}
+	slices.SortFunc(infos, func(a, b *jetstream.ObjectInfo) int { return b.ModTime.Compare(a.ModTime) })
+	for _, info := range infos {
+		if d.git.commit(ctx, info.Name) == info.Name {
+			return info.Name
+		}
+	}
+	return ""
+}
+
+// Outcomes delivers every outcome the dispatcher accepts, once per attempt and
+// Dispatcher; after a restart, an outcome accepted but not yet acknowledged before it may
+// come again (Accepted says so too).
+func (d *Dispatcher) Outcomes() <-chan Outcome { return d.out }
+
+// Submit hands job to the workers: it bundles the base if no bundle of it is there yet,
+// records the attempt and publishes the job. The job's Secret is set here.
+func (d *Dispatcher) Submit(ctx context.Context, job Job) error {
+	if err := job.Attempt.validate(); err != nil {
+		return fmt.Errorf("submit: %w", err)
+	}
+	base := d.git.commit(ctx, job.Base)
+	if base == "" {
+		return fmt.Errorf("submit %s: base %q is not a commit of %s", job.Attempt, job.Base, d.o.Repo)
+	}
+	job.Base = base
+	if len(job.Argv) == 0 {
+		return fmt.Errorf("submit %s: no agent command", job.Attempt)
+	}
+	if err := d.bundleBase(ctx, base); err != nil {
+		return fmt.Errorf("submit %s: %w", job.Attempt, err)
+	}
+	rec, _ := json.Marshal(attemptRecord{Base: base, Agent: job.Agent, Submitted: time.Now().UTC()})
+	if _, err := d.attempts.Create(ctx, job.Attempt.key(), rec); err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return fmt.Errorf("submit %s: %w", job.Attempt, ErrDuplicateAttempt)
+		}
+		return fmt.Errorf("submit %s: %w", job.Attempt, err)
+	}
+	job.Secret = jobSecret(d.o.Key, job.Attempt)
+	b, err := json.Marshal(job)
+	if err != nil {
+		return err
+	}
+	// The message ID makes a second publish of the same job (after a crash between the
+	// record and the publish, say) a no-op within the stream's duplicate window.
+	if _, err := d.js.Publish(ctx, jobSubject, b, jetstream.WithMsgID(job.Attempt.key())); err != nil {
+		return fmt.Errorf("submit %s: %w", job.Attempt, err)
+	}
+	return nil
+}
+
+// attemptRecord is what the attempts bucket keeps of a submitted job.
+type attemptRecord struct {
+	Base      string    `json:"base"`
+	Agent     string    `json:"agent"`
+	Submitted time.Time `json:"submitted"`
+}
+
+// bundleBase puts the bundle of base in the bases bucket unless it is there: against the
+// last base bundled, when that is an ancestor of base (the worker that has it fetches
+// only what is new), else the whole history.
+func (d *Dispatcher) bundleBase(ctx context.Context, base string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, err := d.bases.GetInfo(ctx, base); err == nil {
+		return nil
+	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
+		return err
+	}
+	prereq := d.lastBase
+	if prereq != "" && !d.git.isAncestor(ctx, prereq, base) {
+		prereq = ""
+	}
+	meta := jetstream.ObjectMeta{Name: base, Metadata: map[string]string{}}
+	if prereq != "" {
+		meta.Metadata[prerequisiteKey] = prereq
+	}
+	if err := d.put(ctx, d.bases, meta, func(w io.Writer) error { return d.git.writeBundle(ctx, w, base, prereq) }); err != nil {
+		return fmt.Errorf("bundle base %s: %w", base, err)
+	}
+	d.lastBase = base
+	return nil
+}
+
+// put writes an object from what write writes, through a temporary file: the object
+// store wants a reader, and git a writer.
+func (d *Dispatcher) put(ctx context.Context, obs jetstream.ObjectStore, meta jetstream.ObjectMeta, write func(io.Writer) error) error {
+	_, err := putObject(ctx, obs, meta, write)
+	return err
+}
+
+// putObject is put for both sides.
+func putObject(ctx context.Context, obs jetstream.ObjectStore, meta jetstream.ObjectMeta, write func(io.Writer) error) (*jetstream.ObjectInfo, error) {
+	f, err := os.CreateTemp("", "orchestrator-bundle-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if err := write(f); err != nil {
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return obs.Put(ctx, meta, f)
+}
+
+// handle takes one outcome message: refused (and terminated) when its proof fails or its
+// candidate cannot be fetched, dropped when the attempt has an accepted outcome already,
+// else accepted and delivered.
+func (d *Dispatcher) handle(msg jetstream.Msg) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var w wireOutcome
+	if err := json.Unmarshal(msg.Data(), &w); err != nil {
+		d.refuse(AttemptID{}, "", fmt.Errorf("outcome on %s: %w", msg.Subject(), err))
+		_ = msg.Term()
+		return
+	}
+	o, err := d.accept(ctx, &w)
+	switch {
+	case errors.Is(err, errDuplicate):
+		if d.o.Dropped != nil {
+			d.o.Dropped(w.Attempt, w.Worker)
+		}
+		_ = msg.Ack()
+	case errors.Is(err, errRetry):
+		_ = msg.NakWithDelay(time.Second)
+	case err != nil:
+		d.refuse(w.Attempt, w.Worker, err)
+		_ = msg.Term()
+	default:
+		// Once per attempt and Dispatcher: a message redelivered while the caller was slow
+		// to read is the same outcome.
+		if _, dup := d.sent.LoadOrStore(o.Attempt.key(), true); !dup {
+			d.out <- *o
+		}
+		_ = msg.Ack()
+	}
+}
+
+func (d *Dispatcher) refuse(a AttemptID, worker string, err error) {
+	if d.o.Refused != nil {
+		d.o.Refused(a, worker, err)
+	}
+}
+
+var (
+	errDuplicate = errors.New("an outcome of the attempt was accepted before")
+	errRetry     = errors.New("try again")
+)
+
+// accepted is what the accepted bucket keeps of an outcome: the wire form, proof
+// included.
+type acceptedRecord = wireOutcome
+
+// accept checks one outcome and, if it is the attempt's first good one, fetches its
+// candidate into the attempt's ref and records it as accepted.
+func (d *Dispatcher) accept(ctx context.Context, w *wireOutcome) (*Outcome, error) {
+	if err := w.Attempt.validate(); err != nil {
+		return nil, err
+	}
+	if _, err := d.attempts.Get(ctx, w.Attempt.key()); err != nil {
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil, fmt.Errorf("attempt %s: never submitted: %w", w.Attempt, ErrForged)
+		}
+		return nil, fmt.Errorf("%w: %v", errRetry, err)
+	}
+	if err := w.verify(jobSecret(d.o.Key, w.Attempt)); err != nil {
+		return nil, err
+	}
+	if prev, err := d.accepted.Get(ctx, w.Attempt.key()); err == nil {
+		var p acceptedRecord
+		if json.Unmarshal(prev.Value(), &p) == nil && p.Proof == w.Proof {
+			// The very outcome accepted before, whose message was not acknowledged (the
+			// authority stopped in between): deliver it again.
+			return d.outcome(ctx, w)
+		}
+		return nil, errDuplicate
+	}
+	candidate, err := d.fetchCandidate(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	rec, _ := json.Marshal(w)
+	if _, err := d.accepted.Create(ctx, w.Attempt.key(), rec); err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return nil, errDuplicate
+		}
+		return nil, fmt.Errorf("%w: %v", errRetry, err)
+	}
+	if _, err := d.git.run(ctx, nil, "update-ref", w.Attempt.Ref(), candidate); err != nil {
+		return nil, fmt.Errorf("%w: %v", errRetry, err)
+	}
+	return d.outcome(ctx, w)
+}
+
+// fetchCandidate adds the candidate's objects to the authority's repository and checks
+// that it is the job's base or a commit of one parent, the base.
+func (d *Dispatcher) fetchCandidate(ctx context.Context, w *wireOutcome) (string, error) {
+	rec, err := d.attempts.Get(ctx, w.Attempt.key())
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", errRetry, err)
+	}
+	var ar attemptRecord
+	if err := json.Unmarshal(rec.Value(), &ar); err != nil || ar.Base != w.Base {
+		return "", fmt.Errorf("attempt %s: outcome on base %s, job on %s", w.Attempt, w.Base, ar.Base)
+	}
+	if w.Bundle == "" {
+		if w.Candidate != w.Base {
+			return "", fmt.Errorf("attempt %s: candidate %s without a bundle", w.Attempt, w.Candidate)
+		}
+		return w.Base, nil
+	}
+	dir, err := os.MkdirTemp("", "orchestrator-outcome-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "candidate.bundle")
+	if err := getObject(ctx, d.results, w.Bundle, w.BundleDigest, path); err != nil {
+		return "", fmt.Errorf("attempt %s: %w", w.Attempt, err)
+	}
+	tip, err := d.git.unbundle(ctx, path)
+	if err != nil {
+		return "", fmt.Errorf("attempt %s: %w", w.Attempt, err)
+	}
+	if tip != w.Candidate {
+		return "", fmt.Errorf("attempt %s: bundle holds %s, not candidate %s", w.Attempt, tip, w.Candidate)
+	}
+	parents, err := d.git.run(ctx, nil, "rev-list", "--parents", "-n", "1", tip)
+	if err != nil {
+		return "", err
+	}
+	if f := strings.Fields(parents); len(f) != 2 || f[1] != w.Base {
+		return "", fmt.Errorf("attempt %s: candidate %s is not one commit on base %s", w.Attempt, tip, w.Base)
+	}
+	return tip, nil
+}
+
+// getObject writes object name of obs to the file path, after checking that its digest
+// is digest.
+func getObject(ctx context.Context, obs jetstream.ObjectStore, name, digest, path string) error {
+	info, err := obs.GetInfo(ctx, name)
+	if err != nil {
+		return fmt.Errorf("object %s: %w", name, err)
+	}
+	if digest != "" && info.Digest != digest {
+		return fmt.Errorf("object %s: digest %s, outcome says %s", name, info.Digest, digest)
+	}
+	// GetFile checks the content against the digest as it reads.
+	if err := obs.GetFile(ctx, name, path); err != nil {
+		return fmt.Errorf("object %s: %w", name, err)
+	}
+	return nil
+}
+
+// outcome reads the parts of an accepted outcome from the results bucket.
+func (d *Dispatcher) outcome(ctx context.Context, w *wireOutcome) (*Outcome, error) {
+	o := &Outcome{Attempt: w.Attempt, Worker: w.Worker, Base: w.Base, Candidate: w.Candidate,
+		ExitCode: w.ExitCode, Stopped: w.Stopped, Marker: w.Marker, Delivery: w.Delivery}
+	for _, part := range []struct {
+		name, digest string
+		set          func([]byte)
+	}{
+		{w.LogObject, w.LogDigest, func(b []byte) { o.Log = b }},
+		{w.StdoutObject, w.StdoutDigest, func(b []byte) { o.Stdout = string(b) }},
+	} {
+		info, err := d.results.GetInfo(ctx, part.name)
+		if err != nil || info.Digest != part.digest {
+			return nil, fmt.Errorf("attempt %s: object %s: digest or %v", w.Attempt, part.name, err)
+		}
+		b, err := d.results.GetBytes(ctx, part.name)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", errRetry, err)
+		}
+		part.set(b)
+	}
+	return o, nil
+}
+
+// Accepted returns the accepted outcome of attempt a, if there is one: for a restarted
+// authority, which asks for each attempt it had running.
+func (d *Dispatcher) Accepted(ctx context.Context, a AttemptID) (*Outcome, bool, error) {
+	e, err := d.accepted.Get(ctx, a.key())
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	var w wireOutcome
+	if err := json.Unmarshal(e.Value(), &w); err != nil {
+		return nil, false, err
+	}
+	o, err := d.outcome(ctx, &w)
+	if err != nil {
+		return nil, false, err
+	}
+	return o, true, nil
+}
+
+// Pending lists the attempts submitted that have no accepted outcome yet: what a
+// restarted authority still waits for.
+func (d *Dispatcher) Pending(ctx context.Context) ([]AttemptID, error) {
+	keys := func(kv jetstream.KeyValue) (map[string]bool, error) {
+		l, err := kv.ListKeys(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]bool{}
+		for k := range l.Keys() {
+			out[k] = true
+		}
+		return out, nil
+	}
+	submitted, err := keys(d.attempts)
+	if err != nil {
+		return nil, err
+	}
+	done, err := keys(d.accepted)
+	if err != nil {
+		return nil, err
+	}
+	var out []AttemptID
+	for k := range submitted {
+		if done[k] {
+			continue
+		}
+		if a, err := parseKey(k); err == nil {
+			out = append(out, a)
+		}
+	}
+	slices.SortFunc(out, func(a, b AttemptID) int { return strings.Compare(a.key(), b.key()) })
+	return out, nil
+}
+
+// Close stops taking outcomes and disconnects.
+func (d *Dispatcher) Close() {
+	if d.consume != nil {
+		d.consume.Stop()
+	}
+	d.nc.Close()
+}

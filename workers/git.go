@@ -1,0 +1,138 @@
+package workers
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+)
+
+// safeGit are the settings every git command of this package runs with, as package
+// worktree's: no hook, no fsmonitor, no automatic gc, no line-ending conversion, so that
+// nothing an agent wrote in a repository runs as the worker or the authority.
+var safeGit = []string{
+	"-c", "core.hooksPath=/dev/null",
+	"-c", "core.fsmonitor=false",
+	"-c", "core.autocrlf=false",
+	"-c", "gc.auto=0",
+	"-c", "maintenance.auto=false",
+	"-c", "advice.detachedHead=false",
+}
+
+// A gitRepo runs git on one repository: the authority's (dir is its folder) or a
+// worker's cache (gitDir is its bare repository, workTree a job's checkout).
+type gitRepo struct {
+	dir      string // -C
+	gitDir   string // --git-dir, "" for none
+	workTree string // --work-tree, "" for none
+	env      []string
+}
+
+// cmd returns the git command for args.
+func (g gitRepo) cmd(ctx context.Context, args ...string) *exec.Cmd {
+	pre := slices.Clone(safeGit)
+	if g.gitDir != "" {
+		pre = append(pre, "--git-dir="+g.gitDir)
+	}
+	if g.workTree != "" {
+		pre = append(pre, "--work-tree="+g.workTree)
+	}
+	c := exec.CommandContext(ctx, "git", append(pre, args...)...)
+	c.Dir = g.dir
+	env := []string{"LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1"}
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "GIT_") || name == "LC_ALL" {
+			continue // nothing sends git to another repository, index or work tree
+		}
+		env = append(env, kv)
+	}
+	c.Env = append(env, g.env...)
+	return c
+}
+
+// run runs git and returns its standard output; stdin may be nil.
+func (g gitRepo) run(ctx context.Context, stdin io.Reader, args ...string) (string, error) {
+	c := g.cmd(ctx, args...)
+	c.Stdin = stdin
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	if err := c.Run(); err != nil {
+		return out.String(), fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(errb.String()))
+	}
+	return out.String(), nil
+}
+
+// commit returns the full name of commit rev, or "" when the repository has no such
+// commit.
+func (g gitRepo) commit(ctx context.Context, rev string) string {
+	out, err := g.run(ctx, nil, "rev-parse", "--verify", "-q", rev+"^{commit}")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(out)
+}
+
+// isAncestor reports whether commit a is an ancestor of commit b (or b itself).
+func (g gitRepo) isAncestor(ctx context.Context, a, b string) bool {
+	_, err := g.run(ctx, nil, "merge-base", "--is-ancestor", a, b)
+	return err == nil
+}
+
+// bundleRef is the one ref a bundle of this package names: its tip.
+const bundleRef = "refs/orchestrator/bundle"
+
+// writeBundle writes to w a git bundle of tip, without what prereq (a commit, "" for
+// none) already holds: the bundle names prereq as its prerequisite, and its pack is thin
+// against it. It is git's own format (git bundle verify and unbundle read it); it is
+// written here because git bundle create wants a ref for its tip, and the authority's
+// refs are not ours to add to.
+func (g gitRepo) writeBundle(ctx context.Context, w io.Writer, tip, prereq string) error {
+	format, err := g.run(ctx, nil, "rev-parse", "--show-object-format")
+	if err != nil {
+		return err
+	}
+	var head strings.Builder
+	if f := strings.TrimSpace(format); f == "sha1" {
+		head.WriteString("# v2 git bundle\n")
+	} else {
+		head.WriteString("# v3 git bundle\n@object-format=" + f + "\n")
+	}
+	revs := tip + "\n"
+	if prereq != "" {
+		head.WriteString("-" + prereq + "\n")
+		revs += "^" + prereq + "\n"
+	}
+	head.WriteString(tip + " " + bundleRef + "\n\n")
+	if _, err := io.WriteString(w, head.String()); err != nil {
+		return err
+	}
+	c := g.cmd(ctx, "pack-objects", "--revs", "--thin", "--stdout", "--delta-base-offset", "-q")
+	c.Stdin = strings.NewReader(revs)
+	c.Stdout = w
+	var errb bytes.Buffer
+	c.Stderr = &errb
+	if err := c.Run(); err != nil {
+		return fmt.Errorf("git pack-objects: %v: %s", err, strings.TrimSpace(errb.String()))
+	}
+	return nil
+}
+
+// unbundle adds the objects of the bundle file at path to the repository (its
+// prerequisites must be there) and returns the tip it names. No ref is changed.
+func (g gitRepo) unbundle(ctx context.Context, path string) (string, error) {
+	out, err := g.run(ctx, nil, "bundle", "unbundle", path)
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if sha, ref, ok := strings.Cut(strings.TrimSpace(line), " "); ok && ref == bundleRef {
+			return sha, nil
+		}
+	}
+	return "", fmt.Errorf("bundle %s: no %s", path, bundleRef)
+}

@@ -1,0 +1,427 @@
+package workers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/orchestrator/orchestrator/agents"
+)
+
+const testToken = "worker-token"
+
+// testKey is the dispatcher's key in the tests.
+var testKey = []byte("the authority's key")
+
+// agentScript is a scripted agent: it writes its prompt to prompt.txt and a new file,
+// prints its final message, and writes its done marker.
+const agentScript = `#!/bin/sh
+cat > prompt.txt
+echo "new work of $ORCHESTRATOR_TASK_ID" > "new-$ORCHESTRATOR_TASK_ID.txt"
+echo "scratch" > ignored.tmp
+echo "working on $ORCHESTRATOR_TASK_ID"
+echo "final message of $ORCHESTRATOR_TASK_ID"
+printf 'all done' > "$ORCHESTRATOR_MARKER_DIR/$ORCHESTRATOR_TASK_ID.done"
+`
+
+// git runs git in dir and returns its trimmed output.
+func git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	c := exec.Command("git", args...)
+	c.Dir = dir
+	c.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v: %s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// newRepo makes the authority's repository with files files (name → content) committed.
+func newRepo(t testing.TB, files map[string]string) (dir, head string) {
+	t.Helper()
+	dir = t.TempDir()
+	git(t, dir, "init", "-q", "-b", "main")
+	files[".gitignore"] = "*.tmp\n"
+	return dir, commitFiles(t, dir, files)
+}
+
+// commitFiles writes files and commits them.
+func commitFiles(t testing.TB, dir string, files map[string]string) string {
+	t.Helper()
+	for name, text := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "files")
+	return git(t, dir, "rev-parse", "HEAD")
+}
+
+// serve starts the embedded server for a test.
+func serve(t testing.TB) *Server {
+	t.Helper()
+	srv, err := Serve(context.Background(), ServeOptions{Addr: "127.0.0.1:0", StoreDir: t.TempDir(), Token: testToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// events collects what a dispatcher refused and dropped.
+type events struct {
+	refused chan error
+	dropped chan string
+}
+
+func dispatch(t testing.TB, srv *Server, repo string, ackWait time.Duration) (*Dispatcher, events) {
+	t.Helper()
+	ev := events{refused: make(chan error, 16), dropped: make(chan string, 16)}
+	d, err := NewDispatcher(context.Background(), DispatcherOptions{
+		URL: srv.URL(), Credentials: srv.Authority(), Repo: repo, Key: testKey, AckWait: ackWait,
+		Refused: func(a AttemptID, w string, err error) { ev.refused <- err },
+		Dropped: func(a AttemptID, w string) { ev.dropped <- w },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	return d, ev
+}
+
+// startWorker runs a worker until the test ends, and returns it.
+func startWorker(t testing.TB, url, name string, run RunFunc) *Worker {
+	t.Helper()
+	w := &Worker{Name: name, URL: url, Token: testToken, CacheDir: filepath.Join(t.TempDir(), "cache"), Jobs: 1, Run: run}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("worker %s: %v", name, err)
+		}
+	})
+	return w
+}
+
+// scriptJob is a job of attempt n of task whose agent is agentScript.
+func scriptJob(t testing.TB, task string, n int, base string) Job {
+	t.Helper()
+	script := filepath.Join(t.TempDir(), "agent.sh")
+	if err := os.WriteFile(script, []byte(agentScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return Job{Attempt: AttemptID{Task: task, N: n}, Base: base, Prompt: "do " + task, Agent: "exec", Argv: []string{"/bin/sh", script}, Timeout: time.Minute}
+}
+
+// sandboxed says whether agents run in bubblewrap here; under CI it must.
+func sandboxed(t testing.TB) bool {
+	t.Helper()
+	if err := agents.BwrapAvailable(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("bubblewrap: %v", err)
+		}
+		t.Logf("agents run without a sandbox: %v", err)
+		return false
+	}
+	return true
+}
+
+// next waits for the next outcome.
+func next(t testing.TB, d *Dispatcher) Outcome {
+	t.Helper()
+	select {
+	case o := <-d.Outcomes():
+		return o
+	case <-time.After(2 * time.Minute):
+		t.Fatal("no outcome")
+	}
+	return Outcome{}
+}
+
+// TestSubmitRunsOnWorker is the honest path: a job submitted runs its agent on a worker, in
+// a checkout of the base and in the sandbox, and its outcome comes back with the candidate
+// fetched into the authority's repository: the new file in it, the ignored one not, the
+// marker, the exit code and the agent's output.
+func TestSubmitRunsOnWorker(t *testing.T) {
+	srv := serve(t)
+	repo, base := newRepo(t, map[string]string{"README.md": "hello\n"})
+	d, ev := dispatch(t, srv, repo, 5*time.Second)
+	startWorker(t, srv.URL(), "w1", AgentRunner(AgentOptions{Sandbox: sandboxed(t)}))
+	if err := d.Submit(context.Background(), scriptJob(t, "TASK-001", 1, base)); err != nil {
+		t.Fatal(err)
+	}
+	o := next(t, d)
+	if o.Attempt != (AttemptID{"TASK-001", 1}) || o.Worker != "w1" || o.Base != base || o.ExitCode != 0 {
+		t.Fatalf("outcome %+v", o)
+	}
+	if got := git(t, repo, "rev-parse", "refs/orchestrator/attempts/TASK-001/1"); got != o.Candidate || got == base {
+		t.Fatalf("attempt ref %s, candidate %s, base %s", got, o.Candidate, base)
+	}
+	if parent := git(t, repo, "rev-parse", o.Candidate+"^"); parent != base {
+		t.Errorf("candidate's parent %s, want the base %s", parent, base)
+	}
+	files := git(t, repo, "ls-tree", "--name-only", o.Candidate)
+	for _, want := range []string{"README.md", "new-TASK-001.txt", "prompt.txt"} {
+		if !strings.Contains(files, want) {
+			t.Errorf("candidate lacks %s: %s", want, files)
+		}
+	}
+	if strings.Contains(files, "ignored.tmp") {
+		t.Errorf("candidate holds a file .gitignore ignores: %s", files)
+	}
+	if got := git(t, repo, "show", o.Candidate+":prompt.txt"); got != "do TASK-001" {
+		t.Errorf("the agent's prompt: %q", got)
+	}
+	if o.Marker == nil || o.Marker.Kind != "done" || o.Marker.Text != "all done" {
+		t.Errorf("marker %+v", o.Marker)
+	}
+	if !strings.Contains(o.Stdout, "final message of TASK-001") || !strings.Contains(string(o.Log), "working on TASK-001") {
+		t.Errorf("stdout %q, log %q", o.Stdout, o.Log)
+	}
+	if pending, err := d.Pending(context.Background()); err != nil || len(pending) != 0 {
+		t.Errorf("pending after the outcome: %v, %v", pending, err)
+	}
+	if got, ok, err := d.Accepted(context.Background(), o.Attempt); err != nil || !ok || got.Candidate != o.Candidate {
+		t.Errorf("accepted: %+v, %v, %v", got, ok, err)
+	}
+	select {
+	case err := <-ev.refused:
+		t.Errorf("refused: %v", err)
+	default:
+	}
+}
+
+// TestIncrementalBundles: the second base's bundle holds only what the first lacks, so the
+// worker that has the first fetches just that; a worker with an empty cache fetches the
+// chain.
+func TestIncrementalBundles(t *testing.T) {
+	srv := serve(t)
+	files := map[string]string{}
+	for i := range 200 {
+		files[fmt.Sprintf("src/f%03d.txt", i)] = strings.Repeat(fmt.Sprintf("line %d of file %d\n", i*7, i), 50)
+	}
+	repo, base1 := newRepo(t, files)
+	d, _ := dispatch(t, srv, repo, 5*time.Second)
+	w1 := startWorker(t, srv.URL(), "w1", AgentRunner(AgentOptions{}))
+	ctx := context.Background()
+	if err := d.Submit(ctx, scriptJob(t, "TASK-001", 1, base1)); err != nil {
+		t.Fatal(err)
+	}
+	next(t, d)
+	first := w1.fetched.Load()
+	base2 := commitFiles(t, repo, map[string]string{"src/f000.txt": "changed\n"})
+	if err := d.Submit(ctx, scriptJob(t, "TASK-002", 1, base2)); err != nil {
+		t.Fatal(err)
+	}
+	next(t, d)
+	second := w1.fetched.Load() - first
+	info1, err := d.bases.GetInfo(ctx, base1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info2, err := d.bases.GetInfo(ctx, base2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info2.Metadata[prerequisiteKey] != base1 || info1.Metadata[prerequisiteKey] != "" {
+		t.Errorf("prerequisites: first %q, second %q (want %s)", info1.Metadata[prerequisiteKey], info2.Metadata[prerequisiteKey], base1)
+	}
+	if first != int64(info1.Size) || second != int64(info2.Size) {
+		t.Errorf("worker fetched %d then %d bytes; bundles are %d and %d", first, second, info1.Size, info2.Size)
+	}
+	if second*20 > first {
+		t.Errorf("the incremental bundle is %d bytes, the first %d: not incremental", second, first)
+	}
+	// A new worker has neither base: it fetches the chain.
+	w2 := startWorker(t, srv.URL(), "w2", AgentRunner(AgentOptions{}))
+	w1stop := w1.fetched.Load()
+	if err := d.Submit(ctx, scriptJob(t, "TASK-003", 1, base2)); err != nil {
+		t.Fatal(err)
+	}
+	o := next(t, d)
+	if o.Worker == "w2" && w2.fetched.Load() != int64(info1.Size+info2.Size) {
+		t.Errorf("new worker fetched %d bytes, want the chain's %d", w2.fetched.Load(), info1.Size+info2.Size)
+	}
+	if o.Worker == "w1" && w1.fetched.Load() != w1stop {
+		t.Errorf("w1 fetched again a base it has")
+	}
+}
+
+// publishAs publishes an outcome as a worker would.
+func publishAs(t testing.TB, srv *Server, w wireOutcome) {
+	t.Helper()
+	nc, err := nats.Connect(srv.URL(), nats.UserInfo(WorkerUser, testToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	b, _ := json.Marshal(w)
+	if _, err := js.Publish(context.Background(), outcomeSubject+"."+w.Attempt.key(), b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// accepted returns the wire form of the outcome accepted for a.
+func acceptedWire(t testing.TB, d *Dispatcher, a AttemptID) wireOutcome {
+	t.Helper()
+	e, err := d.accepted.Get(context.Background(), a.key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w wireOutcome
+	if err := json.Unmarshal(e.Value(), &w); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// TestDuplicateOutcomeDropped: a second outcome for an attempt whose outcome was accepted
+// (a late worker after a redelivery, with a proof as good as the first) is dropped, and
+// the accepted candidate stays.
+func TestDuplicateOutcomeDropped(t *testing.T) {
+	srv := serve(t)
+	repo, base := newRepo(t, map[string]string{"README.md": "hello\n"})
+	d, ev := dispatch(t, srv, repo, 5*time.Second)
+	startWorker(t, srv.URL(), "w1", AgentRunner(AgentOptions{}))
+	a := AttemptID{"TASK-001", 1}
+	if err := d.Submit(context.Background(), scriptJob(t, a.Task, a.N, base)); err != nil {
+		t.Fatal(err)
+	}
+	o := next(t, d)
+	late := acceptedWire(t, d, a)
+	late.Worker, late.Delivery, late.Candidate, late.Bundle = "late", 2, base, ""
+	late.sign(jobSecret(testKey, a))
+	publishAs(t, srv, late)
+	select {
+	case w := <-ev.dropped:
+		if w != "late" {
+			t.Errorf("dropped the outcome of %q", w)
+		}
+	case err := <-ev.refused:
+		t.Fatalf("refused instead of dropped: %v", err)
+	case o2 := <-d.Outcomes():
+		t.Fatalf("a second outcome delivered: %+v", o2)
+	case <-time.After(time.Minute):
+		t.Fatal("the duplicate was neither dropped nor refused")
+	}
+	if got := git(t, repo, "rev-parse", a.Ref()); got != o.Candidate {
+		t.Errorf("attempt ref moved to %s, accepted %s", got, o.Candidate)
+	}
+}
+
+// TestForgedOutcomeRefused: an outcome whose proof is not its job's (a worker that was not
+// given the attempt signs with a guess), or for an attempt never submitted, is refused
+// with ErrForged and moves no ref; the honest twin is TestSubmitRunsOnWorker.
+func TestForgedOutcomeRefused(t *testing.T) {
+	srv := serve(t)
+	repo, base := newRepo(t, map[string]string{"README.md": "hello\n"})
+	d, ev := dispatch(t, srv, repo, 5*time.Second)
+	a := AttemptID{"TASK-001", 1}
+	if err := d.Submit(context.Background(), scriptJob(t, a.Task, a.N, base)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		w    wireOutcome
+	}{
+		{"wrong proof", wireOutcome{Attempt: a, Worker: "thief", Base: base, Candidate: base}},
+		{"never given", wireOutcome{Attempt: AttemptID{"TASK-999", 1}, Worker: "thief", Base: base, Candidate: base}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.w.sign("a guessed secret")
+			publishAs(t, srv, tt.w)
+			select {
+			case err := <-ev.refused:
+				if !errors.Is(err, ErrForged) {
+					t.Errorf("refused with %v, want ErrForged", err)
+				}
+			case o := <-d.Outcomes():
+				t.Fatalf("forged outcome accepted: %+v", o)
+			case <-time.After(time.Minute):
+				t.Fatal("forged outcome not refused")
+			}
+			if ref := git(t, repo, "for-each-ref", "refs/orchestrator/"); ref != "" {
+				t.Errorf("a ref was set: %s", ref)
+			}
+		})
+	}
+}
+
+// TestWrongTokenRefused: a worker with the wrong token cannot connect; the honest twin is
+// every other test's worker.
+func TestWrongTokenRefused(t *testing.T) {
+	srv := serve(t)
+	w := &Worker{Name: "intruder", URL: srv.URL(), Token: "guess", CacheDir: t.TempDir(), Run: AgentRunner(AgentOptions{})}
+	err := w.Serve(context.Background())
+	if !errors.Is(err, nats.ErrAuthorization) {
+		t.Fatalf("worker with a wrong token: %v, want an authorization error", err)
+	}
+	if _, err := Serve(context.Background(), ServeOptions{Addr: "127.0.0.1:0", StoreDir: t.TempDir()}); !errors.Is(err, ErrNoToken) {
+		t.Errorf("server without a token: %v", err)
+	}
+}
+
+// TestWorkerCannotReadJobs: a worker cannot read jobs (and their secrets) from the stream
+// except through the shared consumer, nor write a base bundle or the accepted record.
+func TestWorkerCannotReadJobs(t *testing.T) {
+	srv := serve(t)
+	repo, base := newRepo(t, map[string]string{"README.md": "hello\n"})
+	d, _ := dispatch(t, srv, repo, 5*time.Second)
+	if err := d.Submit(context.Background(), scriptJob(t, "TASK-001", 1, base)); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(srv.URL(), nats.UserInfo(WorkerUser, testToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	if s, err := d.js.Stream(ctx, jobStream); err != nil {
+		t.Fatal(err)
+	} else if _, err := s.GetMsg(ctx, 1); err != nil {
+		t.Fatalf("the authority cannot read its job: %v", err) // the honest twin
+	}
+	// A denied request is never answered: each has its own deadline.
+	short := func() context.Context {
+		c, cancel := context.WithTimeout(ctx, 2*time.Second)
+		t.Cleanup(cancel)
+		return c
+	}
+	if _, err := js.CreateConsumer(short(), jobStream, jetstream.ConsumerConfig{}); err == nil {
+		t.Error("a worker made its own consumer of the job stream")
+	}
+	kv, err := js.KeyValue(ctx, acceptedBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(short(), "TASK-001.1", []byte("{}")); err == nil {
+		t.Error("a worker wrote the accepted record")
+	}
+	obs, err := js.ObjectStore(ctx, basesBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := obs.PutString(short(), base, "forged"); err == nil {
+		t.Error("a worker wrote a base bundle")
+	}
+}
