@@ -239,3 +239,64 @@ func TestMergeQueueBreaksWhatAheadFixed(t *testing.T) {
 	}
 	r.noneLeft()
 }
+
+// BenchmarkMergeQueue weighs the merge queue (issue 26 item 2): eight independent honest
+// tasks on the Go module, each adding a package, with agents of agent work each and the
+// real gate (`go test ./...`, test impact on, sandbox off). It runs them at --jobs 1, at
+// --jobs 4 and 8 with one gate at a time (gate_jobs 1: the serial gate of before), and at
+// --jobs 4 and 8 with the default (as many gates as jobs, up to the cores), and reports
+// each one's wall time and its throughput against --jobs 1 in the same run.
+//
+//	go test ./watch -run '^$' -bench BenchmarkMergeQueue -benchtime 1x
+func BenchmarkMergeQueue(b *testing.B) {
+	work := 5 * time.Second
+	if s := os.Getenv("ORCHESTRATOR_BENCH_WORK"); s != "" {
+		if d, err := time.ParseDuration(s); err == nil {
+			work = d
+		}
+	}
+	cases := []struct {
+		name   string
+		jobs   int
+		config string
+	}{
+		{"jobs=1", 1, ""},
+		{"jobs=4/gate_jobs=1", 4, "gate_jobs: 1\n"},
+		{"jobs=4", 4, ""},
+		{"jobs=8/gate_jobs=1", 8, "gate_jobs: 1\n"},
+		{"jobs=8", 8, ""},
+	}
+	walls := make([]time.Duration, len(cases))
+	for b.Loop() {
+		for i, c := range cases {
+			var tasks []realTask
+			agents := map[string][]string{}
+			for k := 1; k <= 8; k++ {
+				id, name := fmt.Sprintf("TASK-%03d", k), fmt.Sprintf("a%d", k)
+				tasks = append(tasks, realTask{id: id, category: "backend", agent: name, testCommand: fmt.Sprintf("go test ./part%02d", k), exempt: true})
+				agents[name] = slowAgent("implementer", work, 0, files(b, partFiles(k)))
+			}
+			r := newRealRepo(b, "gomod", goTest, tasks, agents, c.config)
+			if code, out := r.run("baseline"); code != 0 {
+				b.Fatalf("baseline: exit %d\n%s", code, out)
+			}
+			start := time.Now()
+			code, out := r.run("watch", "--once", "--jobs", fmt.Sprint(c.jobs))
+			walls[i] += time.Since(start)
+			if code != 0 {
+				b.Fatalf("%s: exit %d\n%s", c.name, code, out)
+			}
+			for _, tk := range tasks {
+				if st := r.field(tk.id, "Status"); st != "completed" {
+					b.Fatalf("%s: %s is %s", c.name, tk.id, st)
+				}
+			}
+		}
+	}
+	for i, c := range cases {
+		b.ReportMetric(walls[i].Seconds()/float64(b.N), c.name+"-s")
+		if i > 0 {
+			b.ReportMetric(float64(walls[0])/float64(walls[i]), c.name+"-throughput-x")
+		}
+	}
+}

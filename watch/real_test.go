@@ -91,7 +91,7 @@ type realRepo struct {
 // command in its Project Commands table) and a config naming the agents. Every agent is
 // the test agent with the given environment. Auto-retry is on. config is added to the
 // config file as is (e.g. "grace: 1s\n"); without it the defaults hold.
-func newRealRepo(t *testing.T, fixture, projectTest string, tasks []realTask, agents map[string][]string, config string) *realRepo {
+func newRealRepo(t testing.TB, fixture, projectTest string, tasks []realTask, agents map[string][]string, config string) *realRepo {
 	t.Helper()
 	r := &realRepo{
 		repo:   &repo{t: t, root: t.TempDir()},
@@ -149,7 +149,7 @@ func newRealRepo(t *testing.T, fixture, projectTest string, tasks []realTask, ag
 	return r
 }
 
-func git(t *testing.T, dir string, args ...string) string {
+func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	c := exec.Command("git", append([]string{"-c", "user.name=Test", "-c", "user.email=test@example.com"}, args...)...)
 	c.Dir = dir
@@ -162,7 +162,7 @@ func git(t *testing.T, dir string, args ...string) string {
 
 // files writes files into a new folder outside the repository and returns it, for an
 // agent's TESTAGENT_FROM.
-func files(t *testing.T, m map[string]string) string {
+func files(t testing.TB, m map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for rel, text := range m {
