@@ -11,7 +11,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -41,21 +40,26 @@ func (r *Repo) ConfigPrint(ctx context.Context) (ConfigPrint, error) {
 	}
 	dirs := []string{filepath.Join(r.Common, "hooks")}
 	// core.hooksPath as the person's git reads it (the orchestrator's own commands set it
-	// to /dev/null, so plain git config here).
-	cmd := gitConfigCommand(ctx, r.Root, "config", "--get", "core.hooksPath")
-	if out, err := cmd.Output(); err == nil {
-		if d := strings.TrimSpace(string(out)); d != "" {
-			if strings.HasPrefix(d, "~/") {
-				if home, err := os.UserHomeDir(); err == nil {
-					d = filepath.Join(home, d[2:])
-				}
-			}
-			if !filepath.IsAbs(d) {
-				d = filepath.Join(r.Root, d)
-			}
-			dirs = append(dirs, d)
-			p["core.hooksPath"] = d
+	// to /dev/null on their command line, which is left out).
+	// A configuration git cannot read is left to the files' fingerprints to show.
+	entries, _ := readConfig(ctx, r.Root, nil)
+	hooks := ""
+	for _, e := range entries {
+		if e.key == "core.hookspath" && e.file != "" {
+			hooks = e.value
 		}
+	}
+	if d := strings.TrimSpace(hooks); d != "" {
+		if strings.HasPrefix(d, "~/") {
+			if home, err := os.UserHomeDir(); err == nil {
+				d = filepath.Join(home, d[2:])
+			}
+		}
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(r.Root, d)
+		}
+		dirs = append(dirs, d)
+		p["core.hooksPath"] = d
 	}
 	for _, d := range dirs {
 		err := filepath.WalkDir(d, func(path string, e fs.DirEntry, err error) error {
@@ -75,15 +79,6 @@ func (r *Repo) ConfigPrint(ctx context.Context) (ConfigPrint, error) {
 		}
 	}
 	return p, nil
-}
-
-// gitConfigCommand is a git command without the orchestrator's overrides, to read the
-// configuration as the person's own git commands see it.
-func gitConfigCommand(ctx context.Context, dir string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = dir
-	cmd.Env = gitEnv(nil)
-	return cmd
 }
 
 // add records the file at path in the fingerprint, under its name relative to root when it

@@ -109,8 +109,15 @@ func slotsFolder(root, common string) string {
 	return filepath.Join(base, fmt.Sprintf("%s-%x", filepath.Base(root), sum[:6]))
 }
 
-// Head returns the commit the integration branch points at.
+// Head returns the commit the integration branch points at: read from its ref file when
+// git keeps it as one (git replaces the file whole when it moves the branch), else from
+// git (a packed ref, another ref store).
 func (r *Repo) Head(ctx context.Context) (string, error) {
+	if b, err := os.ReadFile(filepath.Join(r.Common, "refs", "heads", filepath.FromSlash(r.Branch))); err == nil {
+		if id := strings.TrimSpace(string(b)); isObjectID(id) {
+			return id, nil
+		}
+	}
 	out, err := r.git(ctx, r.Root, nil, "rev-parse", "--verify", "-q", "refs/heads/"+r.Branch+"^{commit}")
 	return strings.TrimSpace(out), err
 }
@@ -175,24 +182,17 @@ func run(ctx context.Context, dir string, env []string, stdin []byte, args ...st
 // seen from dir defines (filter.<name>.clean, smudge, process): each is set to nothing,
 // which git takes as no filter, and made not required, so that nothing an agent wrote in
 // .git/config (or any config git reads) runs when the orchestrator checks files out or in,
-// and the bytes are the blobs'. The configuration is read afresh for each command: an
-// attempt may have added a driver since the last.
+// and the bytes are the blobs'. The configuration is as it is now (readConfig): an attempt
+// may have added a driver since the last command.
 func filtersOff(ctx context.Context, dir string, env []string) ([]string, error) {
-	cmd := exec.CommandContext(ctx, "git", append(slices.Clone(safe), "config", "-z", "--get-regexp", `^filter\.`)...)
-	cmd.Dir = dir
-	cmd.Env = gitEnv(env)
-	out, err := cmd.Output()
+	entries, err := readConfig(ctx, dir, env)
 	if err != nil {
-		if exitCode(err) == 1 {
-			return nil, nil // no filter at all
-		}
-		return nil, &Error{Args: []string{"config", "--get-regexp", `^filter\.`}, Err: err}
+		return nil, err
 	}
 	var off []string
 	seen := map[string]bool{}
-	for _, entry := range strings.Split(string(out), "\x00") {
-		key, _, _ := strings.Cut(entry, "\n")
-		rest, ok := strings.CutPrefix(key, "filter.")
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.key, "filter.")
 		i := strings.LastIndexByte(rest, '.')
 		if !ok || i <= 0 || seen[rest[:i]] {
 			continue
@@ -353,4 +353,17 @@ func (r *Repo) EditedMarks() []error {
 		}
 	}
 	return out
+}
+
+// isObjectID reports whether s is a full object name, SHA-1 or SHA-256, as git writes it.
+func isObjectID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
