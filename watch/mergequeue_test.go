@@ -267,6 +267,7 @@ func BenchmarkMergeQueue(b *testing.B) {
 		{"jobs=8", 8, ""},
 	}
 	walls := make([]time.Duration, len(cases))
+	again := make([]int, len(cases))
 	for b.Loop() {
 		for i, c := range cases {
 			var tasks []realTask
@@ -290,13 +291,83 @@ func BenchmarkMergeQueue(b *testing.B) {
 				if st := r.field(tk.id, "Status"); st != "completed" {
 					b.Fatalf("%s: %s is %s", c.name, tk.id, st)
 				}
+				again[i] += strings.Count(r.read(".orchestrator/runs/"+tk.id+"/1/gate.log"), "judged again")
 			}
 		}
 	}
 	for i, c := range cases {
 		b.ReportMetric(walls[i].Seconds()/float64(b.N), c.name+"-s")
+		b.ReportMetric(float64(again[i])/float64(b.N), c.name+"-judged-again")
 		if i > 0 {
 			b.ReportMetric(float64(walls[0])/float64(walls[i]), c.name+"-throughput-x")
 		}
 	}
+}
+
+// TestMergeQueueKill9: watch is killed with SIGKILL while two gates run, the second
+// candidate judged behind the first. The next `watch --once` judges what the agents left
+// and lands both tasks, each once and at its first attempt, in a linear history.
+func TestMergeQueueKill9(t *testing.T) {
+	t.Parallel()
+	b := newGateBarrier(t, 3) // never reached by the killed run's two gates
+	r := newRealRepo(t, "gomod", b.command(), []realTask{
+		{id: "TASK-001", category: "backend", agent: "first", testCommand: "go test ./part01", exempt: true},
+		{id: "TASK-002", category: "backend", agent: "second", testCommand: "go test ./part02", exempt: true},
+	}, map[string][]string{
+		"first":  slowAgent("implementer", 100*time.Millisecond, 0, files(t, partFiles(1))),
+		"second": {"TESTAGENT_MODE=script", "TESTAGENT_ROLE=implementer", "TESTAGENT_FROM=" + files(t, partFiles(2)), "TESTAGENT_SH=" + b.waitCmd()},
+	}, "")
+	if code, out := r.run("baseline"); code != 0 {
+		t.Fatalf("baseline: exit %d\n%s", code, out)
+	}
+	b.arm(t)
+	base := head(r.repo)
+
+	w := r.start("watch", "--once", "--jobs", "2", "--json")
+	runs := filepath.Join(b.dir, "runs")
+	deadline := time.Now().Add(scaled(3 * time.Minute))
+	for {
+		entries, _ := os.ReadDir(runs)
+		if len(entries) == 2 && strings.Contains(w.out.String(), "judging it behind TASK-001") {
+			break
+		}
+		if w.exited() || time.Now().After(deadline) {
+			t.Fatalf("the two gates never ran at once, the second behind the first\n%s", w.out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	w.kill9(t)
+	// The gates of the next run pass the barrier.
+	if err := os.WriteFile(filepath.Join(runs, "open"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	code, out := r.run("watch", "--once", "--jobs", "2")
+	if code != 0 {
+		t.Fatalf("the run after the kill: exit %d%s%s\n%s", code, r.describeAttempts("TASK-001"), r.describeAttempts("TASK-002"), out)
+	}
+	for _, id := range []string{"TASK-001", "TASK-002"} {
+		if st := r.field(id, "Status"); st != "completed" {
+			t.Errorf("%s is %s, want completed%s", id, st, r.describeAttempts(id))
+		}
+		if dirs := r.attemptDirs(id); len(dirs) != 1 {
+			t.Errorf("%s: attempts %v, want the one the kill interrupted%s", id, dirs, r.describeAttempts(id))
+		}
+	}
+	commits := commitsSince(r.repo, base)
+	if len(commits) != 2 {
+		t.Fatalf("commits since the fixture: %v, want one a task", commits)
+	}
+	seen := map[string]bool{}
+	for _, c := range commits {
+		line := r.git("log", "-1", "--format=%P|%s", c)
+		parents, subject, _ := strings.Cut(line, "|")
+		task, _, _ := strings.Cut(subject, ":")
+		if len(strings.Fields(parents)) != 1 || seen[task] {
+			t.Errorf("commit %.12s (%s): parents %q; a task lands once, in a linear history", c, subject, parents)
+		}
+		seen[task] = true
+	}
+	onlyPersonsTree(r.repo)
+	r.noneLeft()
 }
