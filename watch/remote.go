@@ -444,7 +444,11 @@ func (r *runner) recoverRemote(ctx context.Context, a *attempt, prev result) err
 		r.attempts++
 		return r.finish(ctx, a)
 	}
-	r.report.eventWith(a.id, "adopted", fmt.Sprintf("attempt %d runs on the workers; waiting for its outcome", a.n), eventFields{Attempt: a.n, Agent: a.agent, Worker: rr.worker})
+	where := "the workers"
+	if rr.worker != "" {
+		where = "worker " + rr.worker
+	}
+	r.report.eventWith(a.id, "adopted", fmt.Sprintf("attempt %d runs on %s; waiting for its outcome", a.n, where), eventFields{Attempt: a.n, Agent: a.agent, Worker: rr.worker})
 	r.track(a, rr.done)
 	return nil
 }

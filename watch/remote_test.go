@@ -174,15 +174,17 @@ func TestRemoteWorkersLandOnceAndRefuseTheCheat(t *testing.T) {
 		if n := landings(r, id); n != 1 {
 			t.Errorf("%s landed %d times, want exactly once", id, n)
 		}
+		// An attempt may be retried (a gate on a head that moved meanwhile); the one that
+		// landed is the last, and it ran on a worker.
 		dirs := r.attemptDirs(id)
-		if len(dirs) != 1 {
-			t.Errorf("%s: attempts %v, want one%s", id, dirs, r.describeAttempts(id))
+		if len(dirs) == 0 {
 			continue
 		}
-		res := r.result(id, dirs[0])
+		last := dirs[len(dirs)-1]
+		res := r.result(id, last)
 		worker, _ := res["worker"].(string)
-		if res["remote"] != true || (worker != "w1" && worker != "w2") {
-			t.Errorf("%s attempt %d: remote %v, worker %q; want the worker it ran on", id, dirs[0], res["remote"], worker)
+		if res["outcome"] != "completed" || res["remote"] != true || (worker != "w1" && worker != "w2") {
+			t.Errorf("%s attempt %d: %v, remote %v, worker %q; want completed on the worker it ran on", id, last, res["outcome"], res["remote"], worker)
 		}
 		if !regexp.MustCompile(id + ` started: attempt \d+, \S+ task, agent \S+ on worker w[12]`).MatchString(out) {
 			t.Errorf("no line says on which worker %s started:\n%s", id, out)
@@ -214,7 +216,9 @@ func TestRemoteWorkersLandOnceAndRefuseTheCheat(t *testing.T) {
 		t.Fatalf("the cheat passed here: exit 0\n%s", out)
 	}
 	here := local.result("TASK-003", 1)
-	if here["failure_type"] != remote["failure_type"] || here["reason"] != remote["reason"] {
+	// The remote run's gate may judge on a head that moved meanwhile, and says so.
+	same := func(reason any) string { return strings.Replace(fmt.Sprint(reason), " on the new integration head", "", 1) }
+	if here["failure_type"] != remote["failure_type"] || same(here["reason"]) != same(remote["reason"]) {
 		t.Errorf("the cheat on a worker was refused as %v: %v;\nhere as %v: %v", remote["failure_type"], remote["reason"], here["failure_type"], here["reason"])
 	}
 	onlyPersonsTree(r.repo)
@@ -288,7 +292,7 @@ func TestRemoteWatchKilled(t *testing.T) {
 	if dirs := r.attemptDirs("TASK-002"); len(dirs) != 1 {
 		t.Errorf("attempts %v, want one: the restarted watch takes up the same attempt%s", dirs, r.describeAttempts("TASK-002"))
 	}
-	if !strings.Contains(out, "attempt 1 runs on the workers; waiting for its outcome") && !strings.Contains(out, "attempt 1's outcome came from worker w1") {
+	if !regexp.MustCompile(`TASK-002 (adopted: attempt 1 runs on worker w1; waiting for its outcome|recovered: attempt 1's outcome came from worker w1)`).MatchString(out) {
 		t.Errorf("the restarted watch did not take attempt 1 up from the workers:\n%s", out)
 	}
 	r.noneLeft()
