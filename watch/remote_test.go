@@ -217,7 +217,9 @@ func TestRemoteWorkersLandOnceAndRefuseTheCheat(t *testing.T) {
 	}
 	here := local.result("TASK-003", 1)
 	// The remote run's gate may judge on a head that moved meanwhile, and says so.
-	same := func(reason any) string { return strings.Replace(fmt.Sprint(reason), " on the new integration head", "", 1) }
+	same := func(reason any) string {
+		return strings.Replace(fmt.Sprint(reason), " on the new integration head", "", 1)
+	}
 	if here["failure_type"] != remote["failure_type"] || same(here["reason"]) != same(remote["reason"]) {
 		t.Errorf("the cheat on a worker was refused as %v: %v;\nhere as %v: %v", remote["failure_type"], remote["reason"], here["failure_type"], here["reason"])
 	}
@@ -317,4 +319,29 @@ func freeAddr(t *testing.T) string {
 	}
 	defer l.Close()
 	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+// TestRemoteTimeout: an agent on a worker that works past the task timeout. The timeout
+// ends the wait here: the attempt fails as a timeout, as a local agent's would, and an
+// outcome the worker sends after it is not judged.
+func TestRemoteTimeout(t *testing.T) {
+	t.Parallel()
+	needWorkerSandbox(t)
+	r := newRealRepo(t, "gomod", goTest, []realTask{
+		{id: "TASK-002", category: "backend", agent: "halver", exempt: true},
+	}, map[string][]string{"halver": remoteAgent(time.Minute, 0, goHalfLine)}, remoteConfig)
+	r.write(".orchestrator/no_auto_retry", "")
+	w := r.start("watch", "--once", "--timeout", "4s", "--serve-workers", "127.0.0.1:0")
+	startWorker(t, servedURL(t, r, w), "w1")
+	code := w.wait(t, 2*time.Minute)
+	res := r.result("TASK-002", 1)
+	if code == 0 || res["failure_type"] != "timeout" {
+		t.Errorf("exit %d, attempt 1 %v: %v; want a timeout\n%s", code, res["failure_type"], res["reason"], w.out.String())
+	}
+	if n := landings(r, "TASK-002"); n != 0 {
+		t.Errorf("TASK-002 landed %d times after its timeout, want never", n)
+	}
+	if dirs := r.attemptDirs("TASK-002"); len(dirs) != 1 {
+		t.Errorf("attempts %v, want one", dirs)
+	}
 }
