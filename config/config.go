@@ -116,6 +116,9 @@ type Config struct {
 	RateLimitWait Duration                `yaml:"rate_limit_wait"`
 	Notify        Notify                  `yaml:"notify"`
 
+	// Workers say where attempts' agents run when not here (SPEC §18): see workers.go.
+	Workers Workers `yaml:"workers"`
+
 	// path and doc are the file read and its YAML tree, for the line of a setting; a key in
 	// overridden was set by a flag since, so the file no longer says where it came from.
 	path       string
@@ -369,6 +372,7 @@ func (c *Config) check() Errors {
 		}
 	}
 	errs = append(errs, c.checkCost()...)
+	errs = append(errs, c.checkWorkers()...)
 	slices.SortFunc(errs, func(a, b *Error) int {
 		if a.Line != b.Line {
 			return a.Line - b.Line

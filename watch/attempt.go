@@ -67,6 +67,8 @@ type attempt struct {
 	adopted    bool // an agent of an earlier run that crash recovery waited for
 	start      uint64
 	started    time.Time
+	// remote is the run of its agent on a worker (remote.go); nil for a local agent.
+	remote *remoteRun
 
 	// cycle is the task's place in a TDD cycle (nil for other tasks); final is the
 	// agent's final message, once read.
@@ -127,6 +129,9 @@ type result struct {
 	// Usage is what each agent run of the attempt spent, Spent their sum (SPEC §16).
 	Usage []RunUsage    `json:"usage,omitempty"`
 	Spent *agents.Usage `json:"spent,omitempty"`
+	// Remote says the agent runs on a worker (SPEC §18), Worker which one, once known.
+	Remote bool   `json:"remote,omitempty"`
+	Worker string `json:"worker,omitempty"`
 }
 
 func (a *attempt) record(res result) {
@@ -135,6 +140,9 @@ func (a *attempt) record(res result) {
 	res.Base, res.Candidate = a.base, a.candidate
 	if a.slot != nil {
 		res.Slot = a.slot.Name
+	}
+	if a.remote != nil {
+		res.Remote, res.Worker = true, a.remote.worker
 	}
 	if len(a.usage) > 0 {
 		res.Usage = a.usage

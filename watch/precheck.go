@@ -21,8 +21,7 @@ func (r *runner) precheck(a *attempt, candErr error) (res result, log *strings.B
 	log = &strings.Builder{}
 	fmt.Fprintf(log, "task %s attempt %d (%s task, agent %s)\n", a.id, a.n, a.task.Kind, a.agent)
 	res = result{Outcome: "failed"}
-	if a.proc != nil {
-		code := a.proc.ExitCode()
+	if code, ok := a.exitCode(); ok {
 		res.ExitCode = &code
 		fmt.Fprintf(log, "agent exit code: %d\n", code)
 	}
@@ -61,7 +60,7 @@ func (r *runner) precheck(a *attempt, candErr error) (res result, log *strings.B
 	case claim == "" && agentErr != nil:
 		res.Type, res.Reason = "no_marker", "agent error: "+agentErr.Error()
 		res.Primary = "no_marker: agent error: " + retry.Normalize(agentErr.Error())
-	case claim == "" && a.proc == nil && !a.adopted:
+	case claim == "" && a.lost():
 		res.Type, res.Reason = "agent_lost", "agent_lost: the agent's process is gone and left no marker"
 		res.Primary = res.Reason
 	case claim == "":

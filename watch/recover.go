@@ -81,6 +81,14 @@ func (r *runner) recoverAttempts(ctx context.Context) error {
 				return err
 			}
 		}
+		if r.remote != nil && (prev.Remote || r.remoteSubmitted(ctx, a)) {
+			// Its agent ran on a worker: its outcome, accepted or still to come, is in
+			// the workers' stream, never lost for want of a local process.
+			if err := r.recoverRemote(ctx, a, prev); err != nil {
+				return err
+			}
+			continue
+		}
 		if pid, start, ok := agents.FindByEnv("ORCHESTRATOR_ATTEMPT_DIR", dir); ok {
 			if md := filepath.Join(dir, privateMarkers); r.jail {
 				if _, err := os.Stat(md); err == nil {
@@ -118,6 +126,9 @@ func (r *runner) everStarted(a *attempt, prev result) bool {
 	case "", "starting":
 		if _, _, ok := agents.FindByEnv("ORCHESTRATOR_ATTEMPT_DIR", a.dir); ok {
 			return true
+		}
+		if r.remoteSubmitted(context.Background(), a) {
+			return true // its job went to the workers just before the stop
 		}
 		if fi, err := os.Stat(filepath.Join(a.mirror, "agent.log")); err == nil && fi.Size() > 0 {
 			return true

@@ -101,6 +101,8 @@ type eventFields struct {
 	FailureType string `json:"failure_type,omitempty"`
 	// GateLog is the attempt's gate.log, relative to the repository root.
 	GateLog string `json:"gate_log,omitempty"`
+	// Worker is the worker the attempt's agent runs on (SPEC §18); "" here.
+	Worker string `json:"worker,omitempty"`
 }
 
 // shownAbove are the events whose line the live table keeps above it, so that a person
@@ -143,13 +145,22 @@ func (r *reporter) eventWith(id, kind, msg string, f eventFields) {
 			r.order = append(r.order, id)
 		}
 		switch kind {
-		case "started", "adopted":
-			rw.state, rw.since = "in_progress", now
-			rw.attempt++
+		case "started", "adopted", "sent":
+			if kind == "sent" || rw.state != "queued" {
+				rw.since = now
+				rw.attempt++
+			}
+			rw.state = "in_progress"
+			if kind == "sent" {
+				rw.state = "queued" // for a worker to take it
+			}
 			if f.Agent != "" {
 				rw.agent = f.Agent
 			} else if i := strings.Index(msg, "agent "); i >= 0 {
 				rw.agent = strings.Fields(msg[i+6:])[0]
+			}
+			if f.Worker != "" {
+				rw.agent += " on " + f.Worker
 			}
 		case "marker":
 			rw.state = "checking"
@@ -211,7 +222,7 @@ func (r *reporter) draw() {
 	for _, id := range r.order {
 		rw := r.rows[id]
 		elapsed := ""
-		if !rw.since.IsZero() && (rw.state == "in_progress" || rw.state == "checking") {
+		if !rw.since.IsZero() && (rw.state == "in_progress" || rw.state == "checking" || rw.state == "queued") {
 			elapsed = time.Since(rw.since).Round(time.Second).String()
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", rw.id, r.paint(rw.state), rw.attempt, elapsed, rw.agent, orDash(rw.cost))

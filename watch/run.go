@@ -30,6 +30,12 @@ const (
 // found by the attempt folder in its environment and ended too, so that nothing the agent
 // started changes files after it, or under the gate.
 func (a *attempt) stop(grace time.Duration) {
+	if a.remote != nil {
+		// Its agent runs on a worker: the wait for its outcome ends, and the worker's
+		// own timeout ends the agent there.
+		a.remote.abandon()
+		return
+	}
 	start := a.start
 	if a.proc != nil {
 		a.proc.Stop(grace)
@@ -49,8 +55,29 @@ func (a *attempt) finalText() (string, error) {
 	if a.proc != nil {
 		return a.adapter.FinalText([]byte(a.proc.Stdout()))
 	}
+	if a.remote != nil && a.remote.arrived {
+		return a.adapter.FinalText([]byte(a.remote.stdout))
+	}
 	// An agent of an earlier run: what it wrote is in its log.
 	return a.adapter.FinalText([]byte(tail(filepath.Join(a.mirror, "agent.log"), agents.MaxStdout)))
+}
+
+// exitCode returns the exit code of the attempt's agent, if it is known: a local agent's,
+// or one that ran on a worker, from its outcome.
+func (a *attempt) exitCode() (int, bool) {
+	switch {
+	case a.proc != nil:
+		return a.proc.ExitCode(), true
+	case a.remote != nil && a.remote.arrived:
+		return a.remote.exit, true
+	}
+	return 0, false
+}
+
+// lost reports whether nothing is known of how the attempt's agent ended: it was neither
+// our child, nor adopted and waited for, nor did its outcome come from a worker.
+func (a *attempt) lost() bool {
+	return a.proc == nil && !a.adopted && (a.remote == nil || !a.remote.arrived)
 }
 
 // tail returns the last max bytes of the file at path ("" if it cannot be read).
@@ -165,6 +192,11 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 	if err != nil {
 		return fail("agent", err.Error())
 	}
+	if r.remote != nil {
+		// Its agent runs on a worker (SPEC §18); everything above, and every stage after
+		// its run, is the same as for a local agent.
+		return r.launchRemote(ctx, a, prompt, markerDir)
+	}
 	env := append(os.Environ(),
 		"ORCHESTRATOR_TASK_ID="+t.ID,
 		"ORCHESTRATOR_MARKER_DIR="+markerDir,
@@ -255,6 +287,8 @@ func (r *runner) endRun(ctx context.Context, a *attempt) (over bool, err error) 
 	// among our children once no gate of the merge queue runs one of its own.
 	a.stop(r.o.Config.StopGrace.Duration)
 	r.reapWhenIdle()
+	// An agent that ran on a worker leaves its work here now, as a local one would have.
+	r.endRemote(ctx, a)
 	r.endPrivate(a)
 	r.readAgentUsage(a)
 	if a.stopReason != reasonSignal {

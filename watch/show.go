@@ -53,6 +53,8 @@ type TaskReport struct {
 type LastDecision struct {
 	Attempt int    `json:"attempt"`
 	Agent   string `json:"agent,omitempty"`
+	// Worker is the worker its agent ran on (SPEC §18); "" for one that ran here.
+	Worker  string `json:"worker,omitempty"`
 	Outcome string `json:"outcome"`
 	// FailureType is the failure's type as its issue's Root Cause names it (SPEC §8.1),
 	// or the attempt's own for an outcome that is not a failure (a block).
@@ -142,7 +144,7 @@ func lastDecision(dir, mirror string) *LastDecision {
 		}
 		note = "the sealed record cannot be read (" + err.Error() + "); this is its readable copy, which is not evidence"
 	}
-	d := &LastDecision{Attempt: res.Attempt, Agent: res.Agent, Outcome: res.Outcome, Reason: oneLine(res.Reason), Commit: res.Commit, Started: res.Started, Note: note}
+	d := &LastDecision{Attempt: res.Attempt, Agent: res.Agent, Worker: res.Worker, Outcome: res.Outcome, Reason: oneLine(res.Reason), Commit: res.Commit, Started: res.Started, Note: note}
 	if d.Attempt == 0 {
 		d.Attempt = attemptOf(dir)
 	}

@@ -66,6 +66,9 @@ type Options struct {
 	// Tasks, when set, restricts the run to these tasks (`orchestrator tdd`, one
 	// requirement's cycle): no other task starts, and the summary counts only these.
 	Tasks []string
+	// Workers, when set, runs the attempts' agents on worker machines (SPEC §18,
+	// remote.go); the verdict stays here.
+	Workers WorkersOptions
 }
 
 // inScope reports whether the run may start task id (Options.Tasks).
@@ -130,6 +133,13 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	}
 	if err := r.openSandbox(); err != nil {
 		return Summary{Outcome: SomeFailed}, err
+	}
+	if o.Workers.enabled() {
+		closeWorkers, err := r.openWorkers(ctx)
+		if err != nil {
+			return Summary{Outcome: SomeFailed}, fmt.Errorf("workers: %w", err)
+		}
+		defer closeWorkers()
 	}
 	defer r.removeSlots()
 	return r.loop(ctx, w)
@@ -285,6 +295,10 @@ type runner struct {
 	ancestry map[[2]string]bool
 	// edited are the records whose broken seal the run has reported (reportEdited).
 	edited map[string]bool
+	// remote is the run's side of the workers when agents run on them (remote.go), and
+	// workerStarts hears which worker took an attempt; both nil otherwise.
+	remote       *remoteSide
+	workerStarts chan workerStart
 }
 
 func newRunner(o Options) *runner {
@@ -355,6 +369,8 @@ func (r *runner) loop(ctx context.Context, w *fsnotify.Watcher) (Summary, error)
 			if err := r.gateDone(ctx, j); err != nil {
 				return r.stopAll(err)
 			}
+		case s := <-r.workerStarts:
+			r.workerStarted(s)
 		case a := <-r.timeouts:
 			if r.running[a.id] == a && a.stopReason == "" {
 				a.stopReason = reasonTimeout

@@ -84,6 +84,9 @@ func writeShow(out io.Writer, rep *watch.TaskReport) error {
 		if d.Agent != "" {
 			by = " by " + d.Agent
 		}
+		if d.Worker != "" {
+			by += " on worker " + d.Worker
+		}
 		row("last decision", fmt.Sprintf("attempt %d%s: %s", d.Attempt, by, what))
 		if !d.Decided.IsZero() {
 			row("decided", d.Decided.Local().Format(time.DateTime))

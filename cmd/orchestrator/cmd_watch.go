@@ -13,6 +13,7 @@ import (
 	"github.com/orchestrator/orchestrator/config"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/watch"
+	"github.com/orchestrator/orchestrator/workers"
 	"github.com/orchestrator/orchestrator/worktree"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -29,6 +30,10 @@ type watchOptions struct {
 	Grace    time.Duration
 	Debounce time.Duration
 	Only     string
+	// ServeWorkers and Workers run the agents on worker machines (SPEC §18): through a
+	// JetStream server this watch starts, or an existing one.
+	ServeWorkers string
+	Workers      string
 }
 
 func newWatchCommand(g *globalOptions) *cobra.Command {
@@ -59,6 +64,8 @@ with no attempt counted.`,
 	addWatchFlags(c, opts)
 	c.Flags().IntVar(&opts.Jobs, "jobs", 0, "agents at once (default: config jobs, else 1)")
 	c.Flags().BoolVar(&opts.Once, "once", false, "stop when nothing is ready or running")
+	c.Flags().StringVar(&opts.ServeWorkers, "serve-workers", "", "run agents on workers (`orchestrator worker`) through a JetStream server started here on `ADDR` (host:port; overrides config workers)")
+	c.Flags().StringVar(&opts.Workers, "workers", "", "run agents on the workers of an existing NATS server, `URL` nats://host:port (overrides config workers)")
 	return c
 }
 
@@ -107,6 +114,10 @@ func runWatch(ctx context.Context, opts *watchOptions) error {
 	if jobs == 0 {
 		jobs = cfg.Jobs
 	}
+	remote, err := workersOf(cfg, opts)
+	if err != nil {
+		return err
+	}
 	format, color := progressFormat(opts.JSON, opts.Stdout, os.Getenv)
 	plan, err := checkBeforeRun(ctx, l, cfg, opts.Only)
 	if err != nil {
@@ -118,6 +129,7 @@ func runWatch(ctx context.Context, opts *watchOptions) error {
 	sum, err := watch.Run(ctx, watch.Options{
 		Layout: l, Config: cfg, Jobs: jobs, Once: opts.Once, Only: opts.Only,
 		Out: opts.Stdout, Format: format, Color: color, Debounce: opts.Debounce, Executable: exe, Plan: plan,
+		Workers: remote,
 	})
 	if errors.Is(err, watch.ErrBusy) || errors.Is(err, watch.ErrCannotRun) {
 		return &exitError{code: exitUsage, err: err}
@@ -134,6 +146,39 @@ func runWatch(ctx context.Context, opts *watchOptions) error {
 		return &exitError{code: exitFailure}
 	}
 	return nil
+}
+
+// workersOf returns where the run's agents run: on the workers of the server that
+// --serve-workers starts or --workers names, else of config workers, else here (the zero
+// value). The embedded server's token is config workers.token, else
+// $ORCHESTRATOR_WORKER_TOKEN, else the one the run keeps in its state.
+func workersOf(cfg *config.Config, opts *watchOptions) (watch.WorkersOptions, error) {
+	w := cfg.Workers
+	switch {
+	case opts.ServeWorkers != "" && opts.Workers != "":
+		return watch.WorkersOptions{}, usageErrorf("watch: --serve-workers and --workers: serve workers from this watch, or use an existing server, not both")
+	case opts.ServeWorkers != "":
+		if err := config.CheckServeAddr(opts.ServeWorkers); err != nil {
+			return watch.WorkersOptions{}, usageErrorf("watch: --serve-workers: %v", err)
+		}
+		w.Serve, w.URL = opts.ServeWorkers, ""
+	case opts.Workers != "":
+		if err := config.CheckNATSURL(opts.Workers); err != nil {
+			return watch.WorkersOptions{}, usageErrorf("watch: --workers: %v", err)
+		}
+		w.Serve, w.URL = "", opts.Workers
+	}
+	if !w.Enabled() {
+		return watch.WorkersOptions{}, nil
+	}
+	out := watch.WorkersOptions{Serve: w.Serve, URL: w.URL, Token: w.Token, AckWait: w.AckWait.Duration, MaxDeliver: w.MaxDeliver}
+	if out.Token == "" {
+		out.Token = os.Getenv(tokenEnv)
+	}
+	if user, password := w.User(); user != "" {
+		out.Credentials = workers.Credentials{User: user, Password: password}
+	}
+	return out, nil
 }
 
 // checkBeforeRun refuses a run that could only fail, before anything is written (no lock,
