@@ -27,9 +27,10 @@ import (
 
 // A queued candidate waits in the merge queue.
 type queued struct {
-	a   *attempt
-	res result           // the pre-checks' result, which the gate's verdict completes
-	log *strings.Builder // gate.log so far
+	a *attempt
+	// pre is the pre-checks' result, res it completed by its gate's verdict.
+	pre, res result
+	log      *strings.Builder // gate.log so far
 	// orig is the candidate as its agent made it, on its attempt's base; a.candidate is it
 	// rebased onto on, the commit it is judged on: the integration head, or the candidate of
 	// ahead, the task in front of it.
@@ -55,7 +56,7 @@ type judged struct {
 
 // enqueue puts an attempt whose claim stands for the gate at the back of the merge queue.
 func (r *runner) enqueue(ctx context.Context, a *attempt, res result, log *strings.Builder) error {
-	r.merge = append(r.merge, &queued{a: a, res: res, log: log, orig: a.candidate})
+	r.merge = append(r.merge, &queued{a: a, pre: res, res: res, log: log, orig: a.candidate})
 	return r.pump(ctx)
 }
 
@@ -98,7 +99,7 @@ func (r *runner) pump(ctx context.Context) error {
 			r.putGate(s)
 			r.merge = slices.Delete(r.merge, i, i+1)
 			i--
-			res := q.res
+			res := q.pre
 			if errors.As(err, &ce) {
 				// Not the agent's failure: a fresh attempt on the new head (statusAfter).
 				res.Outcome, res.Type, res.Reason = "requeue", "rebase_conflict", fmt.Sprintf("%v: %v", errRebaseConflict, ce)
@@ -191,6 +192,16 @@ func (r *runner) gateDone(ctx context.Context, j judged) error {
 	q.cancel()
 	j.v, j.err = r.gateEnded(ctx, q.a, j.v, j.err)
 	q.a.fresh, q.done = j.fresh, &j
+	// Its gate.log and verdict now, in the order things happened: a verdict judged again
+	// keeps its lines above the next.
+	q.res = q.pre
+	r.verdictInto(q.a, j.v, j.err, &q.res, q.log)
+	if q.a.fatal != nil {
+		// The configuration changed under its gate, or its checkout is not the commit:
+		// the run stops now, whatever is ahead of it.
+		r.merge = slices.DeleteFunc(r.merge, func(o *queued) bool { return o == q })
+		return r.stopForConfig(q.a, q.a.fatal)
+	}
 	return r.settleFront(ctx)
 }
 
@@ -199,8 +210,8 @@ func (r *runner) gateDone(ctx context.Context, j judged) error {
 func (r *runner) settleFront(ctx context.Context) error {
 	for len(r.merge) > 0 && r.merge[0].done != nil {
 		q := r.merge[0]
-		a, o := q.a, q.done
-		if o.err == nil && o.v != nil && o.v.Pass {
+		a := q.a
+		if q.res.Outcome == "completed" {
 			if why := r.holds(ctx, q); why != "" {
 				// Judged on what it no longer lands on: judged again, and those behind
 				// it (judged on top of it) too.
@@ -210,9 +221,7 @@ func (r *runner) settleFront(ctx context.Context) error {
 			}
 		}
 		r.merge = r.merge[1:]
-		res := q.res
-		r.verdictInto(a, o.v, o.err, &res, q.log)
-		landed, err := r.afterGate(ctx, a, res, q.log)
+		landed, err := r.afterGate(ctx, a, q.res, q.log)
 		if err != nil {
 			return err
 		}
@@ -278,8 +287,8 @@ func (r *runner) resetFrom(i int, why string) {
 		if q.running {
 			q.cancel()
 		}
-		q.current, q.done = false, nil
-		q.a.candidate, q.a.onto, q.a.verdict, q.a.fresh = q.orig, "", nil, nil
+		q.current, q.done, q.res = false, nil, q.pre
+		q.a.candidate, q.a.onto, q.a.verdict, q.a.fresh, q.a.gateOutput = q.orig, "", nil, nil, ""
 	}
 }
 
