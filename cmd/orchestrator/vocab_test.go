@@ -94,9 +94,9 @@ func TestInitNamesInstalledAgent(t *testing.T) {
 		agentLine string
 		missing   string // validate's warning without the program, after the config's path
 	}{
-		{"claude", []string{"claude", "codex"}, "agent: claude ", `:6: warning: agent claude: program "claude" is not installed (not on PATH)`},
-		{"codex", []string{"codex"}, "agent: codex ", `:6: warning: agent codex: program "codex" is not installed (not on PATH)`},
-		{"neither", nil, "agent: my-agent ", `:10: warning: agent my-agent: program "./scripts/agent.sh" does not exist`},
+		{"claude", []string{"claude", "codex"}, "agent: claude ", `:7: warning: agent claude: program "claude" is not installed (not on PATH)`},
+		{"codex", []string{"codex"}, "agent: codex ", `:7: warning: agent codex: program "codex" is not installed (not on PATH)`},
+		{"neither", nil, "agent: my-agent ", `:11: warning: agent my-agent: program "./scripts/agent.sh" does not exist`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
@@ -135,7 +135,7 @@ func TestInitNamesInstalledAgent(t *testing.T) {
 					t.Fatalf("validate: exit %d\n%s\nwant exit 0 and\n%s", code, out, want)
 				}
 				code, _, errOut := runMain(t, root, "watch", "--once")
-				if code != exitUsage || !strings.Contains(errOut, strings.TrimPrefix(tt.missing, ":10: warning: ")) {
+				if code != exitUsage || !strings.Contains(errOut, strings.TrimPrefix(tt.missing, ":11: warning: ")) {
 					t.Fatalf("watch --once: exit %d: %s", code, errOut)
 				}
 				if err := os.MkdirAll(filepath.Join(root, "scripts"), 0o755); err != nil {
