@@ -58,6 +58,9 @@ type attempt struct {
 	// the gate runs the changed tests instead of refusing them.
 	reviewTests bool
 	verdict     *gate.Verdict // the gate's verdict on the candidate
+	// redsAhead are the candidates of TEST tasks ahead of it in the merge queue, which its
+	// gate's tree holds though they have not landed (owedTests).
+	redsAhead []string
 	// fresh is what the verdict's run of the whole suite adds to the baseline once the
 	// candidate lands (growBaseline); nil without such a run.
 	fresh      *testrun.Baseline

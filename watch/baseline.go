@@ -226,18 +226,14 @@ func (r *runner) owedTests(ctx context.Context, tasks *queue.Doc, a *attempt, ro
 	if r.sub != "." && r.sub != "" {
 		prefix = filepath.ToSlash(r.sub) + "/"
 	}
-	for id := range open {
-		red := r.repo.LastLanding(ctx, id)
-		if red == "" {
-			continue
-		}
+	owe := func(red string) {
 		parent, err := r.repo.Parent(ctx, red)
 		if err != nil {
-			continue
+			return
 		}
 		changes, err := r.repo.Diff(ctx, parent, red)
 		if err != nil {
-			continue
+			return
 		}
 		for _, p := range worktree.Paths(changes) {
 			p = strings.TrimPrefix(p, prefix)
@@ -251,6 +247,16 @@ func (r *runner) owedTests(ctx context.Context, tasks *queue.Doc, a *attempt, ro
 				pkgs = append(pkgs, pkg)
 			}
 		}
+	}
+	for id := range open {
+		if red := r.repo.LastLanding(ctx, id); red != "" {
+			owe(red)
+		}
+	}
+	// The REDs of TEST tasks ahead of it in the merge queue, on which it is judged: they
+	// have not landed, and no BUILD task can have made them pass.
+	for _, red := range a.redsAhead {
+		owe(red)
 	}
 	if len(files) == 0 {
 		return nil

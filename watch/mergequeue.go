@@ -112,6 +112,12 @@ func (r *runner) pump(ctx context.Context) error {
 			}
 			continue
 		}
+		q.a.redsAhead = nil
+		for _, o := range r.merge[:i] {
+			if o.a.task.Kind == queue.KindTest {
+				q.a.redsAhead = append(q.a.redsAhead, o.a.candidate)
+			}
+		}
 		r.startGate(ctx, q, s)
 		tip, ahead = q.a.candidate, q.a.id
 		if qa {

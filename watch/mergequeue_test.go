@@ -371,3 +371,40 @@ func TestMergeQueueKill9(t *testing.T) {
 	onlyPersonsTree(r.repo)
 	r.noneLeft()
 }
+
+// TestMergeQueueBehindRed: an independent BUILD task's candidate is judged behind a TEST
+// task's RED, which has not landed: the RED's test does not compile yet, and breaks its
+// package's baseline tests in the tree the BUILD candidate is judged in. Those are owed to
+// the TEST task, as they are once its RED lands: the BUILD task lands at its first attempt.
+func TestMergeQueueBehindRed(t *testing.T) {
+	t.Parallel()
+	b := newGateBarrier(t, 2)
+	r := newRealRepo(t, "gomod", b.command(), []realTask{
+		{id: "TASK-T01", category: "testing", mode: "write", agent: "writer", testIDs: "UNIT-001", testCommand: b.script() + " && go test ./cart"},
+		{id: "TASK-001", category: "backend", agent: "builder", testCommand: "go test ./part01", exempt: true},
+		{id: "TASK-002", category: "backend", agent: "discount", deps: "TASK-T01"},
+	}, map[string][]string{
+		"writer":   slowAgent("test-writer", 100*time.Millisecond, 0, files(t, goRedFiles)),
+		"discount": slowAgent("implementer", 100*time.Millisecond, 0, files(t, goGreenFiles)),
+		// It ends once the RED's gate runs, so that it is queued behind it.
+		"builder": {"TESTAGENT_MODE=script", "TESTAGENT_ROLE=implementer", "TESTAGENT_FROM=" + files(t, partFiles(1)), "TESTAGENT_SH=" + b.waitCmd()},
+	}, "")
+	if code, out := r.run("baseline"); code != 0 {
+		t.Fatalf("baseline: exit %d\n%s", code, out)
+	}
+	b.arm(t)
+
+	code, out := r.run("watch", "--once", "--jobs", "2")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0%s%s%s\n%s", code, r.describeAttempts("TASK-T01"), r.describeAttempts("TASK-001"), r.describeAttempts("TASK-002"), out)
+	}
+	for _, id := range []string{"TASK-T01", "TASK-001", "TASK-002"} {
+		if dirs := r.attemptDirs(id); len(dirs) != 1 {
+			t.Errorf("%s: attempts %v, want one%s", id, dirs, r.describeAttempts(id))
+		}
+	}
+	if log := r.read(".orchestrator/runs/TASK-001/1/gate.log"); !strings.Contains(log, "judged behind TASK-T01") {
+		t.Errorf("TASK-001 was not judged behind TASK-T01's RED:\n%s", log)
+	}
+	r.noneLeft()
+}
