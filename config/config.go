@@ -55,7 +55,7 @@ func (r Review) Reviewing() bool { return r.Reviewer != "" || r.Judge != "" }
 type Config struct {
 	Jobs int `yaml:"jobs"`
 	// GateJobs is how many gates judge candidates at once (SPEC §7.7): 0, the default,
-	// is as many as jobs, up to the machine's cores.
+	// is as many as jobs, up to half the machine's cores.
 	GateJobs    int               `yaml:"gate_jobs"`
 	TaskTimeout Duration          `yaml:"task_timeout"`
 	Agent       string            `yaml:"agent"`
@@ -311,7 +311,7 @@ func (c *Config) check() Errors {
 		bad(fmt.Sprintf("jobs: %d: must be at least 1", c.Jobs), "jobs")
 	}
 	if c.GateJobs < 0 {
-		bad(fmt.Sprintf("gate_jobs: %d: must be 0 (as many as jobs, up to the cores) or more", c.GateJobs), "gate_jobs")
+		bad(fmt.Sprintf("gate_jobs: %d: must be 0 (as many as jobs, up to half the cores) or more", c.GateJobs), "gate_jobs")
 	}
 	if c.TaskTimeout.Duration <= 0 {
 		bad(fmt.Sprintf("task_timeout: %s: must be positive", c.TaskTimeout.Duration), "task_timeout")

@@ -76,7 +76,7 @@ func TestMergeQueueSpeculates(t *testing.T) {
 		tasks = append(tasks, realTask{id: id, category: "backend", agent: name, testCommand: fmt.Sprintf("go test ./part%02d", i), exempt: true})
 		agents[name] = slowAgent("implementer", time.Duration(i)*300*time.Millisecond, 0, files(t, partFiles(i)))
 	}
-	r := newRealRepo(t, "gomod", b.command(), tasks, agents, "")
+	r := newRealRepo(t, "gomod", b.command(), tasks, agents, "gate_jobs: 3\n")
 	if code, out := r.run("baseline"); code != 0 {
 		t.Fatalf("baseline: exit %d\n%s", code, out)
 	}
@@ -149,7 +149,7 @@ func TestMergeQueueBehindRefused(t *testing.T) {
 		"breaker": slowAgent("implementer", 100*time.Millisecond, 0, files(t, broken)),
 		// The honest agent ends once the cheat's gate runs, so that it is queued behind it.
 		"honest": {"TESTAGENT_MODE=script", "TESTAGENT_ROLE=implementer", "TESTAGENT_FROM=" + files(t, partFiles(1)), "TESTAGENT_SH=" + b.waitCmd()},
-	}, "")
+	}, "gate_jobs: 2\n")
 	if code, out := r.run("baseline"); code != 0 {
 		t.Fatalf("baseline: exit %d\n%s", code, out)
 	}
@@ -206,7 +206,7 @@ func TestMergeQueueBreaksWhatAheadFixed(t *testing.T) {
 		"builder": {"TESTAGENT_MODE=script", "TESTAGENT_ROLE=implementer", "TESTAGENT_FROM=" + files(t, green), "TESTAGENT_SH=" + b.armCmd()},
 		// The one behind ends once that gate runs.
 		"rater": {"TESTAGENT_MODE=script", "TESTAGENT_ROLE=implementer", "TESTAGENT_FROM=" + files(t, rate), "TESTAGENT_SH=" + b.waitCmd()},
-	}, "retries:\n  max_retries: 1\n")
+	}, "gate_jobs: 2\nretries:\n  max_retries: 1\n")
 	r.write("rate/rate.go", "// Package rate holds the rate.\npackage rate\n\n// Rate is the rate.\nfunc Rate() int { return 2 }\n")
 	r.git("add", "-A")
 	r.git("commit", "-q", "-m", "the rate")
@@ -242,10 +242,10 @@ func TestMergeQueueBreaksWhatAheadFixed(t *testing.T) {
 
 // BenchmarkMergeQueue weighs the merge queue (issue 26 item 2): eight independent honest
 // tasks on the Go module, each adding a package, with agents of agent work each and the
-// real gate (`go test ./...`, test impact on, sandbox off). It runs them at --jobs 1, at
-// --jobs 4 and 8 with one gate at a time (gate_jobs 1: the serial gate of before), and at
-// --jobs 4 and 8 with the default (as many gates as jobs, up to the cores), and reports
-// each one's wall time and its throughput against --jobs 1 in the same run.
+// real gate (`go test ./...`, test impact on, sandbox off). It runs them at --jobs 1, 2, 4
+// and 8 with the default gates (one on 2 cores), and at --jobs 4 and 8 with two gates at
+// once, and reports each one's wall time, its candidates judged again, and its throughput
+// against --jobs 1 in the same run.
 //
 //	go test ./watch -run '^$' -bench BenchmarkMergeQueue -benchtime 1x
 func BenchmarkMergeQueue(b *testing.B) {
@@ -261,10 +261,11 @@ func BenchmarkMergeQueue(b *testing.B) {
 		config string
 	}{
 		{"jobs=1", 1, ""},
-		{"jobs=4/gate_jobs=1", 4, "gate_jobs: 1\n"},
+		{"jobs=2", 2, ""},
 		{"jobs=4", 4, ""},
-		{"jobs=8/gate_jobs=1", 8, "gate_jobs: 1\n"},
 		{"jobs=8", 8, ""},
+		{"jobs=4/gate_jobs=2", 4, "gate_jobs: 2\n"},
+		{"jobs=8/gate_jobs=2", 8, "gate_jobs: 2\n"},
 	}
 	walls := make([]time.Duration, len(cases))
 	again := make([]int, len(cases))
@@ -316,7 +317,7 @@ func TestMergeQueueKill9(t *testing.T) {
 	}, map[string][]string{
 		"first":  slowAgent("implementer", 100*time.Millisecond, 0, files(t, partFiles(1))),
 		"second": {"TESTAGENT_MODE=script", "TESTAGENT_ROLE=implementer", "TESTAGENT_FROM=" + files(t, partFiles(2)), "TESTAGENT_SH=" + b.waitCmd()},
-	}, "")
+	}, "gate_jobs: 2\n")
 	if code, out := r.run("baseline"); code != 0 {
 		t.Fatalf("baseline: exit %d\n%s", code, out)
 	}
@@ -388,7 +389,7 @@ func TestMergeQueueBehindRed(t *testing.T) {
 		"discount": slowAgent("implementer", 100*time.Millisecond, 0, files(t, goGreenFiles)),
 		// It ends once the RED's gate runs, so that it is queued behind it.
 		"builder": {"TESTAGENT_MODE=script", "TESTAGENT_ROLE=implementer", "TESTAGENT_FROM=" + files(t, partFiles(1)), "TESTAGENT_SH=" + b.waitCmd()},
-	}, "")
+	}, "gate_jobs: 2\n")
 	if code, out := r.run("baseline"); code != 0 {
 		t.Fatalf("baseline: exit %d\n%s", code, out)
 	}
