@@ -187,3 +187,30 @@ func TestRealHalfSavedQueueDuringStartBaseline(t *testing.T) {
 	r.oneAgentPerAttempt("TASK-001")
 	r.noneLeft()
 }
+
+// TestRealAmendKeepsBaseline (issue 26 item 3): a person amends the message of the commit
+// the baseline holds for: the history is rewritten, the tree is the same. The next watch
+// runs no baseline, and the baseline holds for the new head.
+func TestRealAmendKeepsBaseline(t *testing.T) {
+	t.Parallel()
+	r := newRealRepo(t, "gomod", goTest, []realTask{
+		{id: "TASK-001", category: "backend", agent: "rounder", testCommand: "go test ./money", exempt: true},
+	}, map[string][]string{
+		"rounder": slowAgent("implementer", 100*time.Millisecond, 0, files(t, map[string]string{"money/round.go": "package money\n\n// Round rounds c to whole euros.\nfunc Round(c Cents) Cents { return (c + 50) / 100 * 100 }\n"})),
+	}, "")
+	if code, out := r.run("baseline"); code != 0 {
+		t.Fatalf("baseline: exit %d\n%s", code, out)
+	}
+	git(t, r.root, "commit", "-q", "--amend", "-m", "fixture, reworded")
+	amended := strings.TrimSpace(git(t, r.root, "rev-parse", "HEAD"))
+	code, out := r.run("watch", "--once")
+	if code != 0 || r.field("TASK-001", "Status") != "completed" {
+		t.Fatalf("exit %d%s\n%s", code, r.describeAttempts("TASK-001"), out)
+	}
+	if strings.Contains(out, "rewritten") || strings.Contains(out, " baseline: ") {
+		t.Errorf("a message amended made watch measure the baseline again:\n%s", out)
+	}
+	if b := r.read(".orchestrator/baseline.json"); !strings.Contains(b, amended) {
+		t.Errorf("the baseline does not hold for the amended history:\n%s", b)
+	}
+}
