@@ -5,9 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/orchestrator/orchestrator/agents"
+	"github.com/orchestrator/orchestrator/config"
 	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/seal"
@@ -86,6 +88,19 @@ type attempt struct {
 	usage     []RunUsage
 	usageRead bool
 	limit     *agents.RateLimit
+}
+
+// readTask fills in what the attempt keeps of its task's record in tasks: its test
+// command, the TEST tasks it depends on, its title, prose and complexity, its place in a
+// TDD cycle.
+func (a *attempt) readTask(cfg *config.Config, tasks *queue.Doc) {
+	rec := a.task.Record
+	a.testCmd = testCommand(cfg, tasks, rec)
+	a.depTests = depTests(tasks, a.task)
+	a.title = tasks.TitleText(rec)
+	a.body = strings.TrimSpace(proseBody(tasks, rec))
+	a.complexity = tasks.Get(rec, "Complexity")
+	a.setCycle(tasks)
 }
 
 // unchanged reports whether the attempt's candidate changes nothing: it is its base, or,

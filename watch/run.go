@@ -126,13 +126,7 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 		}
 	}
 	r.attempts++
-	rec := t.Record
-	a.testCmd = testCommand(r.o.Config, tasks, rec)
-	a.depTests = depTests(tasks, t)
-	a.title = tasks.TitleText(rec)
-	a.body = strings.TrimSpace(proseBody(tasks, rec))
-	a.complexity = tasks.Get(rec, "Complexity")
-	a.setCycle(tasks)
+	a.readTask(r.o.Config, tasks)
 	fail := func(reason, detail string) error {
 		r.releaseSlot(a)
 		a.write("gate.log", []byte("attempt could not start: "+detail+"\n"))
@@ -166,11 +160,11 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 	if err := markers.Clear(l.Markers(), t.ID); err != nil {
 		return err
 	}
-	a.agent = tasks.Get(rec, "Agent")
+	a.agent = tasks.Get(t.Record, "Agent")
 	if queue.IsEmpty(a.agent) {
 		a.agent = r.o.Config.AgentFor(n)
 	}
-	argv, adapter, err := r.command(a.agent, tasks.Get(rec, "Complexity"))
+	argv, adapter, err := r.command(a.agent, tasks.Get(t.Record, "Complexity"))
 	if err != nil {
 		return fail("agent", err.Error())
 	}

@@ -68,13 +68,7 @@ func (r *runner) landWaiting(ctx context.Context, tasks *queue.Doc, t queue.Task
 	if err := os.MkdirAll(a.mirror, 0o755); err != nil {
 		return err
 	}
-	rec := t.Record
-	a.testCmd = testCommand(r.o.Config, tasks, rec)
-	a.depTests = depTests(tasks, t)
-	a.title = tasks.TitleText(rec)
-	a.body = strings.TrimSpace(proseBody(tasks, rec))
-	a.complexity = tasks.Get(rec, "Complexity")
-	a.setCycle(tasks)
+	a.readTask(r.o.Config, tasks)
 	config, err := r.repo.ConfigPrint(ctx)
 	if err != nil {
 		return err
