@@ -409,3 +409,56 @@ func TestMergeQueueBehindRed(t *testing.T) {
 	}
 	r.noneLeft()
 }
+
+// TestMergeQueuePersonMovesQueuedTask: while a task's candidate waits in the merge queue
+// (its gate held), a person sets the task back to pending. Its candidate leaves the queue
+// and nothing of that attempt lands; the task runs again and its next attempt lands.
+func TestMergeQueuePersonMovesQueuedTask(t *testing.T) {
+	t.Parallel()
+	b := newGateBarrier(t, 2) // the first gate waits until the test opens it
+	r := newRealRepo(t, "gomod", b.command(), []realTask{
+		{id: "TASK-001", category: "backend", agent: "a1", testCommand: "go test ./part01", exempt: true},
+	}, map[string][]string{
+		"a1": slowAgent("implementer", 100*time.Millisecond, 0, files(t, partFiles(1))),
+	}, "")
+	if code, out := r.run("baseline"); code != 0 {
+		t.Fatalf("baseline: exit %d\n%s", code, out)
+	}
+	b.arm(t)
+	base := head(r.repo)
+	w := r.start("watch", "--once")
+	runs := filepath.Join(b.dir, "runs")
+	deadline := time.Now().Add(scaled(2 * time.Minute))
+	for entries, _ := os.ReadDir(runs); len(entries) == 0; entries, _ = os.ReadDir(runs) {
+		if w.exited() || time.Now().After(deadline) {
+			t.Fatalf("the gate never ran\n%s", w.out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, out := r.run("set", "TASK-001", "Status=pending"); code != 0 {
+		t.Fatalf("set: exit %d\n%s", code, out)
+	}
+	for !strings.Contains(w.out.String(), "leaves the merge queue") {
+		if w.exited() || time.Now().After(deadline) {
+			t.Fatalf("the queued candidate never left the queue\n%s", w.out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := os.WriteFile(filepath.Join(runs, "open"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := w.wait(t, 3*time.Minute); code != 0 {
+		t.Fatalf("exit %d\n%s", code, w.out.String())
+	}
+	if res := r.read(".orchestrator/runs/TASK-001/1/result.json"); !strings.Contains(res, `"outcome": "stopped"`) {
+		t.Errorf("attempt 1 is not recorded as stopped:\n%s", res)
+	}
+	commits := commitsSince(r.repo, base)
+	if len(commits) != 1 || r.field("TASK-001", "Status") != "completed" {
+		t.Fatalf("commits %v, status %s: want the second attempt's one landing%s", commits, r.field("TASK-001", "Status"), r.describeAttempts("TASK-001"))
+	}
+	if got := r.git("log", "-1", "--format=%B", commits[0]); !strings.Contains(got, "Orchestrator-Attempt: 2") {
+		t.Errorf("the landing is not attempt 2's:\n%s", got)
+	}
+	r.noneLeft()
+}
