@@ -1,7 +1,9 @@
 package watch
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -101,6 +103,16 @@ func (a *attempt) readTask(cfg *config.Config, tasks *queue.Doc) {
 	a.body = strings.TrimSpace(proseBody(tasks, rec))
 	a.complexity = tasks.Get(rec, "Complexity")
 	a.setCycle(tasks)
+}
+
+// ref is the ref of the attempt's candidate, which keeps it for inspection (and from git's
+// garbage collection) wherever it is rebased.
+func (a *attempt) ref() string { return fmt.Sprintf("refs/orchestrator/attempts/%s/%d", a.id, a.n) }
+
+// rebaseOnto rebases commit cand of attempt a onto commit onto (a *worktree.ConflictError
+// naming the paths when it does not apply).
+func (r *runner) rebaseOnto(ctx context.Context, a *attempt, cand, onto string) (string, error) {
+	return r.repo.Rebase(ctx, cand, onto, fmt.Sprintf("%s attempt %d (candidate, on %.12s)\n", a.id, a.n, onto))
 }
 
 // unchanged reports whether the attempt's candidate changes nothing: it is its base, or,

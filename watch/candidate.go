@@ -18,7 +18,7 @@ func (r *runner) makeCandidate(ctx context.Context, a *attempt) error {
 	if a.slot == nil {
 		return errors.New("the attempt has no worktree")
 	}
-	ref := fmt.Sprintf("refs/orchestrator/attempts/%s/%d", a.id, a.n)
+	ref := a.ref()
 	c, err := a.slot.Commit(ctx, a.base, ref, fmt.Sprintf("%s attempt %d (candidate)\n", a.id, a.n))
 	if err != nil {
 		return err

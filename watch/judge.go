@@ -108,7 +108,7 @@ func (r *runner) ontoHead(ctx context.Context, a *attempt, log *strings.Builder)
 	}
 	rebased := head
 	if a.candidate != a.base {
-		rebased, err = r.repo.Rebase(ctx, a.candidate, head, fmt.Sprintf("%s attempt %d (candidate, on %.12s)\n", a.id, a.n, head))
+		rebased, err = r.rebaseOnto(ctx, a, a.candidate, head)
 		if err != nil {
 			return err
 		}
@@ -119,7 +119,7 @@ func (r *runner) ontoHead(ctx context.Context, a *attempt, log *strings.Builder)
 		fmt.Fprintf(log, "the integration branch moved since %.12s: rebased onto %.12s as %.12s, and judged there\n", a.base, head, rebased)
 	}
 	a.candidate, a.onto = rebased, head
-	if err := r.repo.SetRef(ctx, fmt.Sprintf("refs/orchestrator/attempts/%s/%d", a.id, a.n), rebased); err != nil {
+	if err := r.repo.SetRef(ctx, a.ref(), rebased); err != nil {
 		return err
 	}
 	r.report.event(a.id, "rebased", fmt.Sprintf("attempt %d: the integration branch moved since its base; judging it on %.12s", a.n, head))

@@ -159,7 +159,7 @@ func (r *runner) land(ctx context.Context, a *attempt, message string, rejudge f
 			if err != nil {
 				return "", nil, err
 			}
-			rebased, err := r.repo.Rebase(ctx, cand, head, fmt.Sprintf("%s attempt %d (candidate, on %.12s)\n", a.id, a.n, head))
+			rebased, err := r.rebaseOnto(ctx, a, cand, head)
 			if errors.As(err, &ce) {
 				return "", nil, fmt.Errorf("%w: %v", errRebaseConflict, ce)
 			}
@@ -167,7 +167,7 @@ func (r *runner) land(ctx context.Context, a *attempt, message string, rejudge f
 				return "", nil, err
 			}
 			cand = rebased
-			_ = r.repo.SetRef(ctx, fmt.Sprintf("refs/orchestrator/attempts/%s/%d", a.id, a.n), cand)
+			_ = r.repo.SetRef(ctx, a.ref(), cand)
 			r.report.event(a.id, "rebased", fmt.Sprintf("attempt %d: the integration branch moved; judging it again on %.12s", a.n, head))
 			v, err := rejudge(cand)
 			if err != nil || !v.Pass {

@@ -140,13 +140,13 @@ func (r *runner) onto(ctx context.Context, q *queued, tip, ahead string) error {
 	rebased := tip
 	if q.orig != a.base {
 		var err error
-		rebased, err = r.repo.Rebase(ctx, q.orig, tip, fmt.Sprintf("%s attempt %d (candidate, on %.12s)\n", a.id, a.n, tip))
+		rebased, err = r.rebaseOnto(ctx, a, q.orig, tip)
 		if err != nil {
 			return err
 		}
 	}
 	a.candidate, a.onto = rebased, tip
-	if err := r.repo.SetRef(ctx, fmt.Sprintf("refs/orchestrator/attempts/%s/%d", a.id, a.n), rebased); err != nil {
+	if err := r.repo.SetRef(ctx, a.ref(), rebased); err != nil {
 		return err
 	}
 	if ahead != "" {
@@ -257,11 +257,11 @@ func (r *runner) holds(ctx context.Context, q *queued) string {
 		}
 		moved := head
 		if a.candidate != q.on {
-			if moved, err = r.repo.Rebase(ctx, a.candidate, head, fmt.Sprintf("%s attempt %d (candidate, on %.12s)\n", a.id, a.n, head)); err != nil {
+			if moved, err = r.rebaseOnto(ctx, a, a.candidate, head); err != nil {
 				return err.Error()
 			}
 		}
-		if err := r.repo.SetRef(ctx, fmt.Sprintf("refs/orchestrator/attempts/%s/%d", a.id, a.n), moved); err != nil {
+		if err := r.repo.SetRef(ctx, a.ref(), moved); err != nil {
 			return err.Error()
 		}
 		fmt.Fprintf(q.log, "the integration branch is at %.12s, with the tree it was judged on: its candidate moves onto it as %.12s\n", head, moved)

@@ -121,7 +121,7 @@ func (r *runner) judgeWaiting(ctx context.Context, a *attempt, w waiting) (resul
 	head, herr := r.repo.Head(ctx)
 	if err = errors.Join(err, herr); err == nil && base != head {
 		var rebased string
-		rebased, err = r.repo.Rebase(ctx, cand, head, fmt.Sprintf("%s attempt %d (candidate, on %.12s)\n", a.id, a.n, head))
+		rebased, err = r.rebaseOnto(ctx, a, cand, head)
 		var ce *worktree.ConflictError
 		if errors.As(err, &ce) {
 			res.Outcome, res.Type, res.Reason = "requeue", "rebase_conflict", fmt.Sprintf("%v: %v", errRebaseConflict, ce)
