@@ -12,8 +12,9 @@ import (
 
 // A gateBarrier holds the gates' test runs until n of them have begun, so that a test can
 // make gates overlap on any machine, however slow: each run of the project's test command
-// first runs its script, which, once armed, registers the run and waits for n runs (or
-// two minutes, so that a broken test fails on its assertions instead of hanging).
+// first runs its script, which, once armed, registers the run and waits for n runs (or two
+// minutes times the tests' time scale, so that a broken test fails on its assertions
+// instead of hanging).
 type gateBarrier struct {
 	dir string
 }
@@ -26,9 +27,9 @@ func newGateBarrier(t *testing.T, n int) *gateBarrier {
 mkdir -p %[1]s/runs
 : > %[1]s/runs/$$
 i=0
-while [ "$(ls %[1]s/runs | wc -l)" -lt %[2]d ] && [ $i -lt 2400 ]; do sleep 0.05; i=$((i+1)); done
+while [ "$(ls %[1]s/runs | wc -l)" -lt %[2]d ] && [ $i -lt %[3]d ]; do sleep 0.05; i=$((i+1)); done
 exit 0
-`, b.dir, n)
+`, b.dir, n, int(scaled(2*time.Minute)/(50*time.Millisecond)))
 	if err := os.WriteFile(b.script(), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
