@@ -401,7 +401,7 @@ func Red(ctx context.Context, in Input) (*Verdict, error) {
 	if verdict := v.checkChanged(in, res, existing.changed); verdict != nil {
 		return verdict, nil
 	}
-	if verdict := v.raisedInTest(in, res, mine); verdict != nil {
+	if verdict := v.raisedInTest(ctx, in, res, mine); verdict != nil {
 		return verdict, nil
 	}
 	if res.Class == testrun.ClassMissingImplementation {

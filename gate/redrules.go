@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -55,6 +56,15 @@ func (v *Verdict) checkExisting(ctx context.Context, in Input, files []string) (
 			out.lost = append(out.lost, lines...)
 		}
 	}
+	// A Go test in a file the change left alone uses the helpers of its package's other
+	// test files: a helper weakened there weakens it, so those files are compared too.
+	for _, f := range unchangedGoTests(in.Root, files) {
+		before, after, err := in.Contents(f)
+		if err != nil {
+			return out, fmt.Errorf("read %s: %w", f, err)
+		}
+		parsed = append(parsed, testdiff.File{Path: f, Before: before, After: after})
+	}
 	tests, err := testdiff.Compare(ctx, parsed)
 	if err != nil {
 		return out, err
@@ -74,6 +84,32 @@ func (v *Verdict) checkExisting(ctx context.Context, in Input, files []string) (
 		fmt.Fprintf(&v.Log, "existing test: %s\n", t)
 	}
 	return out, nil
+}
+
+// unchangedGoTests returns the Go test files, relative to root, of the folders in which
+// changed holds Go test files, that changed does not hold: the files whose tests may use a
+// changed helper.
+func unchangedGoTests(root string, changed []string) []string {
+	dirs := map[string]bool{}
+	for _, f := range changed {
+		if strings.HasSuffix(f, "_test.go") {
+			dirs[path.Dir(f)] = true
+		}
+	}
+	var out []string
+	for _, dir := range slices.Sorted(maps.Keys(dirs)) {
+		entries, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(dir)))
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			f := path.Join(dir, e.Name())
+			if e.Type().IsRegular() && strings.HasSuffix(e.Name(), "_test.go") && !slices.Contains(changed, f) {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
 }
 
 // refuseLost refuses, as a scope_violation naming each test and what it lost, a change that
@@ -236,7 +272,7 @@ func missingNames(res *testrun.Result) map[string]bool {
 // test code (a test file, conftest.py), not by an assertion or in the code under test: the
 // test is broken, and it says nothing of the implementation (SPEC §7.2). It reads the
 // failures of the agent's tests (mine) only.
-func (v *Verdict) raisedInTest(in Input, res *testrun.Result, mine []testrun.Test) *Verdict {
+func (v *Verdict) raisedInTest(ctx context.Context, in Input, res *testrun.Result, mine []testrun.Test) *Verdict {
 	globs := in.Globs
 	if globs == nil {
 		globs = testrun.DefaultGlobs
@@ -251,6 +287,12 @@ func (v *Verdict) raisedInTest(in Input, res *testrun.Result, mine []testrun.Tes
 			// test that does not exist yet, as Go's "has no field or method".
 			fmt.Fprintf(&v.Log, "%s: an AttributeError of an object of the code under test (%s): the missing implementation\n", t.ID, pyMissingAttrRE().FindString(t.Output))
 			continue
+		}
+		if kind == "AttributeError" {
+			if from, ok := pyNoneFromCode(ctx, in, globs, t, file, line); ok {
+				fmt.Fprintf(&v.Log, "%s: an AttributeError on the None that a call of the code under test gave (%s): a RED for the right reason\n", t.ID, from)
+				continue
+			}
 		}
 		v.FailingTest, v.File = t.ID, file
 		return v.fail(TypeBrokenTest, "false RED: %s fails by a %s raised in the test's own code (%s:%d), not by an assertion or in the code under test", t.ID, kind, file, line)
