@@ -34,67 +34,7 @@ func TestRedRules(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(file), ".txtar")
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			ar, err := txtar.ParseFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			meta := map[string]string{}
-			for _, l := range strings.Split(string(ar.Comment), "\n") {
-				if k, v, ok := strings.Cut(l, ": "); ok && !strings.Contains(k, " ") {
-					meta[k] = v
-				}
-			}
-			if strings.Contains(meta["command"], "pytest") {
-				needPytest(t)
-			}
-			root := t.TempDir()
-			base, agent := map[string][]byte{}, map[string][]byte{}
-			for _, f := range ar.Files {
-				if rel, ok := strings.CutPrefix(f.Name, "base/"); ok {
-					base[rel] = f.Data
-				}
-			}
-			for _, f := range ar.Files {
-				if rel, ok := strings.CutPrefix(f.Name, "agent/"); ok {
-					agent[rel] = f.Data
-				}
-			}
-			now := map[string][]byte{}
-			for rel, b := range base {
-				now[rel] = b
-			}
-			var changed []string
-			for rel, b := range agent {
-				now[rel] = b
-				changed = append(changed, rel)
-			}
-			slices.Sort(changed)
-			for rel, b := range now {
-				p := filepath.Join(root, filepath.FromSlash(rel))
-				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(p, b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			ids := []string{"UNIT-001"}
-			if v, ok := meta["ids"]; ok {
-				ids = nil
-				if v != "-" {
-					ids = strings.Fields(v)
-				}
-			}
-			in := Input{Root: root, AttemptDir: t.TempDir(), Task: "TASK-T01", Attempt: 1, TestIDs: ids,
-				TestIDNames: meta["test_ids"] == "names",
-				TestCommand: meta["command"], ProjectCommand: true, Globs: testrun.DefaultGlobs, Changed: changed,
-				Timeout: 2 * time.Minute, Env: PinnedEnv(os.Environ()),
-				Contents: func(p string) ([]byte, []byte, error) { return base[p], now[p], nil },
-			}
-			if meta["baseline"] == "run" {
-				// The baseline as the loop has it: the project's command run at the base.
-				in.Baseline = baselineOf(t, base, meta["command"])
-			}
+			in, meta := loadRedCase(t, file)
 			v, err := Red(context.Background(), in)
 			if err != nil {
 				t.Fatal(err)
@@ -121,8 +61,76 @@ func TestRedRules(t *testing.T) {
 	}
 }
 
+// loadRedCase writes the project of a case of testdata/red as the test writer left it and
+// returns the gate's input for it, with the case's metadata (command, want, reason, …).
+func loadRedCase(tb testing.TB, file string) (Input, map[string]string) {
+	tb.Helper()
+	ar, err := txtar.ParseFile(file)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	meta := map[string]string{}
+	for _, l := range strings.Split(string(ar.Comment), "\n") {
+		if k, v, ok := strings.Cut(l, ": "); ok && !strings.Contains(k, " ") {
+			meta[k] = v
+		}
+	}
+	if strings.Contains(meta["command"], "pytest") {
+		needPytest(tb)
+	}
+	root := tb.TempDir()
+	base, agent := map[string][]byte{}, map[string][]byte{}
+	for _, f := range ar.Files {
+		if rel, ok := strings.CutPrefix(f.Name, "base/"); ok {
+			base[rel] = f.Data
+		}
+	}
+	for _, f := range ar.Files {
+		if rel, ok := strings.CutPrefix(f.Name, "agent/"); ok {
+			agent[rel] = f.Data
+		}
+	}
+	now := map[string][]byte{}
+	for rel, b := range base {
+		now[rel] = b
+	}
+	var changed []string
+	for rel, b := range agent {
+		now[rel] = b
+		changed = append(changed, rel)
+	}
+	slices.Sort(changed)
+	for rel, b := range now {
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	ids := []string{"UNIT-001"}
+	if v, ok := meta["ids"]; ok {
+		ids = nil
+		if v != "-" {
+			ids = strings.Fields(v)
+		}
+	}
+	in := Input{Root: root, AttemptDir: tb.TempDir(), Task: "TASK-T01", Attempt: 1, TestIDs: ids,
+		TestIDNames: meta["test_ids"] == "names",
+		TestCommand: meta["command"], ProjectCommand: true, Globs: testrun.DefaultGlobs, Changed: changed,
+		Timeout: 2 * time.Minute, Env: PinnedEnv(os.Environ()),
+		Contents: func(p string) ([]byte, []byte, error) { return base[p], now[p], nil },
+	}
+	if meta["baseline"] == "run" {
+		// The baseline as the loop has it: the project's command run at the base.
+		in.Baseline = baselineOf(tb, base, meta["command"])
+	}
+	return in, meta
+}
+
 // needPytest skips a test when pytest is missing, and fails it under CI=true.
-func needPytest(t *testing.T) {
+func needPytest(t testing.TB) {
 	t.Helper()
 	if err := exec.Command("/usr/bin/python3", "-c", "import pytest").Run(); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -134,7 +142,7 @@ func needPytest(t *testing.T) {
 
 // baselineOf returns the passing tests of command run on the files base, as the loop's
 // baseline has them.
-func baselineOf(t *testing.T, base map[string][]byte, command string) []string {
+func baselineOf(t testing.TB, base map[string][]byte, command string) []string {
 	t.Helper()
 	root := t.TempDir()
 	for rel, b := range base {
