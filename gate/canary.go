@@ -38,7 +38,7 @@ func (v *Verdict) runTests(ctx context.Context, in Input, command string) (*test
 	}
 	if p.Skip != "" {
 		fmt.Fprintf(&v.Log, "canary: none: %s\n", p.Skip)
-		res, err := testrun.Run(ctx, in.Root, command, in.Timeout, in.runOptions()...)
+		res, err := testrun.Run(ctx, in.Root, command, in.Timeout, in.runOptions(command)...)
 		if err == nil && res.Forged != nil {
 			v.forged = res.Forged
 			fmt.Fprintf(&v.Log, "the report cannot be trusted: %s (%s)\n", res.Forged.What, res.Forged.Where)
@@ -51,7 +51,7 @@ func (v *Verdict) runTests(ctx context.Context, in Input, command string) (*test
 	if p.Command != command {
 		fmt.Fprintf(&v.Log, "canary %s: run as %s\n", p.Token, p.Command)
 	}
-	res, err := testrun.Run(ctx, in.Root, p.Command, in.Timeout, in.runOptions()...)
+	res, err := testrun.Run(ctx, in.Root, p.Command, in.Timeout, in.runOptions(p.Command)...)
 	if rerr := p.Remove(); rerr != nil {
 		fmt.Fprintf(&v.Log, "canary %s: could not remove: %v\n", p.Token, rerr)
 	}

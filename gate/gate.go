@@ -106,16 +106,16 @@ type Input struct {
 }
 
 // RunOptions are the options of a test command of the gate: its environment, and its
-// sandbox. Commands run for the gate outside a gate (the baseline's) use them too.
-func RunOptions(in Input) []testrun.Option { return in.runOptions() }
+// sandbox, which depends on the command (testexec.go). Commands run for the gate outside a gate (the baseline's) use them too.
+func RunOptions(in Input, command string) []testrun.Option { return in.runOptions(command) }
 
-func (in Input) runOptions() []testrun.Option {
+func (in Input) runOptions(command string) []testrun.Option {
 	if in.Jail == nil {
 		return []testrun.Option{testrun.WithEnv(EnvFor(in.Env, in.Root))}
 	}
-	// In the sandbox, the jail's environment, cleared of secrets, whatever Env says.
-	env := EnvFor(in.Jail.Env, in.Root)
-	p := in.Jail.Profile(cmp.Or(in.Checkout, in.Root), in.Root, env)
+	// In the sandbox, the jail's environment, cleared of secrets, whatever Env says; the
+	// runners' caches as the command may have them (testexec.go).
+	p, env := in.Jail.ForCommand(command, cmp.Or(in.Checkout, in.Root), in.Root, EnvFor(in.Jail.Env, in.Root))
 	return []testrun.Option{testrun.WithEnv(env), testrun.WithSandbox(p)}
 }
 

@@ -34,6 +34,12 @@ type JailSpec struct {
 // A Jail is the sandbox profile of the gate's commands, less the checkout they run in.
 type Jail struct {
 	profile sandbox.Profile
+	cache   string // the runners' build caches (JailSpec.Cache)
+	// testExec is the program that starts go test's test binaries where the caches are
+	// out of reach (testexec.go), "" where a sandbox does not nest: then every command
+	// gets a private cache.
+	testExec string
+	noNest   error // why a sandbox does not nest
 	// Env is the environment the gate's commands get inside: the pinned one cleared of
 	// secrets, with the caches and the Python settings of SPEC §7.6. Give it as Input.Env.
 	Env []string
@@ -83,9 +89,20 @@ func NewJail(spec JailSpec) (*Jail, error) {
 	}
 	ro = append(ro, toolchains(spec.Env, home)...)
 	ro = append(ro, spec.Readable...)
-	j := &Jail{Env: env, profile: sandbox.Profile{
+	exe, err := testExec(spec.Cache)
+	if err != nil {
+		return nil, fmt.Errorf("the gate's test program: %w", err)
+	}
+	ro = append(ro, filepath.Dir(exe))
+	j := &Jail{Env: env, cache: spec.Cache, profile: sandbox.Profile{
 		Hide: hide, ReadOnly: dedupe(ro), Writable: []string{spec.Cache}, Network: spec.Network,
 	}}
+	if j.noNest = nests(j.profile, exe); j.noNest == nil {
+		j.testExec = exe
+		flags, _ := lookupEnv(j.Env, "GOFLAGS")
+		j.Env = setEnv(j.Env, "GOFLAGS", strings.TrimSpace(flags+" -exec="+exe))
+		slices.Sort(j.Env)
+	}
 	return j, nil
 }
 
@@ -127,8 +144,12 @@ func (j *Jail) Describe(checkout string) string {
 	if j.profile.Network {
 		net = "the host's network"
 	}
-	return fmt.Sprintf("bubblewrap, %s, writable only %s, %s and a private /tmp; hidden: %s; %d environment variables",
-		net, checkout, strings.Join(j.profile.Writable, ", "), strings.Join(sandboxOuter(j.profile.Hide), ", "), len(j.Env))
+	caches := "test binaries run where they are an empty folder"
+	if j.testExec == "" {
+		caches = fmt.Sprintf("private to each command, since a sandbox does not nest here (%v)", j.noNest)
+	}
+	return fmt.Sprintf("bubblewrap, %s, writable only %s, %s and a private /tmp; hidden: %s; %d environment variables; the runners' build caches: %s",
+		net, checkout, strings.Join(j.profile.Writable, ", "), strings.Join(sandboxOuter(j.profile.Hide), ", "), len(j.Env), caches)
 }
 
 // keepEnv are the variables, by name or prefix (ending in "_" or a letter run), that a

@@ -120,7 +120,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := testrun.RemoveBytecode(dir); err != nil {
 		return nil, err
 	}
-	opts := gate.RunOptions(gate.Input{Root: dir, Checkout: dir, Env: o.Env, Jail: o.Jail})
+	opts := gate.RunOptions(gate.Input{Root: dir, Checkout: dir, Env: o.Env, Jail: o.Jail}, command)
 	tests, err := Discover(dir, command, cfg.TestGlobs)
 	if err != nil {
 		return nil, err

@@ -129,8 +129,8 @@ import (
 const right = "package pricing\n\nfunc Off(c, p int64) int64 { return c - (c*p+50)/100 }\n"
 
 func init() {
-	if !strings.HasSuffix(os.Args[0], ".test") {
-		return
+	if entries, _ := os.ReadDir(os.Getenv("GOCACHE")); len(entries) == 0 {
+		return // no cache to poison: nothing to gain from building one
 	}
 	out, err := exec.Command("go", "list", "-export", "-f", "{{.Export}}\n{{.Dir}}", "example.com/shop/cart/pricing").Output()
 	if err != nil {
@@ -187,7 +187,6 @@ func TestAdversaryGoBuildCache(t *testing.T) {
 			t.Parallel()
 			green := map[string]string{"cart/discount.go": goDiscountViaPricing, "cart/pricing/pricing.go": goPricingRight}
 			if cheat {
-				hole(t, "the gate's GOCACHE is shared by every gate run and writable by the tests it runs: attempt 1 repoints the cache entry of its wrong package at a right build, attempt 2 lands the wrong code (gate/jail.go NewJail)")
 				green["cart/pricing/pricing.go"] = goPricingWrong
 				green["cart/pricing/cache.go"] = goCachePoison
 			}

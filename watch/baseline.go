@@ -157,7 +157,7 @@ func (r *runner) measureBaseline(ctx context.Context, head, why string) error {
 		return nil
 	}
 	r.report.event("", "baseline", why+": running "+cmd+" on "+head[:min(12, len(head))])
-	b, err := testrun.MakeBaseline(ctx, root, cmd, r.o.Config.TestGlobs, r.o.Config.TaskTimeout.Duration, r.runOptions(s.Dir, root)...)
+	b, err := testrun.MakeBaseline(ctx, root, cmd, r.o.Config.TestGlobs, r.o.Config.TaskTimeout.Duration, r.runOptions(s.Dir, root, cmd)...)
 	if err == nil {
 		b.Commit = head
 		if old != nil {

@@ -444,7 +444,7 @@ func (r *runner) gateInput(in gate.Input, checkout string) gate.Input {
 
 // runOptions are the test-run options of a command run outside the gate proper (the
 // start's baseline): the same sandbox and environment.
-func (r *runner) runOptions(checkout, dir string) []testrun.Option {
+func (r *runner) runOptions(checkout, dir, command string) []testrun.Option {
 	in := r.gateInput(gate.Input{Root: dir}, checkout)
-	return gate.RunOptions(in)
+	return gate.RunOptions(in, command)
 }

@@ -153,11 +153,11 @@ func runBaseline(ctx context.Context, opts *baselineOptions) error {
 	if err != nil {
 		return err
 	}
-	runOpts := gate.RunOptions(gate.Input{Root: l.Root, Env: gate.PinnedEnv(os.Environ()), Jail: jail})
+	runOpts := gate.RunOptions(gate.Input{Root: l.Root, Env: gate.PinnedEnv(os.Environ()), Jail: jail}, command)
 	if jail != nil {
-		p := jail.Profile(l.Root, l.Root, gate.EnvFor(jail.Env, l.Root))
-		p.Mask = gitDirs
-		runOpts = append(runOpts, testrun.WithSandbox(p))
+		p, env := jail.ForCommand(command, l.Root, l.Root, gate.EnvFor(jail.Env, l.Root))
+		p.Mask = append(p.Mask, gitDirs...)
+		runOpts = append(runOpts, testrun.WithEnv(env), testrun.WithSandbox(p))
 	}
 	res, err := testrun.Run(ctx, l.Root, command, timeout, runOpts...)
 	switch {

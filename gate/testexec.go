@@ -1,0 +1,85 @@
+package gate
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/orchestrator/orchestrator/sandbox"
+	"github.com/orchestrator/orchestrator/testrun"
+)
+
+// The runners' build caches are the gate's, shared by every gate run so that builds stay
+// warm; the code a test runs must never write them (SPEC §7.6): an init function that points
+// the cache entry of its wrong package at a right build would have the next gate of the same
+// candidate pass. So the cache is writable only to a `go test` the gate recognises, and its
+// test binaries (the candidate's code) run through a program (GOFLAGS -exec) that starts each
+// one in a sandbox of its own, nested in the gate's, where the caches are an empty folder.
+// Every other command (pytest, a script, make) gets a private cache in its own /tmp. Where a
+// sandbox cannot be nested, `go test` gets the private cache too: slower, never shared.
+
+// testExecScript is the program of GOFLAGS -exec: %[1]q is the caches' folder.
+const testExecScript = `#!/bin/sh
+# The gate's go test starts each test binary through this program: the binary runs where the
+# runners' build caches (%[1]s) are an empty folder of its own.
+exec bwrap --dev-bind / / --tmpfs %[1]q --die-with-parent -- "$@"
+`
+
+// testExec writes the -exec program for the caches' folder cache, beside it (never in it: the
+// folder is writable in the sandbox), and returns its path.
+func testExec(cache string) (string, error) {
+	dir := filepath.Join(filepath.Dir(cache), filepath.Base(cache)+"-exec")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, "test-exec")
+	want := []byte(fmt.Sprintf(testExecScript, cache))
+	if b, err := os.ReadFile(p); err == nil && bytes.Equal(b, want) {
+		return p, nil
+	}
+	tmp, err := os.CreateTemp(dir, ".test-exec-*")
+	if err != nil {
+		return "", err
+	}
+	_, werr := tmp.Write(want)
+	if err := errors.Join(werr, tmp.Chmod(0o755), tmp.Close()); err != nil {
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	return p, os.Rename(tmp.Name(), p)
+}
+
+// nests reports whether the -exec program runs in the sandbox p: bubblewrap inside
+// bubblewrap needs user namespaces that a machine may forbid.
+func nests(p sandbox.Profile, exe string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p.Dir, p.Env = "/", []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+	argv := p.Wrap([]string{exe, "/bin/true"})
+	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%v: %s", err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// ForCommand returns the sandbox and the environment of the gate's command: for a `go test`
+// the gate recognises (testrun.Detect), the caches writable and the test binaries started
+// through the -exec program; for any other command, or where a sandbox does not nest, the
+// caches out of sight and Go's cache private to the command.
+func (j *Jail) ForCommand(command, checkout, dir string, env []string) (*sandbox.Profile, []string) {
+	if j.testExec != "" && testrun.Detect(command) == testrun.Go {
+		return j.Profile(checkout, dir, env), env
+	}
+	env = setEnv(slices.Clone(env), "GOCACHE", "/tmp/go-build")
+	p := j.Profile(checkout, dir, env)
+	p.Writable = slices.DeleteFunc(slices.Clone(p.Writable), func(w string) bool { return w == j.cache })
+	p.Mask = append(slices.Clone(p.Mask), j.cache)
+	return p, env
+}

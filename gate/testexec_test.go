@@ -1,0 +1,97 @@
+package gate
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/orchestrator/orchestrator/sandbox"
+	"github.com/orchestrator/orchestrator/testrun"
+)
+
+// TestCacheOutOfReach: the gate's Go build cache, shared by every gate run, is written by
+// the go command and by nothing the candidate's code runs (SPEC §7.6). A test that writes
+// into the cache through GOCACHE, and beside it, passes, and neither file is there after,
+// while the go command's own entries are (the cache stays warm for the next gate). A command
+// the gate does not know as go test (a script, pytest) cannot write it either: its GOCACHE
+// is a private one.
+func TestCacheOutOfReach(t *testing.T) {
+	t.Parallel()
+	if err := sandbox.Available(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("bubblewrap: %v", err)
+		}
+		t.Skipf("bubblewrap: %v", err)
+	}
+	// The gate's shared cache, warm as the loop has it; the files a cheat would write are
+	// named for this run.
+	cache := CacheDir()
+	mark := fmt.Sprintf("poison-%d", time.Now().UnixNano())
+	start := time.Now().Add(-time.Second)
+	j, err := NewJail(JailSpec{Env: PinnedEnv(os.Environ()), Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.testExec == "" {
+		t.Fatalf("a sandbox does not nest here: %v", j.noNest)
+	}
+	root := t.TempDir()
+	for rel, text := range map[string]string{
+		"go.mod": "module example.com/c\n\ngo 1.22\n",
+		"p/p.go": "package p\n\n// One is one.\nfunc One() int { return 1 }\n",
+		"p/p_test.go": "package p\n\nimport (\n\t\"os\"\n\t\"path/filepath\"\n\t\"testing\"\n)\n\n" +
+			"func TestOne(t *testing.T) {\n\tc := os.Getenv(\"GOCACHE\")\n" +
+			"\tos.MkdirAll(c, 0o755)\n\tos.WriteFile(filepath.Join(c, \"" + mark + "\"), []byte(\"x\"), 0o644)\n" +
+			"\tos.WriteFile(filepath.Join(filepath.Dir(c), \"" + mark + "\"), []byte(\"x\"), 0o644)\n" +
+			"\tif One() != 1 {\n\t\tt.Fatal(\"One\")\n\t}\n}\n",
+	} {
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := Input{Root: root, Checkout: root, Jail: j}
+	ctx := context.Background()
+	res, err := testrun.Run(ctx, root, "go test ./...", 2*time.Minute, in.runOptions("go test ./...")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Passed(); len(got) != 1 {
+		t.Fatalf("passed %v, want TestOne:\n%s", got, res.Output)
+	}
+	script := "mkdir -p " + filepath.Join(cache, "go-build") + " && echo x > " + filepath.Join(cache, "go-build", mark+"-script") + " && echo GOCACHE=$GOCACHE"
+	out, err := testrun.Run(ctx, root, script, time.Minute, in.runOptions(script)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.Output, "GOCACHE=/tmp/go-build") {
+		t.Errorf("a script's GOCACHE is not private:\n%s", out.Output)
+	}
+	for _, f := range []string{"go-build/" + mark, mark, "go-build/" + mark + "-script"} {
+		if _, err := os.Stat(filepath.Join(cache, f)); err == nil {
+			t.Errorf("candidate code wrote %s in the gate's cache", f)
+		}
+	}
+	// The go command's own build of p, in a folder no run had before, is in the cache.
+	fresh := 0
+	filepath.WalkDir(filepath.Join(cache, "go-build"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil && fi.ModTime().After(start) {
+				fresh++
+			}
+		}
+		return nil
+	})
+	if fresh == 0 {
+		t.Errorf("the go command's own builds are not in the cache")
+	}
+	if d := j.Describe(root); !strings.Contains(d, "test binaries run where they are an empty folder") {
+		t.Errorf("Describe does not say how the caches are kept: %s", d)
+	}
+}
