@@ -25,12 +25,13 @@ type invocation struct {
 // configured plugins (-p each, py's plugins), -rA and --continue-on-collection-errors (one
 // broken test file must not hide the rest of the suite from a baseline); the JSON reporter
 // next to the default one for vitest; --json for jest; --no-fail-fast for cargo test, whose
-// human output is read as it is (with --format=pretty when -q would make it terse). Report
-// files go in tmp. py nil stands for the default reporter's name and no configured plugin.
+// human output is read as it is (with --format=pretty when -q would make it terse). py nil
+// stands for the default reporter's name and no configured plugin.
 //
-// The JavaScript runners still write report files, in tmp: they run through npx, npm or
-// pnpm, which start them with only the standard descriptors, so a pipe of descriptor 3
-// does not reach them.
+// The JavaScript runners write their report to a path in tmp, which Run makes a named pipe
+// that it reads as the run goes (reportpipe.go): they run through npx, npm or pnpm, which
+// start them with only the standard descriptors, so a pipe of descriptor 3 does not reach
+// them.
 func instrument(command string, r Runner, tmp string, py *pytestSetup) invocation {
 	inv := invocation{runner: r, command: command}
 	if r == Exit {

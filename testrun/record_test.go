@@ -87,7 +87,7 @@ func TestRecord(t *testing.T) {
 func recordRun(t *testing.T, dir, command string) ([]byte, [][]byte, invocation, int) {
 	t.Helper()
 	var out bytes.Buffer
-	inv, code, timedOut, reports, err := run(context.Background(), dir, command, Detect(command), 5*time.Minute, options{},
+	inv, code, timedOut, reports, _, err := run(context.Background(), dir, command, Detect(command), 5*time.Minute, options{},
 		func(invocation) io.Writer { return &out })
 	if err != nil || timedOut {
 		t.Fatalf("%s: %v (timed out: %v)", command, err, timedOut)

@@ -53,7 +53,7 @@ func Run(ctx context.Context, root, command string, timeout time.Duration, opts 
 	r := Detect(command)
 	var f *feeder
 	start := time.Now()
-	inv, code, timedOut, reports, err := run(ctx, root, command, r, timeout, o, func(inv invocation) io.Writer {
+	inv, code, timedOut, reports, forged, err := run(ctx, root, command, r, timeout, o, func(inv invocation) io.Writer {
 		f = newFeeder(inv, root)
 		return f
 	})
@@ -62,6 +62,9 @@ func Run(ctx context.Context, root, command string, timeout time.Duration, opts 
 	}
 	res := &Result{Runner: r, Command: command, Ran: inv.command, ExitCode: code, TimedOut: timedOut}
 	f.finish(res, reports)
+	if forged != nil && res.Forged == nil {
+		res.Forged = forged
+	}
 	res.Duration = time.Since(start)
 	if timedOut {
 		res.Output += fmt.Sprintf("\n(timed out after %s)\n", timeout)
@@ -72,13 +75,13 @@ func Run(ctx context.Context, root, command string, timeout time.Duration, opts 
 
 // run runs command, instrumented for runner r, in root as Run does, with its output going
 // to the writer out makes for the invocation, and returns the invocation, the exit code,
-// whether it timed out, and the runner's reports: the files it wrote, then what came
-// through the report pipe.
-func run(ctx context.Context, root, command string, r Runner, timeout time.Duration, o options, out func(invocation) io.Writer) (invocation, int, bool, [][]byte, error) {
-	var inv invocation
+// whether it timed out, and the runner's reports: what it wrote to its report pipes
+// (reportpipe.go), then what came through the report stream; and how a report pipe was
+// written by more than the runner (nil when it was not).
+func run(ctx context.Context, root, command string, r Runner, timeout time.Duration, o options, out func(invocation) io.Writer) (inv invocation, code int, timedOut bool, reports [][]byte, forged *ForgedError, err error) {
 	tmp, err := os.MkdirTemp("", "testrun-")
 	if err != nil {
-		return inv, -1, false, nil, fmt.Errorf("run tests: %w", err)
+		return inv, -1, false, nil, nil, fmt.Errorf("run tests: %w", err)
 	}
 	defer removeAll(tmp)
 	// The run's own folders: tmp, writable by the command (the JavaScript runners' report
@@ -94,30 +97,47 @@ func run(ctx context.Context, root, command string, r Runner, timeout time.Durat
 	env = PythonEnv(env)
 	ro := filepath.Join(tmp, "ro")
 	if err := os.Mkdir(ro, 0o700); err != nil {
-		return inv, -1, false, nil, fmt.Errorf("run tests: %w", err)
+		return inv, -1, false, nil, nil, fmt.Errorf("run tests: %w", err)
 	}
 	ps := newPytestSetup(root, env)
 	inv = instrument(command, r, tmp, ps)
 	var stream *reportStream
 	if inv.stream {
 		if stream, err = newReportStream(); err != nil {
-			return inv, -1, false, nil, fmt.Errorf("run tests: %w", err)
+			return inv, -1, false, nil, nil, fmt.Errorf("run tests: %w", err)
 		}
 		defer stream.close()
 		if err := ps.write(ro, stream.id); err != nil {
-			return inv, -1, false, nil, fmt.Errorf("run tests: %w", err)
+			return inv, -1, false, nil, nil, fmt.Errorf("run tests: %w", err)
 		}
 		env = setEnv(env, "PYTHONPATH", joinPath(ro, env))
 	}
-	code, timedOut, err := execute(ctx, root, inv, timeout, out(inv), env, o.jail(tmp, ro, env), stream)
-	if err != nil {
-		return inv, -1, false, nil, err
+	var pipes []*reportPipe
+	for _, path := range inv.reports {
+		p, err := newReportPipe(path)
+		if err != nil {
+			return inv, -1, false, nil, nil, fmt.Errorf("run tests: %w", err)
+		}
+		pipes = append(pipes, p)
 	}
-	reports := readReports(inv.reports)
+	code, timedOut, err = execute(ctx, root, inv, timeout, out(inv), env, o.jail(tmp, ro, env), stream)
+	for _, p := range pipes {
+		report, notAlone := p.finish()
+		if report != nil {
+			reports = append(reports, report)
+		}
+		if notAlone && forged == nil {
+			forged = &ForgedError{Where: filepath.Base(p.path), Stream: true,
+				What: "the runner's report was written by more than the runner (its report pipe was opened again and written after the runner's report, or held open past the run)"}
+		}
+	}
+	if err != nil {
+		return inv, -1, false, nil, nil, err
+	}
 	if stream != nil {
 		reports = append(reports, stream.bytes())
 	}
-	return inv, code, timedOut, reports, nil
+	return inv, code, timedOut, reports, forged, nil
 }
 
 // Parse reads the recorded output of a run of runner r in root: its combined output, its
@@ -130,18 +150,6 @@ func Parse(r Runner, root string, exitCode int, output []byte, reports [][]byte)
 	f.finish(res, reports)
 	res.Class, res.Reason = Classify(res, nil)
 	return res
-}
-
-// readReports reads the report files a run was asked to write; a missing one is skipped
-// (the runner did not get that far, or the user's own flags sent it elsewhere).
-func readReports(paths []string) [][]byte {
-	var out [][]byte
-	for _, p := range paths {
-		if b, err := os.ReadFile(p); err == nil && len(b) > 0 {
-			out = append(out, b)
-		}
-	}
-	return out
 }
 
 // An Option changes how Run runs a command.
@@ -370,7 +378,7 @@ func killGroup(pgid int) {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 }
 
-// A parser reads the output of one runner, line by line, then its report files.
+// A parser reads the output of one runner, line by line, then its reports.
 type parser interface {
 	// line is called for each line of output, without its line ending or color codes.
 	line(s string)
