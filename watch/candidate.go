@@ -24,15 +24,12 @@ func (r *runner) makeCandidate(ctx context.Context, a *attempt) error {
 		return err
 	}
 	a.candidate = c
-	if a.changes, err = r.repo.Diff(ctx, a.base, c); err != nil {
+	var patch string
+	if a.changes, patch, err = r.repo.DiffPatch(ctx, a.base, c); err != nil {
 		return err
 	}
 	// Files under .orchestrator/ that .gitignore keeps out of the candidate still count.
 	if a.strays, err = a.slot.Untracked(ctx, r.scopeDir()); err != nil {
-		return err
-	}
-	patch, err := r.repo.Patch(ctx, a.base, c)
-	if err != nil {
 		return err
 	}
 	a.write("changes.diff", []byte(patch))

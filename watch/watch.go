@@ -131,6 +131,7 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	if err := r.openRepo(ctx); err != nil {
 		return Summary{Outcome: SomeFailed}, err
 	}
+	defer r.repo.Close()
 	if err := r.openSandbox(); err != nil {
 		return Summary{Outcome: SomeFailed}, err
 	}
@@ -869,6 +870,9 @@ func (r *runner) reapOrphans() {
 		known[a.pid] = true
 		dirs = append(dirs, a.dir)
 	}
+	for _, pid := range r.repo.Helpers() {
+		known[pid] = true
+	}
 	if ended := agents.ReapOrphans(known, "ORCHESTRATOR_ATTEMPT_DIR", dirs); len(ended) > 0 {
 		r.report.event("", "stopped", fmt.Sprintf("ended %d process(es) an agent left behind: %v", len(ended), ended))
 	}
@@ -890,8 +894,13 @@ func (r *runner) stopRunning() {
 	for range r.running {
 		<-done
 	}
-	// Every agent is gone and reaped: any child left is one an agent left behind.
-	agents.ReapOrphans(nil, "", nil)
+	// Every agent is gone and reaped: any child left is one an agent left behind, or the
+	// repository's own reader.
+	known := map[int]bool{}
+	for _, pid := range r.repo.Helpers() {
+		known[pid] = true
+	}
+	agents.ReapOrphans(known, "", nil)
 }
 
 // summary ends a run with Once: it reports the final state and decides the outcome.

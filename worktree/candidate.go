@@ -57,11 +57,11 @@ func (s *Slot) Commit(ctx context.Context, base, ref, message string) (string, e
 	}
 	tree = strings.TrimSpace(tree)
 	commit := base
-	baseTree, err := s.repo.git(ctx, s.repo.Root, nil, "rev-parse", base+"^{tree}")
+	baseTree, err := s.repo.Tree(ctx, base)
 	if err != nil {
 		return "", err
 	}
-	if strings.TrimSpace(baseTree) != tree {
+	if baseTree != tree {
 		if commit, err = s.repo.commitTree(ctx, tree, base, message); err != nil {
 			return "", err
 		}
@@ -88,6 +88,19 @@ func (r *Repo) Diff(ctx context.Context, a, b string) ([]Change, error) {
 		return nil, err
 	}
 	return parseRaw(out)
+}
+
+// DiffPatch is Diff and Patch in one git command: what changed from commit a to commit b,
+// and the change as a patch.
+func (r *Repo) DiffPatch(ctx context.Context, a, b string) ([]Change, string, error) {
+	out, err := r.git(ctx, r.Root, nil, "diff-tree", "-r", "-z", "--raw", "-p", "--binary", "-M", "--no-ext-diff", "--no-textconv", a, b)
+	if err != nil {
+		return nil, "", err
+	}
+	// The raw records end with an empty one; the patch follows. A path is never empty.
+	raw, patch, _ := strings.Cut(out, "\x00\x00")
+	changes, err := parseRaw(raw)
+	return changes, patch, err
 }
 
 // parseRaw reads `git diff-tree -z --raw`: ":old new oldsha newsha status\0path\0" (two
@@ -129,14 +142,17 @@ func (r *Repo) Patch(ctx context.Context, a, b string) (string, error) {
 
 // Show returns the file at path in commit (a blob's bytes).
 func (r *Repo) Show(ctx context.Context, commit, path string) ([]byte, error) {
-	out, err := r.git(ctx, r.Root, nil, "cat-file", "blob", commit+":"+filepath.ToSlash(path))
-	return []byte(out), err
+	_, kind, body, err := r.object(ctx, commit+":"+filepath.ToSlash(path), true)
+	if err == nil && kind != "blob" {
+		return nil, fmt.Errorf("%s:%s is a %s, not a file", commit, path, kind)
+	}
+	return body, err
 }
 
 // Tree returns the tree of commit.
 func (r *Repo) Tree(ctx context.Context, commit string) (string, error) {
-	out, err := r.git(ctx, r.Root, nil, "rev-parse", "--verify", commit+"^{tree}")
-	return strings.TrimSpace(out), err
+	id, _, _, err := r.object(ctx, commit+"^{tree}", false)
+	return id, err
 }
 
 // SetRef points ref at commit; DeleteRef removes it. Refs under refs/orchestrator/ keep
@@ -148,11 +164,11 @@ func (r *Repo) SetRef(ctx context.Context, ref, commit string) error {
 
 // Ref returns the commit ref points at, or "" when there is no such ref.
 func (r *Repo) Ref(ctx context.Context, ref string) string {
-	out, err := r.git(ctx, r.Root, nil, "rev-parse", "--verify", "-q", ref+"^{commit}")
+	id, _, _, err := r.object(ctx, ref+"^{commit}", false)
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(out)
+	return id
 }
 
 // Untracked lists the files under dir (a path of the repository) in the slot's working

@@ -171,27 +171,22 @@ func (e *CheckoutError) Error() string {
 
 // CheckCheckout checks that every file of the slot's working tree that commit tracks holds
 // the commit's bytes: its git blob hash, computed here from the bytes on disk, is the one
-// `git ls-tree` names (a symbolic link's target for a link). The first file that differs is
+// the commit's tree names (a symbolic link's target for a link). The first file that differs is
 // a *CheckoutError.
 func (s *Slot) CheckCheckout(ctx context.Context, commit string) error {
 	format, err := s.repo.objectFormat(ctx)
 	if err != nil {
 		return err
 	}
-	out, err := s.repo.git(ctx, s.repo.Root, nil, "ls-tree", "-r", "-z", "--full-tree", commit)
+	files, err := s.repo.listTree(ctx, commit)
 	if err != nil {
 		return err
 	}
-	for _, entry := range strings.Split(out, "\x00") {
-		meta, path, ok := strings.Cut(entry, "\t")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(meta)
-		if len(f) != 3 || f[1] != "blob" {
+	for _, tf := range files {
+		if tf.kind != "blob" {
 			continue // a submodule's commit: not ours to check
 		}
-		mode, want := f[0], f[2]
+		mode, want, path := tf.mode, tf.id, tf.path
 		full := filepath.Join(s.Dir, filepath.FromSlash(path))
 		var data []byte
 		fi, err := os.Lstat(full)

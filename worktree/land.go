@@ -47,8 +47,8 @@ func (r *Repo) Rebase(ctx context.Context, candidate, onto, message string) (str
 
 // Parent returns the first parent of commit.
 func (r *Repo) Parent(ctx context.Context, commit string) (string, error) {
-	out, err := r.git(ctx, r.Root, nil, "rev-parse", "--verify", "-q", commit+"^1")
-	return strings.TrimSpace(out), err
+	id, _, _, err := r.object(ctx, commit+"^1", false)
+	return id, err
 }
 
 // IsAncestor reports whether commit a is in the history of commit b (b itself included):
@@ -65,7 +65,7 @@ func (r *Repo) IsAncestor(ctx context.Context, a, b string) (bool, error) {
 	case exitCode(err) == 1:
 		return false, nil
 	}
-	if _, e := r.git(ctx, r.Root, nil, "cat-file", "-e", a+"^{commit}"); e != nil && exitCode(e) > 0 {
+	if _, _, _, e := r.object(ctx, a+"^{commit}", false); errors.Is(e, errMissing) {
 		return false, nil
 	}
 	return false, err
@@ -86,11 +86,12 @@ func (r *Repo) Land(ctx context.Context, candidate, message string) (string, err
 	if err != nil {
 		return "", err
 	}
-	// The branch's head, and the candidate's parent and tree, in one git command.
-	out, err := r.git(ctx, r.Root, nil, "rev-parse", "refs/heads/"+r.Branch, candidate+"^1", candidate+"^{tree}")
-	fields := strings.Fields(out)
-	if err != nil || len(fields) != 3 {
-		return "", fmt.Errorf("land %s: %v", candidate, err)
+	// The branch's head, and the candidate's parent and tree.
+	var fields [3]string
+	for i, name := range []string{"refs/heads/" + r.Branch, candidate + "^1", candidate + "^{tree}"} {
+		if fields[i], _, _, err = r.object(ctx, name, false); err != nil {
+			return "", fmt.Errorf("land %s: %v", candidate, err)
+		}
 	}
 	head, parent, tree := fields[0], fields[1], fields[2]
 	if parent != head {
@@ -234,10 +235,13 @@ func (r *Repo) EditedLandings(ctx context.Context) []error {
 
 // SameTree reports whether commits a and b hold the same tree.
 func (r *Repo) SameTree(ctx context.Context, a, b string) (bool, error) {
-	out, err := r.git(ctx, r.Root, nil, "rev-parse", a+"^{tree}", b+"^{tree}")
+	ta, err := r.Tree(ctx, a)
 	if err != nil {
 		return false, err
 	}
-	f := strings.Fields(out)
-	return len(f) == 2 && f[0] == f[1], nil
+	tb, err := r.Tree(ctx, b)
+	if err != nil {
+		return false, err
+	}
+	return ta == tb, nil
 }

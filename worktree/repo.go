@@ -41,6 +41,8 @@ type Repo struct {
 	keyErr  error
 	// format is the repository's object format, sha1 or sha256 (objectFormat).
 	format string
+	// objects is the long-lived reader of objects and names (objects.go).
+	objects objects
 }
 
 // Key returns the person's key, which seals the orchestrator's evidence (package seal). It

@@ -1,0 +1,198 @@
+package worktree
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/hex"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// objects reads the repository's objects and resolves names through one long-lived
+// `git cat-file --batch-command` (SPEC §7.7 git overhead): a file of a commit, a commit's
+// tree or parent, whether a commit is there, each a line written and a line (and the
+// object's bytes) read, where each used to be a git process of its own. The process starts
+// on first use and ends with Close, or with the orchestrator (its input closes).
+type objects struct {
+	mu  sync.Mutex
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+// errMissing is the answer for a name that names no object.
+var errMissing = errors.New("no such object")
+
+// object asks for name: its id and type, and its bytes when contents. A name git cannot
+// take on one line is asked of a git process of its own.
+func (r *Repo) object(ctx context.Context, name string, contents bool) (id, kind string, body []byte, err error) {
+	if err := ctx.Err(); err != nil {
+		return "", "", nil, err
+	}
+	if strings.ContainsAny(name, "\n\r") {
+		return "", "", nil, fmt.Errorf("object name %q: a line break", name)
+	}
+	o := &r.objects
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for try := 0; ; try++ {
+		id, kind, body, err = o.ask(r.Root, name, contents)
+		if err == nil || errors.Is(err, errMissing) || try == 1 {
+			return id, kind, body, err
+		}
+		o.stop() // the process died or answered out of turn: start again, once
+	}
+}
+
+// ask writes one request and reads its answer; o.mu is held.
+func (o *objects) ask(dir, name string, contents bool) (id, kind string, body []byte, err error) {
+	if o.cmd == nil {
+		if err := o.start(dir); err != nil {
+			return "", "", nil, err
+		}
+	}
+	verb := "info"
+	if contents {
+		verb = "contents"
+	}
+	if _, err := io.WriteString(o.in, verb+" "+name+"\n"); err != nil {
+		return "", "", nil, fmt.Errorf("git cat-file: %w", err)
+	}
+	head, err := o.out.ReadString('\n')
+	if err != nil {
+		return "", "", nil, fmt.Errorf("git cat-file: %w", err)
+	}
+	head = strings.TrimSuffix(head, "\n")
+	if strings.HasSuffix(head, " missing") || strings.HasSuffix(head, " ambiguous") {
+		return "", "", nil, fmt.Errorf("%s: %w", name, errMissing)
+	}
+	f := strings.Fields(head)
+	if len(f) != 3 {
+		return "", "", nil, fmt.Errorf("git cat-file: unexpected answer %q", head)
+	}
+	size, err := strconv.Atoi(f[2])
+	if err != nil {
+		return "", "", nil, fmt.Errorf("git cat-file: unexpected answer %q", head)
+	}
+	if contents {
+		body = make([]byte, size+1)
+		if _, err := io.ReadFull(o.out, body); err != nil {
+			return "", "", nil, fmt.Errorf("git cat-file: %w", err)
+		}
+		body = body[:size]
+	}
+	return f[0], f[1], body, nil
+}
+
+func (o *objects) start(dir string) error {
+	cmd := exec.Command("git", append(slices.Clone(safe), "cat-file", "--batch-command")...)
+	cmd.Dir = dir
+	cmd.Env = gitEnv(nil)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("git cat-file: %w", err)
+	}
+	o.cmd, o.in, o.out = cmd, in, bufio.NewReaderSize(out, 64<<10)
+	return nil
+}
+
+// stop ends the process, if there is one; o.mu is held.
+func (o *objects) stop() {
+	if o.cmd == nil {
+		return
+	}
+	o.in.Close()
+	if err := o.cmd.Wait(); err != nil {
+		_ = o.cmd.Process.Kill()
+	}
+	o.cmd, o.in, o.out = nil, nil, nil
+}
+
+// Helpers returns the process IDs of the repository's long-lived git processes: children of
+// the orchestrator that are not an agent's orphans.
+func (r *Repo) Helpers() []int {
+	if r == nil {
+		return nil
+	}
+	r.objects.mu.Lock()
+	defer r.objects.mu.Unlock()
+	if r.objects.cmd == nil {
+		return nil
+	}
+	return []int{r.objects.cmd.Process.Pid}
+}
+
+// Close ends the repository's long-lived git process. The repository stays usable: the
+// next read starts it again.
+func (r *Repo) Close() {
+	r.objects.mu.Lock()
+	defer r.objects.mu.Unlock()
+	r.objects.stop()
+}
+
+// A treeFile is a file of a commit's tree, as `git ls-tree -r` lists it: its mode, its
+// kind (blob, or commit for a submodule), its object and its path.
+type treeFile struct {
+	mode, kind, id, path string
+}
+
+// listTree lists the files of commit's tree, subtrees walked, through the long-lived
+// reader: as `git ls-tree -r --full-tree`, without a process of its own.
+func (r *Repo) listTree(ctx context.Context, commit string) ([]treeFile, error) {
+	format, err := r.objectFormat(ctx)
+	if err != nil {
+		return nil, err
+	}
+	size := 20
+	if format == "sha256" {
+		size = 32
+	}
+	var out []treeFile
+	var walk func(name, prefix string) error
+	walk = func(name, prefix string) error {
+		_, kind, body, err := r.object(ctx, name, true)
+		if err != nil {
+			return err
+		}
+		if kind != "tree" {
+			return fmt.Errorf("%s is a %s, not a tree", name, kind)
+		}
+		for len(body) > 0 {
+			sp := bytes.IndexByte(body, ' ')
+			nul := bytes.IndexByte(body, 0)
+			if sp < 0 || nul < sp || len(body) < nul+1+size {
+				return fmt.Errorf("tree %s: unreadable entry", name)
+			}
+			mode, file := string(body[:sp]), string(body[sp+1:nul])
+			id := hex.EncodeToString(body[nul+1 : nul+1+size])
+			body = body[nul+1+size:]
+			path := prefix + file
+			switch mode {
+			case "40000":
+				if err := walk(id, path+"/"); err != nil {
+					return err
+				}
+			case "160000":
+				out = append(out, treeFile{mode: mode, kind: "commit", id: id, path: path})
+			default:
+				out = append(out, treeFile{mode: mode, kind: "blob", id: id, path: path})
+			}
+		}
+		return nil
+	}
+	return out, walk(commit+"^{tree}", "")
+}
