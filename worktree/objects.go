@@ -3,8 +3,8 @@ package worktree
 import (
 	"bufio"
 	"bytes"
-	"encoding/hex"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
