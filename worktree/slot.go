@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -136,8 +137,10 @@ func (s *Slot) Reset(ctx context.Context, commit string) error {
 			return err
 		}
 	}
-	if _, err := s.repo.git(ctx, s.Dir, env, "clean", "-ffdxq", "-e", "/.git"); err != nil {
-		return err
+	if !s.clean(ctx, commit) {
+		if _, err := s.repo.git(ctx, s.Dir, env, "clean", "-ffdxq", "-e", "/.git"); err != nil {
+			return err
+		}
 	}
 	// The agent's git sees the same state (git status is fast and true in the slot).
 	return copyFile(s.index, filepath.Join(s.admin, "index"))
@@ -211,4 +214,55 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return os.Rename(tmp, dst)
+}
+
+// clean removes from the slot's working tree everything commit does not track, as `git
+// clean -ffdx` would (untracked and ignored files, folders of their own, nested
+// repositories), but the slot's .git file: without a git process, from the commit's tree
+// read through the long-lived reader. A symbolic link is removed, never followed. It
+// reports false when it could not, for the caller to ask git.
+func (s *Slot) clean(ctx context.Context, commit string) bool {
+	files, err := s.repo.listTree(ctx, commit)
+	if err != nil {
+		return false
+	}
+	tracked := make(map[string]string, len(files)) // path → kind
+	dirs := map[string]bool{".": true}
+	for _, f := range files {
+		tracked[f.path] = f.kind
+		for d := path.Dir(f.path); !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	ok := true
+	var walk func(rel string)
+	walk = func(rel string) {
+		entries, err := os.ReadDir(filepath.Join(s.Dir, filepath.FromSlash(rel)))
+		if err != nil {
+			ok = false
+			return
+		}
+		for _, e := range entries {
+			p := path.Join(rel, e.Name())
+			if p == ".git" {
+				continue
+			}
+			switch kind := tracked[p]; {
+			case kind == "commit":
+				// A submodule: git clean leaves it alone.
+			case kind != "":
+				if e.IsDir() {
+					ok = false // a folder where the commit has a file: git's to sort out
+				}
+			case e.IsDir() && dirs[p]:
+				walk(p)
+			default:
+				if err := os.RemoveAll(filepath.Join(s.Dir, filepath.FromSlash(p))); err != nil {
+					ok = false
+				}
+			}
+		}
+	}
+	walk(".")
+	return ok
 }

@@ -1,0 +1,70 @@
+package worktree
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestResetCleans: Reset leaves the slot holding what the commit tracks and nothing else,
+// as `git clean -ffdx` would: untracked and ignored files, new folders, a nested
+// repository and a symbolic link to a folder outside are removed (the link itself, never
+// what it points at); a tracked file an agent changed is put back; the .git file stays.
+func TestResetCleans(t *testing.T) {
+	ctx := context.Background()
+	_, r := newGitRepo(t)
+	head, _ := r.Head(ctx)
+	s, err := r.Slot(ctx, "job-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reset(ctx, head); err != nil {
+		t.Fatal(err)
+	}
+	want := files(t, s.Dir)
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "keep.txt"), []byte("not the slot's\n"), 0o644)
+	for rel, text := range map[string]string{
+		"untracked.txt": "x", "build.log": "ignored", "newdir/deep/f.txt": "x", "nested/a.txt": "x",
+	} {
+		p := filepath.Join(s.Dir, filepath.FromSlash(rel))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(text), 0o644)
+	}
+	if out, err := exec.Command("git", "init", "-q", filepath.Join(s.Dir, "nested")).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	os.Symlink(outside, filepath.Join(s.Dir, "out"))
+	os.WriteFile(filepath.Join(s.Dir, "calc.go"), []byte("package calc\n"), 0o644)
+	if err := s.Reset(ctx, head); err != nil {
+		t.Fatal(err)
+	}
+	if got := files(t, s.Dir); !slices.Equal(got, want) {
+		t.Errorf("after Reset: %v, want %v", got, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(outside, "keep.txt")); err != nil || string(b) != "not the slot's\n" {
+		t.Errorf("the folder a link pointed at lost its file: %q, %v", b, err)
+	}
+	if err := s.CheckCheckout(ctx, head); err != nil {
+		t.Error(err)
+	}
+}
+
+// files lists the paths under dir, symbolic links not followed, sorted.
+func files(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out = append(out, filepath.ToSlash(rel))
+		return nil
+	})
+	slices.Sort(out)
+	return out
+}
