@@ -29,7 +29,7 @@ func (r *runner) makeCandidate(ctx context.Context, a *attempt) error {
 		return err
 	}
 	// Files under .orchestrator/ that .gitignore keeps out of the candidate still count.
-	if a.strays, err = a.slot.Untracked(ctx, r.scopeDir()); err != nil {
+	if a.strays, err = a.slot.Untracked(ctx, c, r.scopeDir()); err != nil {
 		return err
 	}
 	a.write("changes.diff", []byte(patch))

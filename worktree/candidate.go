@@ -2,8 +2,11 @@ package worktree
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 )
@@ -171,20 +174,44 @@ func (r *Repo) Ref(ctx context.Context, ref string) string {
 	return id
 }
 
-// Untracked lists the files under dir (a path of the repository) in the slot's working
-// tree that are not in the orchestrator's index: new files, ignored ones included. Reset
-// leaves none, so any there was made by the attempt, even where .gitignore hides it from
-// the candidate.
-func (s *Slot) Untracked(ctx context.Context, dir string) ([]string, error) {
-	out, err := s.repo.git(ctx, s.Dir, s.env(s.index), "ls-files", "-z", "--others", "--", dir)
-	if err != nil {
+// Untracked lists the files under dir (a folder of the repository, slash-separated) in the
+// slot's working tree that commit, the candidate Commit made of it, does not hold: files
+// .gitignore kept out of it. Reset leaves none, so any there was made by the attempt. As
+// `git ls-files --others`, read without a git process: the commit's folder through the
+// long-lived reader, the working tree from the disk (symbolic links not followed).
+func (s *Slot) Untracked(ctx context.Context, commit, dir string) ([]string, error) {
+	dir = strings.TrimSuffix(path.Clean(dir), "/")
+	tracked := map[string]bool{}
+	files, err := s.repo.listTreeAt(ctx, commit+":"+dir, dir+"/")
+	if err != nil && !errors.Is(err, errMissing) {
 		return nil, err
 	}
+	for _, f := range files {
+		tracked[f.path] = true
+	}
 	var paths []string
-	for _, p := range strings.Split(out, "\x00") {
-		if p != "" {
-			paths = append(paths, p)
+	root := filepath.Join(s.Dir, filepath.FromSlash(dir))
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
 		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, err := filepath.Rel(s.Dir, p)
+		if err != nil {
+			return err
+		}
+		if rel = filepath.ToSlash(rel); !tracked[rel] {
+			paths = append(paths, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return paths, nil
 }

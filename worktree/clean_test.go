@@ -68,3 +68,46 @@ func files(t *testing.T, dir string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestUntracked: the files an attempt left under a folder that its candidate does not
+// hold (.gitignore kept them out) are listed as `git ls-files --others` lists them, and the
+// files it added that the candidate holds are not; a folder the commit has no file of is
+// read from the disk alone.
+func TestUntracked(t *testing.T) {
+	ctx := context.Background()
+	dir, r := newGitRepo(t)
+	write(t, dir, ".orchestrator/task_queue.md", "# queue\n")
+	write(t, dir, ".orchestrator/.gitignore", "runs/\n*.tmp\n")
+	gitT(t, dir, "add", "-A")
+	gitT(t, dir, "commit", "-qm", "queue")
+	head, _ := r.Head(ctx)
+	s, err := r.Slot(ctx, "job-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reset(ctx, head); err != nil {
+		t.Fatal(err)
+	}
+	for p, text := range map[string]string{
+		".orchestrator/runs/TASK-001/1/x.log": "ignored", ".orchestrator/half.tmp": "ignored",
+		".orchestrator/notes.md": "added", "elsewhere.tmp": "not under the folder",
+	} {
+		write(t, s.Dir, p, text)
+	}
+	c, err := s.Commit(ctx, head, "", "candidate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Untracked(ctx, c, ".orchestrator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	want := []string{".orchestrator/half.tmp", ".orchestrator/runs/TASK-001/1/x.log"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Untracked = %v, want %v", got, want)
+	}
+	if got, err := s.Untracked(ctx, c, "nowhere"); err != nil || len(got) != 0 {
+		t.Errorf("a folder that is not there: %v, %v", got, err)
+	}
+}

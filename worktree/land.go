@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/orchestrator/orchestrator/seal"
 )
@@ -101,6 +103,7 @@ func (r *Repo) Land(ctx context.Context, candidate, message string) (string, err
 	if err != nil {
 		return "", err
 	}
+	r.landed(commit, head)
 	if !r.personOnBranch() {
 		if _, err := r.git(ctx, r.Root, nil, "update-ref", "refs/heads/"+r.Branch, commit, head); err != nil {
 			return "", fmt.Errorf("%w: %v", ErrMoved, err)
@@ -219,7 +222,28 @@ func (r *Repo) landings(ctx context.Context, patterns ...string) ([]landing, err
 // EditedLandings returns the commits of the integration branch that carry an
 // Orchestrator-Task trailer but whose seal fails, as *seal.EditedError values naming them:
 // they are not landings.
+//
+// The audit is kept with the head it read: when the branch has since moved only by
+// landings this Repo made (sealed as they were made), their audit is the last one's, and no
+// git command reads the history again.
 func (r *Repo) EditedLandings(ctx context.Context) []error {
+	head, err := r.Head(ctx)
+	if err != nil {
+		return nil
+	}
+	a := &r.audit
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.head != "" {
+		at := head
+		for at != a.head && a.ours[at] != "" {
+			at = a.ours[at]
+		}
+		if at == a.head {
+			a.head = head
+			return slices.Clone(a.edited)
+		}
+	}
 	landings, err := r.landings(ctx, "^Orchestrator-Task: ")
 	if err != nil {
 		return nil
@@ -230,7 +254,28 @@ func (r *Repo) EditedLandings(ctx context.Context) []error {
 			out = append(out, l.err)
 		}
 	}
-	return out
+	a.head, a.edited = head, out
+	return slices.Clone(out)
+}
+
+// landingAudit is the last audit of the branch's landings (EditedLandings) and the
+// landings made since, each with its parent.
+type landingAudit struct {
+	mu     sync.Mutex
+	head   string
+	edited []error
+	ours   map[string]string // landing → parent
+}
+
+// landed notes a landing this Repo made on parent.
+func (r *Repo) landed(commit, parent string) {
+	a := &r.audit
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ours == nil {
+		a.ours = map[string]string{}
+	}
+	a.ours[commit] = parent
 }
 
 // SameTree reports whether commits a and b hold the same tree.

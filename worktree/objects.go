@@ -153,6 +153,12 @@ type treeFile struct {
 // listTree lists the files of commit's tree, subtrees walked, through the long-lived
 // reader: as `git ls-tree -r --full-tree`, without a process of its own.
 func (r *Repo) listTree(ctx context.Context, commit string) ([]treeFile, error) {
+	return r.listTreeAt(ctx, commit+"^{tree}", "")
+}
+
+// listTreeAt lists the files of the tree name (a tree, or commit:folder), their paths
+// under prefix.
+func (r *Repo) listTreeAt(ctx context.Context, name, prefix string) ([]treeFile, error) {
 	format, err := r.objectFormat(ctx)
 	if err != nil {
 		return nil, err
@@ -194,5 +200,5 @@ func (r *Repo) listTree(ctx context.Context, commit string) ([]treeFile, error) 
 		}
 		return nil
 	}
-	return out, walk(commit+"^{tree}", "")
+	return out, walk(name, prefix)
 }

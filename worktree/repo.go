@@ -43,6 +43,8 @@ type Repo struct {
 	format string
 	// objects is the long-lived reader of objects and names (objects.go).
 	objects objects
+	// audit is the last audit of the landings' seals (EditedLandings).
+	audit landingAudit
 }
 
 // Key returns the person's key, which seals the orchestrator's evidence (package seal). It

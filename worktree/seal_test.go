@@ -79,6 +79,10 @@ func TestLandingSealed(t *testing.T) {
 	if got := r.LastLanding(ctx, "TASK-001"); got != landed {
 		t.Fatalf("LastLanding = %q, want the sealed landing %s", got, landed)
 	}
+	// An audit now: the commits made below by others are audited again, not taken from it.
+	if errs := r.EditedLandings(ctx); len(errs) != 0 {
+		t.Fatalf("EditedLandings = %v, want none", errs)
+	}
 	// A forged landing of TASK-002, and a copy of the real one's message on another tree.
 	write(t, dir, "forged.go", "package calc\n")
 	gitT(t, dir, "add", "-A")
@@ -98,6 +102,21 @@ func TestLandingSealed(t *testing.T) {
 	}
 	if errs := r.EditedLandings(ctx); len(errs) != 2 {
 		t.Errorf("EditedLandings = %v, want the forged commit and the copy", errs)
+	}
+	// A landing of ours on top keeps the audit (no history read again), and a forgery
+	// after it is found.
+	head, _ = r.Head(ctx)
+	if _, err := r.Land(ctx, commitIn(t, r, "job-1", head, map[string]string{"div.go": "package calc\n"}), "TASK-005: Div\n\nOrchestrator-Task: TASK-005\nOrchestrator-Attempt: 1\n"); err != nil {
+		t.Fatal(err)
+	}
+	if errs := r.EditedLandings(ctx); len(errs) != 2 {
+		t.Errorf("after a landing of ours: EditedLandings = %v, want the same two", errs)
+	}
+	write(t, dir, "third.go", "package calc\n")
+	gitT(t, dir, "add", "-A")
+	gitT(t, dir, "commit", "-q", "-m", "TASK-006: forged\n\nOrchestrator-Task: TASK-006\nOrchestrator-Attempt: 1\n")
+	if errs := r.EditedLandings(ctx); len(errs) != 3 {
+		t.Errorf("after a forgery on top of a landing of ours: EditedLandings = %v, want three", errs)
 	}
 }
 
