@@ -9,8 +9,9 @@ import (
 	"time"
 )
 
-// TestParallelHonestPairsLand (issue 26 item 1): at --jobs 2 and 4, eight independent honest
-// TEST→BUILD pairs on the Go module, each in a package of its own, with retries on. A BUILD
+// TestParallelHonestPairsLand (issue 26 item 1): eight independent honest TEST→BUILD pairs at
+// --jobs 2, and sixteen at --jobs 8, on the Go module, each in a package of its own, with
+// retries on (--jobs 4 is TestParallelSandboxedCheats's, with its honest pairs). A BUILD
 // candidate whose base is older than the integration head is judged on the head it would
 // land on, never on its older base against a baseline that grew meanwhile with the tests of
 // another pair: a test that a task which landed meanwhile added is no regression of a
@@ -18,10 +19,10 @@ import (
 // in a linear history, and none is retried or halted.
 func TestParallelHonestPairsLand(t *testing.T) {
 	t.Parallel()
-	for _, jobs := range []int{2, 4} {
-		t.Run(fmt.Sprintf("jobs %d", jobs), func(t *testing.T) {
+	for _, c := range []struct{ jobs, pairs int }{{2, 8}, {8, 16}} {
+		t.Run(fmt.Sprintf("jobs %d", c.jobs), func(t *testing.T) {
 			t.Parallel()
-			parallelPairs(t, jobs, 8)
+			parallelPairs(t, c.jobs, c.pairs)
 		})
 	}
 }
