@@ -28,6 +28,10 @@ type Workers struct {
 	// default (5).
 	AckWait    Duration `yaml:"ack_wait"`
 	MaxDeliver int      `yaml:"max_deliver"`
+	// Replicas is how many servers of the cluster at URL keep the workers' streams and
+	// buckets (JetStream replicas, 1 to 5; 0 is 1): 3 keeps the work going when one of
+	// three servers is lost. The embedded server is one server: 1 only.
+	Replicas int `yaml:"replicas"`
 }
 
 // Enabled reports whether attempts' agents run on workers.
@@ -69,6 +73,12 @@ func (c *Config) checkWorkers() Errors {
 	}
 	if w.MaxDeliver < 0 {
 		bad(fmt.Sprintf("workers.max_deliver: %d: must not be negative", w.MaxDeliver), "workers", "max_deliver")
+	}
+	switch {
+	case w.Replicas < 0 || w.Replicas > 5:
+		bad(fmt.Sprintf("workers.replicas: %d: must be 1 to 5", w.Replicas), "workers", "replicas")
+	case w.Replicas > 1 && w.URL == "":
+		bad(fmt.Sprintf("workers.replicas: %d: the embedded server is one server; replicas need a cluster (workers.url)", w.Replicas), "workers", "replicas")
 	}
 	return errs
 }

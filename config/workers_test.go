@@ -8,12 +8,12 @@ import (
 )
 
 func TestWorkersSettings(t *testing.T) {
-	c, err := Load(write(t, "jobs: 2\nworkers:\n  url: nats://a:4222, nats://b:4222\n  credentials: authority:secret\n  ack_wait: 2s\n  max_deliver: 3\n"))
+	c, err := Load(write(t, "jobs: 2\nworkers:\n  url: nats://a:4222, nats://b:4222\n  credentials: authority:secret\n  ack_wait: 2s\n  max_deliver: 3\n  replicas: 3\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := c.Workers
-	if !w.Enabled() || w.URL != "nats://a:4222, nats://b:4222" || w.AckWait.Duration != 2*time.Second || w.MaxDeliver != 3 {
+	if !w.Enabled() || w.URL != "nats://a:4222, nats://b:4222" || w.AckWait.Duration != 2*time.Second || w.MaxDeliver != 3 || w.Replicas != 3 {
 		t.Errorf("workers = %+v", w)
 	}
 	if u, p := w.User(); u != "authority" || p != "secret" {
@@ -41,6 +41,8 @@ func TestWorkersBadValuesNameTheirLine(t *testing.T) {
 		{"credentials", "workers:\n  url: nats://h:4222\n  credentials: justauser\n", 3, "must be user:password"},
 		{"ack_wait", "workers:\n  serve: 127.0.0.1:0\n  ack_wait: -1s\n", 3, "must not be negative"},
 		{"max_deliver", "workers:\n  serve: 127.0.0.1:0\n\n  max_deliver: -2\n", 4, "must not be negative"},
+		{"replicas range", "workers:\n  url: nats://h:4222\n  replicas: 7\n", 3, "must be 1 to 5"},
+		{"replicas without a cluster", "workers:\n  serve: 127.0.0.1:0\n  replicas: 3\n", 3, "replicas need a cluster"},
 		{"unknown key", "workers:\n  servе_typo: x\n", 2, "unknown key"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

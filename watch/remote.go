@@ -40,6 +40,8 @@ type WorkersOptions struct {
 	// the defaults.
 	AckWait    time.Duration
 	MaxDeliver int
+	// Replicas is the streams' and buckets' replicas on a cluster (workers.DispatcherOptions).
+	Replicas int
 }
 
 // enabled reports whether attempts' agents run on workers.
@@ -224,7 +226,7 @@ func (r *runner) openWorkers(ctx context.Context) (func(), error) {
 		// The jobs' secrets derive from the person's key, never sent anywhere: the same
 		// after a restart, so that an outcome of an earlier run's job is still checked.
 		Key:     []byte(key.Sum("workers", nil)),
-		AckWait: o.AckWait, MaxDeliver: o.MaxDeliver,
+		AckWait: o.AckWait, MaxDeliver: o.MaxDeliver, Replicas: o.Replicas,
 		Refused: func(a workers.AttemptID, worker string, err error) {
 			r.report.event(a.Task, "warning", fmt.Sprintf("refused an outcome of attempt %d from worker %q: %v", a.N, worker, err))
 		},

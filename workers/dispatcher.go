@@ -34,6 +34,9 @@ type DispatcherOptions struct {
 	// is handed out at most (default 5). Both are the jobs consumer's settings.
 	AckWait    time.Duration
 	MaxDeliver int
+	// Replicas is how many servers of a cluster keep each stream and bucket (JetStream's
+	// replicas; default 1): with 3, work goes on when one of three servers is lost.
+	Replicas int
 	// Refused, if set, hears of every outcome the dispatcher refused (a forged one, one
 	// whose candidate could not be fetched); Dropped of every duplicate it dropped.
 	Refused func(AttemptID, string, error)
@@ -78,6 +81,9 @@ func NewDispatcher(ctx context.Context, o DispatcherOptions) (*Dispatcher, error
 	if o.MaxDeliver <= 0 {
 		o.MaxDeliver = 5
 	}
+	if o.Replicas <= 0 {
+		o.Replicas = 1
+	}
 	nc, err := connect(o.URL, o.Credentials, "orchestrator authority")
 	if err != nil {
 		return nil, fmt.Errorf("dispatcher: %w", err)
@@ -99,7 +105,7 @@ func (d *Dispatcher) setUp(ctx context.Context) error {
 	d.js = js
 	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name: jobStream, Subjects: []string{jobSubject}, Retention: jetstream.WorkQueuePolicy,
-		Storage: jetstream.FileStorage, Duplicates: time.Hour,
+		Storage: jetstream.FileStorage, Duplicates: time.Hour, Replicas: d.o.Replicas,
 	}); err != nil {
 		return err
 	}
@@ -110,7 +116,7 @@ func (d *Dispatcher) setUp(ctx context.Context) error {
 		return err
 	}
 	outcomes, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name: outcomeStream, Subjects: []string{outcomeSubject + ".>"}, Storage: jetstream.FileStorage,
+		Name: outcomeStream, Subjects: []string{outcomeSubject + ".>"}, Storage: jetstream.FileStorage, Replicas: d.o.Replicas,
 	})
 	if err != nil {
 		return err
@@ -119,7 +125,7 @@ func (d *Dispatcher) setUp(ctx context.Context) error {
 		name string
 		obs  *jetstream.ObjectStore
 	}{{basesBucket, &d.bases}, {resultsBucket, &d.results}} {
-		if *b.obs, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: b.name, Storage: jetstream.FileStorage}); err != nil {
+		if *b.obs, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: b.name, Storage: jetstream.FileStorage, Replicas: d.o.Replicas}); err != nil {
 			return err
 		}
 	}
@@ -127,11 +133,11 @@ func (d *Dispatcher) setUp(ctx context.Context) error {
 		name string
 		kv   *jetstream.KeyValue
 	}{{attemptsBucket, &d.attempts}, {acceptedBucket, &d.accepted}} {
-		if *b.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: b.name, Storage: jetstream.FileStorage}); err != nil {
+		if *b.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: b.name, Storage: jetstream.FileStorage, Replicas: d.o.Replicas}); err != nil {
 			return err
 		}
 	}
-	if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: workersBucket, TTL: heartbeatTTL, Storage: jetstream.MemoryStorage}); err != nil {
+	if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: workersBucket, TTL: heartbeatTTL, Storage: jetstream.MemoryStorage, Replicas: d.o.Replicas}); err != nil {
 		return err
 	}
 	d.lastBase = d.newestBase(ctx)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -178,4 +179,30 @@ func randomToken() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// ClusterAuthorization returns the authorization block of a nats-server configuration file
+// that gives an existing server or cluster the protocol's two users, as Serve has them: the
+// authority (user AuthorityUser and its password, for `watch --workers` with
+// `workers.credentials`) and the workers (WorkerUser with the workers' token), with the
+// workers' permissions (workerPermissions).
+func ClusterAuthorization(authorityPassword, workerToken string) string {
+	p := workerPermissions()
+	list := func(subjects []string) string {
+		q := make([]string, len(subjects))
+		for i, s := range subjects {
+			q[i] = strconv.Quote(s)
+		}
+		return "[" + strings.Join(q, ", ") + "]"
+	}
+	return fmt.Sprintf(`authorization {
+  users = [
+    {user: %q, password: %q}
+    {user: %q, password: %q, permissions: {
+      publish: {deny: %s}
+      subscribe: {deny: %s}
+    }}
+  ]
+}
+`, AuthorityUser, authorityPassword, WorkerUser, workerToken, list(p.Publish.Deny), list(p.Subscribe.Deny))
 }

@@ -171,9 +171,12 @@ func workersOf(cfg *config.Config, opts *watchOptions) (watch.WorkersOptions, er
 	if !w.Enabled() {
 		return watch.WorkersOptions{}, nil
 	}
-	out := watch.WorkersOptions{Serve: w.Serve, URL: w.URL, Token: w.Token, AckWait: w.AckWait.Duration, MaxDeliver: w.MaxDeliver}
+	out := watch.WorkersOptions{Serve: w.Serve, URL: w.URL, Token: w.Token, AckWait: w.AckWait.Duration, MaxDeliver: w.MaxDeliver, Replicas: w.Replicas}
 	if out.Token == "" {
 		out.Token = os.Getenv(tokenEnv)
+	}
+	if w.URL == "" {
+		out.Replicas = 0 // the embedded server is one server
 	}
 	if user, password := w.User(); user != "" {
 		out.Credentials = workers.Credentials{User: user, Password: password}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -110,19 +112,26 @@ func runWorker(ctx context.Context, opts *workerOptions) error {
 // workersOptions are the options of `orchestrator workers`.
 type workersOptions struct {
 	*globalOptions
-	Connect string
-	Token   string
-	JSON    bool
+	Connect    string
+	Token      string
+	JSON       bool
+	NATSConfig bool
 }
 
 func newWorkersCommand(g *globalOptions) *cobra.Command {
 	opts := &workersOptions{globalOptions: g}
 	c := &cobra.Command{
-		Use:   "workers --connect URL",
+		Use:   "workers --connect URL | --nats-config",
 		Short: "List the workers connected to a NATS server and the attempts they run",
 		Long: `workers lists the workers whose heartbeat the server holds (a worker that stopped
 drops out within 15 seconds): their name, host, how many jobs they take at once, since when
-they are connected, and the attempts they run now.`,
+they are connected, and the attempts they run now.
+
+With --nats-config it prints instead the authorization block an existing nats-server or
+cluster needs for watch --workers: the authority's user and the workers' user with their
+permissions. The workers' password is the token (--token or $ORCHESTRATOR_WORKER_TOKEN);
+the authority's is $ORCHESTRATOR_AUTHORITY_PASSWORD; either is a placeholder to fill in
+when not given.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runWorkers(c.Context(), opts)
@@ -131,16 +140,22 @@ they are connected, and the attempts they run now.`,
 	c.Flags().StringVar(&opts.Connect, "connect", "", "URL of the NATS server (nats://host:port)")
 	c.Flags().StringVar(&opts.Token, "token", "", "the workers' token (default: $"+tokenEnv+")")
 	c.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
+	c.Flags().BoolVar(&opts.NATSConfig, "nats-config", false, "print the authorization block of a nats-server configuration for watch --workers")
 	return c
 }
 
 func runWorkers(ctx context.Context, opts *workersOptions) error {
-	if opts.Connect == "" {
-		return usageErrorf("workers: --connect URL is required")
-	}
 	token := opts.Token
 	if token == "" {
 		token = os.Getenv(tokenEnv)
+	}
+	if opts.NATSConfig {
+		authority := cmp.Or(os.Getenv("ORCHESTRATOR_AUTHORITY_PASSWORD"), "<the authority's password: workers.credentials>")
+		_, err := io.WriteString(opts.Stdout, workers.ClusterAuthorization(authority, cmp.Or(token, "<the workers' token>")))
+		return err
+	}
+	if opts.Connect == "" {
+		return usageErrorf("workers: --connect URL is required")
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

@@ -201,3 +201,19 @@ func gitIn(t *testing.T, dir string, args ...string) string {
 	}
 	return strings.TrimSpace(string(b))
 }
+
+// TestWorkersNATSConfig: `workers --nats-config` prints the users an existing server needs,
+// the workers' token given, the authority's password a placeholder when not given, and the
+// workers' permissions that forbid publishing jobs.
+func TestWorkersNATSConfig(t *testing.T) {
+	t.Setenv("ORCHESTRATOR_AUTHORITY_PASSWORD", "")
+	var out bytes.Buffer
+	if code := Main([]string{"workers", "--nats-config", "--token", "tok123"}, nil, &out, os.Stderr); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out.String())
+	}
+	for _, want := range []string{`{user: "worker", password: "tok123"`, `{user: "authority", password: "<the authority's password`, `publish: {deny: ["orch.jobs"`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in:\n%s", want, out.String())
+		}
+	}
+}
