@@ -139,7 +139,7 @@ func urls(nodes []*natsNode) string {
 
 // TestRemoteClusterNodeKilled (SPEC §18): the workers' streams and buckets on a cluster of
 // three nats-server processes (the server built from the module), JetStream replicas 3,
-// with the users ClusterAuthorization gives. `watch --workers` and two workers reach the
+// with the users ClusterAuthorization gives. `watch --workers` and three workers reach the
 // cluster by its three URLs; once the first attempt has started on a worker, one node is
 // killed with SIGKILL. Work goes on: every task lands exactly once, at its first attempt.
 func TestRemoteClusterNodeKilled(t *testing.T) {
@@ -161,9 +161,10 @@ func TestRemoteClusterNodeKilled(t *testing.T) {
 		urls(nodes), workers.AuthorityUser, authority, remoteToken)
 	r := newRealRepo(t, "gomod", goTest, tasks, agentsOf, config)
 	w := r.start("watch", "--once", "--jobs", "3")
-	startWorker(t, urls(nodes), "w1")
-	startWorker(t, urls(nodes), "w2")
-	waitOutput(t, r, w, `TASK-00\d started: attempt 1, \S+ task, agent \S+ on worker w[12]`)
+	for _, name := range []string{"w1", "w2", "w3"} {
+		startWorker(t, urls(nodes), name)
+	}
+	waitOutput(t, r, w, `TASK-00\d started: attempt 1, \S+ task, agent \S+ on worker w[123]`)
 	// The node that leads the jobs' stream is the one killed; every stream and bucket has
 	// its three replicas.
 	leader := streamsOf(t, nodes, authority)

@@ -371,7 +371,7 @@ func (w *watchRun) exited() bool {
 
 // wait waits up to limit for the orchestrator to end and returns its exit code (-1 when a
 // signal ended it). It fails the test if it runs longer.
-func (w *watchRun) wait(t *testing.T, limit time.Duration) int {
+func (w *watchRun) wait(t testing.TB, limit time.Duration) int {
 	t.Helper()
 	limit = scaled(limit)
 	select {

@@ -68,7 +68,7 @@ type workerProc struct {
 }
 
 // startWorker starts a worker called name, with a cache of its own, connected to url.
-func startWorker(t *testing.T, url, name string) *workerProc {
+func startWorker(t testing.TB, url, name string) *workerProc {
 	t.Helper()
 	w := &workerProc{name: name, out: &syncBuffer{}, done: make(chan struct{})}
 	w.cmd = exec.Command(orchestratorBin, "worker", "--connect", url, "--token", remoteToken, "--name", name, "--cache", t.TempDir())
@@ -103,7 +103,7 @@ func (w *workerProc) kill9() {
 
 // servedURL waits for the watch's line that says where it serves workers, and returns
 // the URL.
-func servedURL(t *testing.T, r *realRepo, w *watchRun) string {
+func servedURL(t testing.TB, r *realRepo, w *watchRun) string {
 	t.Helper()
 	re := regexp.MustCompile(`serving on (nats://\S+);`)
 	var url string
@@ -138,7 +138,7 @@ func landings(r *realRepo, id string) int {
 	return strings.Count(r.git("log", "--format=%B", "refs/heads/main"), "Orchestrator-Task: "+id+"\n")
 }
 
-// TestRemoteWorkersLandOnceAndRefuseTheCheat runs a queue on two workers: an honest TEST →
+// TestRemoteWorkersLandOnceAndRefuseTheCheat runs a queue on three workers, each with a cache of its own: an honest TEST →
 // BUILD pair, an independent honest task and a cheat (an implementer that rewrites an
 // existing test), retries on. Each honest task lands exactly once, its record naming the
 // worker it ran on; the cheat never lands and is refused, attempt after attempt, as the
@@ -161,8 +161,9 @@ func TestRemoteWorkersLandOnceAndRefuseTheCheat(t *testing.T) {
 	r := newRealRepo(t, "gomod", goTest, tasks, agentsOf, remoteConfig)
 	w := r.start("watch", "--once", "--jobs", "3", "--serve-workers", "127.0.0.1:0")
 	url := servedURL(t, r, w)
-	startWorker(t, url, "w1")
-	startWorker(t, url, "w2")
+	for _, name := range []string{"w1", "w2", "w3"} {
+		startWorker(t, url, name)
+	}
 	code := w.wait(t, 4*time.Minute)
 	out := w.out.String()
 
@@ -183,10 +184,10 @@ func TestRemoteWorkersLandOnceAndRefuseTheCheat(t *testing.T) {
 		last := dirs[len(dirs)-1]
 		res := r.result(id, last)
 		worker, _ := res["worker"].(string)
-		if res["outcome"] != "completed" || res["remote"] != true || (worker != "w1" && worker != "w2") {
+		if res["outcome"] != "completed" || res["remote"] != true || !regexp.MustCompile(`^w[123]$`).MatchString(worker) {
 			t.Errorf("%s attempt %d: %v, remote %v, worker %q; want completed on the worker it ran on", id, last, res["outcome"], res["remote"], worker)
 		}
-		if !regexp.MustCompile(id + ` started: attempt \d+, \S+ task, agent \S+ on worker w[12]`).MatchString(out) {
+		if !regexp.MustCompile(id + ` started: attempt \d+, \S+ task, agent \S+ on worker w[123]`).MatchString(out) {
 			t.Errorf("no line says on which worker %s started:\n%s", id, out)
 		}
 	}
