@@ -362,6 +362,17 @@ func (r *runner) endRemote(ctx context.Context, a *attempt) {
 		r.report.event(a.id, "warning", fmt.Sprintf("attempt %d's outcome from worker %s is on base %.12s, not the attempt's %.12s: dropped", a.n, o.Worker, o.Base, a.base))
 		return
 	}
+	if o.Exhausted > 0 {
+		// No worker finished it: the attempt ends as an agent that failed, its slot at
+		// its base, and the retries decide what comes next.
+		msg := fmt.Sprintf("no worker finished attempt %d: its job was handed out %d time(s) without being finished (workers.max_deliver)", a.n, o.Exhausted)
+		r.report.event(a.id, "warning", msg)
+		rr.arrived, rr.exit, rr.stdout = true, -1, msg
+		if a.mirror != "" {
+			_ = os.WriteFile(filepath.Join(a.mirror, "agent.log"), []byte(msg+"\n"), 0o644)
+		}
+		return
+	}
 	if rr.worker != o.Worker {
 		rr.worker = o.Worker
 		r.report.eventWith(a.id, "started", fmt.Sprintf("attempt %d, %s task, agent %s on worker %s", a.n, a.task.Kind, a.agent, o.Worker), eventFields{Attempt: a.n, Agent: a.agent, Worker: o.Worker})

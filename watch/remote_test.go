@@ -346,3 +346,41 @@ func TestRemoteTimeout(t *testing.T) {
 		t.Errorf("attempts %v, want one", dirs)
 	}
 }
+
+// TestRemoteJobExhausted: with workers.max_deliver 1, the worker that took attempt 1 is
+// killed with SIGKILL; JetStream does not hand the job out again, and says so. The watch
+// ends attempt 1 with a line that says no worker finished it, and the retry, attempt 2,
+// runs on the other worker and lands, once.
+func TestRemoteJobExhausted(t *testing.T) {
+	t.Parallel()
+	needWorkerSandbox(t)
+	r := newRealRepo(t, "gomod", goTest, []realTask{
+		{id: "TASK-002", category: "backend", agent: "halver", exempt: true},
+	}, map[string][]string{
+		"halver": remoteAgent(3*time.Second, 200*time.Millisecond, goHalfLine),
+	}, remoteConfig+"  max_deliver: 1\n")
+	w := r.start("watch", "--once", "--serve-workers", "127.0.0.1:0")
+	url := servedURL(t, r, w)
+	first := startWorker(t, url, "w1")
+	waitOutput(t, r, w, `TASK-002 started: attempt 1, \S+ task, agent halver on worker w1`)
+	first.kill9()
+	startWorker(t, url, "w2")
+	code := w.wait(t, 3*time.Minute)
+	out := w.out.String()
+	if code != 0 || r.statuses()["TASK-002"] != "completed" {
+		t.Fatalf("exit %d, TASK-002 %q; want 0, completed%s\n%s", code, r.statuses()["TASK-002"], r.describeAttempts("TASK-002"), out)
+	}
+	if !strings.Contains(out, "no worker finished attempt 1: its job was handed out 1 time(s)") {
+		t.Errorf("no line says that no worker finished attempt 1:\n%s", out)
+	}
+	if dirs := r.attemptDirs("TASK-002"); len(dirs) != 2 {
+		t.Errorf("attempts %v, want two: the exhausted one and its retry%s", dirs, r.describeAttempts("TASK-002"))
+	}
+	if res := r.result("TASK-002", 2); res["worker"] != "w2" || res["outcome"] != "completed" {
+		t.Errorf("attempt 2: %v on %v, want completed on w2", res["outcome"], res["worker"])
+	}
+	if n := landings(r, "TASK-002"); n != 1 {
+		t.Errorf("TASK-002 landed %d times, want exactly once", n)
+	}
+	r.noneLeft()
+}

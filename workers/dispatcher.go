@@ -147,8 +147,56 @@ func (d *Dispatcher) setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.consume, err = cons.Consume(d.handle)
+	if d.consume, err = cons.Consume(d.handle); err != nil {
+		return err
+	}
+	// A job handed out MaxDeliver times without an acknowledgement is not handed out
+	// again: JetStream says so with an advisory, which ends the attempt (exhausted).
+	_, err = d.nc.Subscribe(maxDeliveriesSubject, d.exhausted)
 	return err
+}
+
+// maxDeliveriesSubject is JetStream's advisory for a job of the jobs consumer that was
+// handed out as many times as it may be.
+var maxDeliveriesSubject = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + jobStream + "." + jobConsumer
+
+// exhausted takes the advisory of a job no worker finished: the attempt's outcome is that
+// it was exhausted, kept in the accepted bucket as any outcome (so that a restarted
+// authority finds it, and a worker's late outcome is a duplicate), and the job leaves the
+// stream.
+func (d *Dispatcher) exhausted(m *nats.Msg) {
+	var adv struct {
+		StreamSeq  uint64 `json:"stream_seq"`
+		Deliveries uint64 `json:"deliveries"`
+	}
+	if json.Unmarshal(m.Data, &adv) != nil || adv.StreamSeq == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := d.js.Stream(ctx, jobStream)
+	if err != nil {
+		return
+	}
+	raw, err := s.GetMsg(ctx, adv.StreamSeq)
+	if err != nil {
+		return
+	}
+	var job Job
+	if json.Unmarshal(raw.Data, &job) != nil || job.Attempt.validate() != nil {
+		return
+	}
+	w := wireOutcome{Attempt: job.Attempt, Base: job.Base, Candidate: job.Base, ExitCode: -1, Delivery: adv.Deliveries, Exhausted: adv.Deliveries}
+	rec, _ := json.Marshal(w)
+	if _, err := d.accepted.Create(ctx, job.Attempt.key(), rec); err != nil {
+		return // an outcome was accepted after all, or the bucket cannot be written now
+	}
+	_ = s.DeleteMsg(ctx, adv.StreamSeq)
+	if o, err := d.outcome(ctx, &w); err == nil {
+		if _, dup := d.sent.LoadOrStore(o.Attempt.key(), true); !dup {
+			d.out <- *o
+		}
+	}
 }
 
 // newestBase returns the base most recently bundled that the repository has, the next
@@ -321,6 +369,9 @@ func (d *Dispatcher) accept(ctx context.Context, w *wireOutcome) (*Outcome, erro
 	if err := w.Attempt.validate(); err != nil {
 		return nil, err
 	}
+	if w.Exhausted != 0 {
+		return nil, fmt.Errorf("attempt %s: an outcome from a worker that says no worker finished it: %w", w.Attempt, ErrForged)
+	}
 	if _, err := d.attempts.Get(ctx, w.Attempt.key()); err != nil {
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			return nil, fmt.Errorf("attempt %s: never submitted: %w", w.Attempt, ErrForged)
@@ -419,7 +470,10 @@ func getObject(ctx context.Context, obs jetstream.ObjectStore, name, digest, pat
 // outcome reads the parts of an accepted outcome from the results bucket.
 func (d *Dispatcher) outcome(ctx context.Context, w *wireOutcome) (*Outcome, error) {
 	o := &Outcome{Attempt: w.Attempt, Worker: w.Worker, Base: w.Base, Candidate: w.Candidate,
-		ExitCode: w.ExitCode, Stopped: w.Stopped, Marker: w.Marker, Delivery: w.Delivery}
+		ExitCode: w.ExitCode, Stopped: w.Stopped, Marker: w.Marker, Delivery: w.Delivery, Exhausted: w.Exhausted}
+	if w.Exhausted != 0 {
+		return o, nil // no worker's parts: the authority wrote it
+	}
 	for _, part := range []struct {
 		name, digest string
 		set          func([]byte)

@@ -137,6 +137,10 @@ type Outcome struct {
 	// Delivery is which delivery of the job this was (1 for the first): more than one
 	// means a worker before this one died or gave up on it.
 	Delivery uint64
+	// Exhausted, when not 0, says that no worker finished the job: it was handed out this
+	// many times (MaxDeliver) without an acknowledgement. Candidate is then the base, and
+	// Worker, Log and Stdout are empty.
+	Exhausted uint64
 }
 
 // wireOutcome is an outcome as a worker publishes it: the big parts are objects of the
@@ -162,6 +166,9 @@ type wireOutcome struct {
 	StdoutDigest string `json:"stdout_digest"`
 	// Proof is the HMAC-SHA256, with the job's secret, of everything above (proofText).
 	Proof string `json:"proof"`
+	// Exhausted is the authority's record of a job no worker finished (Outcome.Exhausted),
+	// never a worker's: an outcome that sets it is refused.
+	Exhausted uint64 `json:"exhausted,omitempty"`
 }
 
 // proofText is what Proof signs: every field but Proof, unambiguously (NUL-separated;

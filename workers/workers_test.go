@@ -340,14 +340,18 @@ func TestForgedOutcomeRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
-		name string
-		w    wireOutcome
+		name   string
+		w      wireOutcome
+		secret string
 	}{
-		{"wrong proof", wireOutcome{Attempt: a, Worker: "thief", Base: base, Candidate: base}},
-		{"never given", wireOutcome{Attempt: AttemptID{"TASK-999", 1}, Worker: "thief", Base: base, Candidate: base}},
+		{"wrong proof", wireOutcome{Attempt: a, Worker: "thief", Base: base, Candidate: base}, "a guessed secret"},
+		{"never given", wireOutcome{Attempt: AttemptID{"TASK-999", 1}, Worker: "thief", Base: base, Candidate: base}, "a guessed secret"},
+		// The worker that was given the job, saying that no worker finished it: only the
+		// authority says that.
+		{"says exhausted", wireOutcome{Attempt: a, Worker: "w1", Base: base, Candidate: base, Exhausted: 5}, jobSecret(d.o.Key, a)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.w.sign("a guessed secret")
+			tt.w.sign(tt.secret)
 			publishAs(t, srv, tt.w)
 			select {
 			case err := <-ev.refused:
