@@ -166,6 +166,13 @@ var keepEnv = []string{
 // NPM_CONFIG__AUTH, GOAUTH).
 var secretWords = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "_KEY", "APIKEY", "PRIVATE"}
 
+// SecretName reports whether a variable's name marks it as a secret (secretWords):
+// GOPRIVATE, a list of module paths, is none.
+func SecretName(name string) bool {
+	upper := strings.ToUpper(name)
+	return name != "GOPRIVATE" && slices.ContainsFunc(secretWords, func(w string) bool { return strings.Contains(upper, w) })
+}
+
 // JailEnv returns env without the variables a command running candidate code must not see
 // (keepEnv, secretWords). GOPRIVATE and GONOSUMDB name module paths, not secrets, and stay.
 func JailEnv(env []string) []string {
@@ -180,13 +187,8 @@ func JailEnv(env []string) []string {
 }
 
 func keptName(name string) bool {
-	upper := strings.ToUpper(name)
-	if name != "GOPRIVATE" {
-		for _, w := range secretWords {
-			if strings.Contains(upper, w) {
-				return false
-			}
-		}
+	if SecretName(name) {
+		return false
 	}
 	for _, k := range keepEnv {
 		if name == k || (strings.HasSuffix(k, "_") || k == "GO" || k == "PYTHON" || k == "RUST") && strings.HasPrefix(name, k) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/orchestrator/orchestrator/agents"
+	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/markers"
 	"github.com/orchestrator/orchestrator/workers"
 )
@@ -316,7 +317,8 @@ func (r *runner) launchRemote(ctx context.Context, a *attempt, prompt, markerDir
 
 // jobEnv is the environment the agent of attempt a gets on a worker beside the worker's
 // own path, home, locale and ORCHESTRATOR_ variables: what it would get here in the
-// sandbox (agents.AgentEnv with config agent_env), and nothing else of ours.
+// sandbox (agents.AgentEnv with config agent_env) but its keys, tokens and passwords: those
+// stay here, and the agent on a worker uses the worker's own (its environment).
 func (r *runner) jobEnv(a *attempt) []string {
 	var out []string
 	for _, kv := range agents.AgentEnv(agents.ProgramOf(a.agent, a.argv), os.Environ(), r.o.Config.AgentEnv) {
@@ -325,6 +327,8 @@ func (r *runner) jobEnv(a *attempt) []string {
 		case name == "PATH", name == "HOME", name == "LANG", name == "LANGUAGE", name == "TZ", name == "TERM",
 			strings.HasPrefix(name, "LC_"), strings.HasPrefix(name, "ORCHESTRATOR_"):
 			continue // the worker's own
+		case gate.SecretName(name):
+			continue // a key never leaves this machine: the worker's agent uses the worker's
 		}
 		out = append(out, kv)
 	}
