@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/orchestrator/orchestrator/agents"
+	"github.com/orchestrator/orchestrator/gate"
 )
 
 // AgentOptions say how AgentRunner runs agents.
@@ -28,10 +29,10 @@ type AgentOptions struct {
 // ORCHESTRATOR_ATTEMPT_DIR and ORCHESTRATOR_ROOT (and ORCHESTRATOR_WORKER), and stopped,
 // its whole process group, when ctx ends.
 //
-// The sandbox is agents.Sandbox with the worker's folders. What the watch loop adds of
-// its own (the gate's readable toolchains of the home folder, config sandbox_writable
-// and sandbox_readable, Claude Code's sessions from attempt to attempt) is not here yet:
-// the watch's profile is not exported.
+// The sandbox is agents.Sandbox with the worker's folders and the worker's toolchains
+// (gate.Toolchains), as the watch's agents get the watch's. What the watch loop adds from
+// its configuration (sandbox_writable and sandbox_readable, paths of the watch's machine)
+// and Claude Code's sessions from attempt to attempt are not here.
 func AgentRunner(o AgentOptions) RunFunc {
 	if o.Grace <= 0 {
 		o.Grace = 5 * time.Second
@@ -79,7 +80,9 @@ func sandboxOf(job Job, ws Workspace) *agents.Sandbox {
 	sb := &agents.Sandbox{
 		Dir:      ws.Dir,
 		Writable: []string{ws.Markers},
-		ReadOnly: []string{ws.Objects},
+		// The worker's toolchains under its home folder (Go's module cache, pyenv's, rustup's),
+		// which the hidden home would hide, as the watch's agents see the watch's.
+		ReadOnly: append([]string{ws.Objects}, gate.Toolchains(os.Environ())...),
 		Hide:     ws.Hide,
 		Program:  agents.ProgramOf(job.Agent, job.Argv),
 		Pass:     pass,
