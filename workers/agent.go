@@ -38,19 +38,23 @@ func AgentRunner(o AgentOptions) RunFunc {
 		o.Grace = 5 * time.Second
 	}
 	return func(ctx context.Context, job Job, ws Workspace) (RunResult, error) {
+		root, err := projectIn(ws.Dir, job.Sub)
+		if err != nil {
+			return RunResult{}, err
+		}
 		env := append(os.Environ(), job.Env...)
 		env = append(env,
 			"ORCHESTRATOR_TASK_ID="+job.Attempt.Task,
 			"ORCHESTRATOR_MARKER_DIR="+ws.Markers,
 			"ORCHESTRATOR_ATTEMPT_DIR="+ws.Attempt,
-			"ORCHESTRATOR_ROOT="+ws.Dir,
+			"ORCHESTRATOR_ROOT="+root,
 			"ORCHESTRATOR_WORKER="+ws.Worker,
 		)
 		var sb *agents.Sandbox
 		if o.Sandbox {
 			sb = sandboxOf(job, ws)
 		}
-		p, err := agents.Start(agents.StartOptions{Command: job.Argv, Dir: ws.Dir, Prompt: job.Prompt, Env: env, LogPath: ws.Log, Sandbox: sb})
+		p, err := agents.Start(agents.StartOptions{Command: job.Argv, Dir: root, Prompt: job.Prompt, Env: env, LogPath: ws.Log, Sandbox: sb})
 		if err != nil {
 			return RunResult{}, fmt.Errorf("start %s: %w", strings.Join(job.Argv, " "), err)
 		}
@@ -67,6 +71,19 @@ func AgentRunner(o AgentOptions) RunFunc {
 		p.Stop(o.Grace)
 		return RunResult{ExitCode: p.ExitCode(), Stdout: p.Stdout(), Stopped: stopped}, nil
 	}
+}
+
+// projectIn returns the project's folder sub of the checkout dir; a sub that leaves the
+// checkout is an error.
+func projectIn(dir, sub string) (string, error) {
+	if sub == "" || sub == "." {
+		return dir, nil
+	}
+	clean := filepath.Clean(filepath.FromSlash(sub))
+	if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("the job's project folder %q is not inside its checkout", sub)
+	}
+	return filepath.Join(dir, clean), nil
 }
 
 // sandboxOf is the agent's jail on a worker.

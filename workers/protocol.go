@@ -97,6 +97,9 @@ type Job struct {
 	// command line, as the watch loop builds it.
 	Agent string   `json:"agent"`
 	Argv  []string `json:"argv"`
+	// Sub is the project's folder in the repository (slash-separated, "" for its top): the
+	// agent starts there, as it does in the watch's worktree.
+	Sub string `json:"sub,omitempty"`
 	// Env are the NAME=value variables the agent gets on top of the worker's own path,
 	// home and locale, already filtered by the authority: nothing secret of its own.
 	Env []string `json:"env,omitempty"`
