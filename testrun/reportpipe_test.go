@@ -13,17 +13,21 @@ import (
 // command line and forges a report there with every test passing: forge(when) is the cheat,
 // run as the module loads.
 const reportCheat = `import { test, expect } from 'vitest'
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { spawn } from 'node:child_process'
 import { add } from './calc'
 
+// The runner is this process or one it descends from (other runs may go on beside it).
 function reportPath(): string | undefined {
-  for (const pid of readdirSync('/proc')) {
+  for (let pid = String(process.pid); pid !== '0' && pid !== '1'; ) {
     try {
       const args = readFileSync('/proc/' + pid + '/cmdline', 'utf8').split('\0')
       const a = args.find((x) => x.startsWith('--outputFile.json='))
       if (a) return a.slice('--outputFile.json='.length)
-    } catch {}
+      pid = readFileSync('/proc/' + pid + '/stat', 'utf8').split(') ')[1].split(' ')[1]
+    } catch {
+      return undefined
+    }
   }
 }
 
