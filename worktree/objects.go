@@ -152,8 +152,45 @@ type treeFile struct {
 
 // listTree lists the files of commit's tree, subtrees walked, through the long-lived
 // reader: as `git ls-tree -r --full-tree`, without a process of its own.
+//
+// The last few listings are kept by tree: a candidate's tree is listed by the reset of
+// the gate's checkout and again by the check of its bytes.
 func (r *Repo) listTree(ctx context.Context, commit string) ([]treeFile, error) {
-	return r.listTreeAt(ctx, commit+"^{tree}", "")
+	tree, err := r.Tree(ctx, commit)
+	if err != nil {
+		return nil, err
+	}
+	r.listings.mu.Lock()
+	for _, l := range r.listings.kept {
+		if l.tree == tree {
+			r.listings.mu.Unlock()
+			return l.files, nil
+		}
+	}
+	r.listings.mu.Unlock()
+	files, err := r.listTreeAt(ctx, tree, "")
+	if err != nil {
+		return nil, err
+	}
+	r.listings.mu.Lock()
+	defer r.listings.mu.Unlock()
+	r.listings.kept = append(r.listings.kept, listing{tree: tree, files: files})
+	if len(r.listings.kept) > 4 {
+		r.listings.kept = r.listings.kept[1:]
+	}
+	return files, nil
+}
+
+// listings are the last tree listings of listTree (never changed once made: a tree's
+// files are its name's).
+type listings struct {
+	mu   sync.Mutex
+	kept []listing
+}
+
+type listing struct {
+	tree  string
+	files []treeFile
 }
 
 // listTreeAt lists the files of the tree name (a tree, or commit:folder), their paths

@@ -45,6 +45,8 @@ type Repo struct {
 	objects objects
 	// audit is the last audit of the landings' seals (EditedLandings).
 	audit landingAudit
+	// listings are the last trees listed (listTree).
+	listings listings
 }
 
 // Key returns the person's key, which seals the orchestrator's evidence (package seal). It
