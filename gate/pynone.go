@@ -6,13 +6,13 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path"
 	"strconv"
 	"strings"
 
 	"github.com/orchestrator/orchestrator/internal/lazyre"
+	"github.com/orchestrator/orchestrator/internal/python3"
 	"github.com/orchestrator/orchestrator/testrun"
 )
 
@@ -39,11 +39,9 @@ func pyNoneFromCode(ctx context.Context, in Input, globs []string, t testrun.Tes
 	if err != nil || src == nil {
 		return "", false
 	}
-	python := "/usr/bin/python3"
-	if _, err := os.Stat(python); err != nil {
-		if python, err = exec.LookPath("python3"); err != nil {
-			return "", false
-		}
+	python, err := python3.Path()
+	if err != nil {
+		return "", false
 	}
 	cmd := exec.CommandContext(ctx, python, "-I", "-B", "-c", pyNonePy, strconv.Itoa(line), m[1])
 	cmd.Stdin = bytes.NewReader(src)

@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/orchestrator/orchestrator/internal/lazyre"
+	"github.com/orchestrator/orchestrator/internal/python3"
 )
 
 // Runner tampering (SPEC §7.6). The gate runs the candidate's code, and that code runs
@@ -829,13 +830,9 @@ func pyTamperings(ctx context.Context, files []pyFile) ([]Tampering, error) {
 	if len(files) == 0 {
 		return nil, nil
 	}
-	python := "/usr/bin/python3"
-	if _, err := os.Stat(python); err != nil {
-		p, err := exec.LookPath("python3")
-		if err != nil {
-			return nil, fmt.Errorf("runner tampering: %s cannot be read: no python3 (%w)", files[0].Name, err)
-		}
-		python = p
+	python, err := python3.Path()
+	if err != nil {
+		return nil, fmt.Errorf("runner tampering: %s cannot be read: %w", files[0].Name, err)
 	}
 	in, err := json.Marshal(files)
 	if err != nil {

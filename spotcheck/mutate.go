@@ -16,6 +16,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/orchestrator/orchestrator/internal/python3"
 )
 
 // A Mutant is one small change to a source file: the bytes [Start, End) of File replaced by
@@ -169,9 +171,9 @@ var pyScript string
 // script is mutate.py): operators flipped, conditions negated, returned values replaced by
 // None, statements dropped (replaced by pass).
 func pyMutants(ctx context.Context, src []byte, lines map[int]bool) ([]Mutant, error) {
-	python := "python3"
-	if _, err := os.Stat("/usr/bin/python3"); err == nil {
-		python = "/usr/bin/python3"
+	python, err := python3.Path()
+	if err != nil {
+		python = "python3" // its error says what is missing
 	}
 	cmd := exec.CommandContext(ctx, python, "-c", pyScript)
 	cmd.Stdin = bytes.NewReader(src)

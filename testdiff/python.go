@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+
+	"github.com/orchestrator/orchestrator/internal/python3"
 )
 
 //go:embed python.py
@@ -36,13 +38,9 @@ type pyFile struct {
 // variables, no script folder on its path), writing no bytecode (-B), in the temporary
 // folder. It parses the sources it is given on standard input and never imports them.
 func parsePython(ctx context.Context, sources [][]byte) ([]*parsed, error) {
-	python := "/usr/bin/python3"
-	if _, err := os.Stat(python); err != nil {
-		p, err := exec.LookPath("python3")
-		if err != nil {
-			return nil, fmt.Errorf("compare python tests: no python3: %w", err)
-		}
-		python = p
+	python, err := python3.Path()
+	if err != nil {
+		return nil, fmt.Errorf("compare python tests: %w", err)
 	}
 	in := make([]*string, len(sources))
 	for i, s := range sources {
