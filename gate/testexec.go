@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/orchestrator/orchestrator/sandbox"
@@ -24,12 +25,19 @@ import (
 // Every other command (pytest, a script, make) gets a private cache in its own /tmp. Where a
 // sandbox cannot be nested, `go test` gets the private cache too: slower, never shared.
 
-// testExecScript is the program of GOFLAGS -exec: %[1]q is the caches' folder.
+// testExecScript is the program of GOFLAGS -exec: %s is the caches' folder, quoted for
+// the shell (shellQuote).
 const testExecScript = `#!/bin/sh
 # The gate's go test starts each test binary through this program: the binary runs where the
-# runners' build caches (%[1]s) are an empty folder of its own.
-exec bwrap --dev-bind / / --tmpfs %[1]q --die-with-parent -- "$@"
+# runners' build caches are an empty folder of its own.
+exec bwrap --dev-bind / / --tmpfs %s --die-with-parent -- "$@"
 `
+
+// shellQuote quotes s for the shell: in single quotes, where nothing is special but the
+// single quote itself.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
 
 // testExec writes the -exec program for the caches' folder cache, beside it (never in it: the
 // folder is writable in the sandbox), and returns its path.
@@ -39,7 +47,7 @@ func testExec(cache string) (string, error) {
 		return "", err
 	}
 	p := filepath.Join(dir, "test-exec")
-	want := []byte(fmt.Sprintf(testExecScript, cache))
+	want := []byte(fmt.Sprintf(testExecScript, shellQuote(cache)))
 	if b, err := os.ReadFile(p); err == nil && bytes.Equal(b, want) {
 		return p, nil
 	}

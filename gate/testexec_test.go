@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -93,5 +94,26 @@ func TestCacheOutOfReach(t *testing.T) {
 	}
 	if d := j.Describe(root); !strings.Contains(d, "test binaries run where they are an empty folder") {
 		t.Errorf("Describe does not say how the caches are kept: %s", d)
+	}
+}
+
+// TestTestExecQuotes: the -exec program names a caches' folder whose path holds what the
+// shell would read (a dollar sign, quotes, a space) as the folder itself.
+func TestTestExecQuotes(t *testing.T) {
+	cache := filepath.Join(t.TempDir(), `it's $HOME "x"`)
+	exe, err := testExec(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The script's line, run by the shell with echo in place of bwrap, gives the path back.
+	line := strings.Replace(strings.TrimSpace(string(b)[strings.LastIndex(string(b), "exec bwrap"):]), `exec bwrap --dev-bind / / --tmpfs`, "printf %s", 1)
+	line = strings.TrimSuffix(line, ` --die-with-parent -- "$@"`)
+	out, err := exec.Command("/bin/sh", "-c", line).Output()
+	if err != nil || string(out) != cache {
+		t.Errorf("the shell reads the folder as %q (%v), want %q", out, err, cache)
 	}
 }
