@@ -247,6 +247,10 @@ echo agent done; exit 3`
 				}
 			} else if alive == 0 {
 				t.Error("without the sandbox the escapee did not outlive the agent: the test shows nothing")
+			} else {
+				// It writes its file after the agent's end; waiting for it also keeps that
+				// write from landing in the test's folder while the folder is removed.
+				waitFile(t, late)
 			}
 		})
 	}
