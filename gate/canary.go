@@ -16,7 +16,7 @@ const TypeForged = "forged_results"
 // forgedHow says, in the verdict's reason, what a forged_results failure means, so that a
 // person reading the issue or the halt report understands it without the code.
 const forgedHow = "the orchestrator planted two tests of its own beside the tests it ran, " +
-	"one that must pass and one that must fail, with names chosen at random for the run; " +
+	"one that must pass and one that must fail, with names chosen at random; " +
 	"a report that gets them wrong was rewritten by something in the run (a TestMain, an init " +
 	"function, a conftest.py hook, a runner plugin or configuration), so none of its results count"
 
@@ -32,7 +32,11 @@ func (v *Verdict) runTests(ctx context.Context, in Input, command string) (*test
 	if err := testrun.RemoveBytecode(in.Root); err != nil {
 		return nil, err
 	}
-	p, err := testrun.PlantCanary(in.Root, command, testrun.NewCanary())
+	c := testrun.NewCanary()
+	if in.Jail != nil {
+		c = in.Jail.Canary()
+	}
+	p, err := testrun.PlantCanary(in.Root, command, c)
 	if err != nil {
 		return nil, err
 	}

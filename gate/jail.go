@@ -40,6 +40,8 @@ type Jail struct {
 	// gets a private cache.
 	testExec string
 	noNest   error // why a sandbox does not nest
+	// canary is planted by every run of the jail (runTests): see Canary.
+	canary testrun.Canary
 	// Env is the environment the gate's commands get inside: the pinned one cleared of
 	// secrets, with the caches and the Python settings of SPEC §7.6. Give it as Input.Env.
 	Env []string
@@ -94,7 +96,7 @@ func NewJail(spec JailSpec) (*Jail, error) {
 		return nil, fmt.Errorf("the gate's test program: %w", err)
 	}
 	ro = append(ro, filepath.Dir(exe))
-	j := &Jail{Env: env, cache: spec.Cache, profile: sandbox.Profile{
+	j := &Jail{Env: env, cache: spec.Cache, canary: testrun.NewCanary(), profile: sandbox.Profile{
 		Hide: hide, ReadOnly: dedupe(ro), Writable: []string{spec.Cache}, Network: spec.Network,
 	}}
 	if j.noNest = nests(j.profile, exe); j.noNest == nil {
@@ -118,6 +120,16 @@ func (j *Jail) Profile(checkout, dir string, env []string) *sandbox.Profile {
 	p.Dir, p.Env = dir, env
 	return &p
 }
+
+// Canary is the canary the gate's runs in the jail plant (SPEC §7.6), drawn once for the
+// jail's lifetime rather than once per run: a package's canary file is then the same from
+// run to run while the tests beside it are, so Go's build cache keeps its compiled test
+// package and vet's findings, and a gate compiles only what the candidate changed. Its
+// names stay out of every reach they must stay out of: agents see neither the gate's
+// checkouts, gate.log, nor the cache, and test binaries run where the cache is an empty
+// folder (testexec.go). Without a jail, an agent could read a previous run's gate.log,
+// and every run draws a canary of its own.
+func (j *Jail) Canary() testrun.Canary { return j.canary }
 
 // Readable returns the paths the jail shows read-only although they are in a hidden
 // folder: the toolchains of the home folder, Go's root and module cache, the shared folders

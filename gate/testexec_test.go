@@ -117,3 +117,51 @@ func TestTestExecQuotes(t *testing.T) {
 		t.Errorf("the shell reads the folder as %q (%v), want %q", out, err, cache)
 	}
 }
+
+// TestJailCanaryKeptForItsLifetime: in the sandbox, every gate run of one jail plants the
+// same canary, so that Go's build cache keeps the compiled test packages of the packages a
+// candidate did not change; another jail (another orchestrator) draws its own, and without
+// a sandbox, where an agent could read a previous run's gate.log, every run draws one.
+func TestJailCanaryKeptForItsLifetime(t *testing.T) {
+	t.Parallel()
+	if err := sandbox.Available(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("bubblewrap: %v", err)
+		}
+		t.Skipf("bubblewrap: %v", err)
+	}
+	newJail := func() *Jail {
+		j, err := NewJail(JailSpec{Env: PinnedEnv(os.Environ()), Cache: CacheDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	root := copyFixture(t, filepath.Join("testdata", "go", "base"))
+	token := func(j *Jail) string {
+		in := Input{Root: root, Checkout: root, AttemptDir: t.TempDir(), Task: "TASK-C01", Attempt: 1,
+			TestCommand: "go test ./...", Timeout: 5 * time.Minute, Jail: j}
+		v, err := Verify(context.Background(), in)
+		if err != nil || !v.Pass {
+			t.Fatalf("VERIFY: %v %s\n%s", err, v.Reason, v.Log.String())
+		}
+		for _, line := range strings.Split(v.Log.String(), "\n") {
+			if tok, ok := strings.CutPrefix(line, "canary "); ok && strings.Contains(tok, ": planted ") {
+				return strings.SplitN(tok, ":", 2)[0]
+			}
+		}
+		t.Fatalf("no canary planted:\n%s", v.Log.String())
+		return ""
+	}
+	j := newJail()
+	first, second := token(j), token(j)
+	if first != second {
+		t.Errorf("one jail planted %s, then %s", first, second)
+	}
+	if other := token(newJail()); other == first {
+		t.Errorf("another jail planted the same canary %s", other)
+	}
+	if a, b := token(nil), token(nil); a == b || a == first {
+		t.Errorf("runs without a sandbox planted %s and %s (the jail's: %s)", a, b, first)
+	}
+}
