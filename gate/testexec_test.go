@@ -23,12 +23,7 @@ import (
 // is a private one.
 func TestCacheOutOfReach(t *testing.T) {
 	t.Parallel()
-	if err := sandbox.Available(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("bubblewrap: %v", err)
-		}
-		t.Skipf("bubblewrap: %v", err)
-	}
+	requireBwrap(t)
 	// The gate's shared cache, warm as the loop has it; the files a cheat would write are
 	// named for this run.
 	cache := CacheDir()
@@ -124,12 +119,7 @@ func TestTestExecQuotes(t *testing.T) {
 // a sandbox, where an agent could read a previous run's gate.log, every run draws one.
 func TestJailCanaryKeptForItsLifetime(t *testing.T) {
 	t.Parallel()
-	if err := sandbox.Available(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("bubblewrap: %v", err)
-		}
-		t.Skipf("bubblewrap: %v", err)
-	}
+	requireBwrap(t)
 	newJail := func() *Jail {
 		j, err := NewJail(JailSpec{Env: PinnedEnv(os.Environ()), Cache: CacheDir()})
 		if err != nil {
@@ -163,5 +153,16 @@ func TestJailCanaryKeptForItsLifetime(t *testing.T) {
 	}
 	if a, b := token(nil), token(nil); a == b || a == first {
 		t.Errorf("runs without a sandbox planted %s and %s (the jail's: %s)", a, b, first)
+	}
+}
+
+// requireBwrap skips a test that needs bubblewrap where it cannot run, and fails it in CI.
+func requireBwrap(t *testing.T) {
+	t.Helper()
+	if err := sandbox.Available(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("bubblewrap: %v", err)
+		}
+		t.Skipf("bubblewrap: %v", err)
 	}
 }
