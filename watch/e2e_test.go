@@ -52,11 +52,12 @@ func isolateHome(dir string) {
 			}
 		}
 	}
-	// The user's cache folder stays too: the gate's build cache and the slots live there,
-	// warm from run to run.
+	// The user's cache folder stays too: the gate's build cache lives there, warm from run
+	// to run. The slots, parked there when a run ends, go with the test's folder.
 	if cache, err := os.UserCacheDir(); err == nil && os.Getenv("XDG_CACHE_HOME") == "" {
 		os.Setenv("XDG_CACHE_HOME", cache)
 	}
+	os.Setenv("ORCHESTRATOR_WORKTREES", filepath.Join(dir, "worktrees"))
 	home := filepath.Join(dir, "home")
 	os.Setenv("HOME", home)
 	os.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))

@@ -17,13 +17,7 @@ func TestResetCleans(t *testing.T) {
 	ctx := context.Background()
 	_, r := newGitRepo(t)
 	head, _ := r.Head(ctx)
-	s, err := r.Slot(ctx, "job-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Reset(ctx, head); err != nil {
-		t.Fatal(err)
-	}
+	s := resetSlot(t, r, "job-1", head)
 	want := files(t, s.Dir)
 	outside := t.TempDir()
 	os.WriteFile(filepath.Join(outside, "keep.txt"), []byte("not the slot's\n"), 0o644)
@@ -81,13 +75,7 @@ func TestUntracked(t *testing.T) {
 	gitT(t, dir, "add", "-A")
 	gitT(t, dir, "commit", "-qm", "queue")
 	head, _ := r.Head(ctx)
-	s, err := r.Slot(ctx, "job-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Reset(ctx, head); err != nil {
-		t.Fatal(err)
-	}
+	s := resetSlot(t, r, "job-1", head)
 	for p, text := range map[string]string{
 		".orchestrator/runs/TASK-001/1/x.log": "ignored", ".orchestrator/half.tmp": "ignored",
 		".orchestrator/notes.md": "added", "elsewhere.tmp": "not under the folder",

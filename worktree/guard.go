@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // A ConfigPrint is a fingerprint of the repository's own configuration, the files that
@@ -173,6 +174,11 @@ func (e *CheckoutError) Error() string {
 // the commit's bytes: its git blob hash, computed here from the bytes on disk, is the one
 // the commit's tree names (a symbolic link's target for a link). The first file that differs is
 // a *CheckoutError.
+//
+// A file an earlier check of the slot found holding the same blob is not read again when
+// nothing of its status changed since: not its inode, size or modification time, nor its
+// change time, which the kernel sets on every write, rename or link and no process can set
+// back. So a reset that leaves most files alone costs a stat of those, not a hash.
 func (s *Slot) CheckCheckout(ctx context.Context, commit string) error {
 	format, err := s.repo.objectFormat(ctx)
 	if err != nil {
@@ -190,6 +196,13 @@ func (s *Slot) CheckCheckout(ctx context.Context, commit string) error {
 		full := filepath.Join(s.Dir, filepath.FromSlash(path))
 		var data []byte
 		fi, err := os.Lstat(full)
+		if err == nil {
+			if c, ok := s.checked[path]; ok && c.blob == want {
+				if st, ok := statusOf(fi); ok && c.stat == st {
+					continue
+				}
+			}
+		}
 		switch {
 		case err != nil:
 			return &CheckoutError{Commit: commit, Path: path, Why: "is missing"}
@@ -210,10 +223,41 @@ func (s *Slot) CheckCheckout(ctx context.Context, commit string) error {
 			}
 		}
 		if got := blobHash(format, data); got != want {
+			delete(s.checked, path)
 			return &CheckoutError{Commit: commit, Path: path, Why: fmt.Sprintf("differs from its blob (%.12s on disk, %.12s in the commit)", got, want)}
+		}
+		if st, ok := statusOf(fi); ok {
+			if s.checked == nil {
+				s.checked = make(map[string]checkedFile, len(files))
+			}
+			s.checked[path] = checkedFile{blob: want, stat: st}
 		}
 	}
 	return nil
+}
+
+// A checkedFile is a file CheckCheckout found holding its blob.
+type checkedFile struct {
+	blob string
+	stat fileStatus
+}
+
+// fileStatus is what a file's status says of its bytes having changed: any write, rename,
+// link or change of mode sets its change time.
+type fileStatus struct {
+	dev, ino     uint64
+	size         int64
+	mode         fs.FileMode
+	mtime, ctime syscall.Timespec
+}
+
+// statusOf returns the status of fi, false where the system does not tell its change time.
+func statusOf(fi fs.FileInfo) (fileStatus, bool) {
+	sys, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileStatus{}, false
+	}
+	return fileStatus{dev: uint64(sys.Dev), ino: sys.Ino, size: fi.Size(), mode: fi.Mode(), mtime: sys.Mtim, ctime: sys.Ctim}, true
 }
 
 // objectFormat returns the repository's hash, sha1 or sha256.

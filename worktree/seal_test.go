@@ -134,13 +134,7 @@ func TestFiltersOff(t *testing.T) {
 	gitT(t, dir, "config", "filter.evil.required", "true")
 	gitT(t, dir, "config", "filter.other.process", "touch "+ran)
 	write(t, dir, ".git/info/attributes", "*.go filter=evil\n*.md filter=other\n")
-	s, err := r.Slot(ctx, "gate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Reset(ctx, head); err != nil {
-		t.Fatal(err)
-	}
+	s := resetSlot(t, r, "gate", head)
 	if got := read(t, s.Dir, "calc.go"); !strings.Contains(got, "func Add") {
 		t.Errorf("the smudge filter ran: calc.go is\n%s", got)
 	}
@@ -209,4 +203,70 @@ func TestConfigPrint(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCheckCheckoutRemembers: a second check of a slot reads only the files whose status
+// changed, and still finds every change: a file rewritten to the same size with its
+// modification time put back (its change time moved), a file replaced by a renamed one, and
+// a file edited after the reset of a new commit.
+func TestCheckCheckoutRemembers(t *testing.T) {
+	ctx := context.Background()
+	_, r := newGitRepo(t)
+	head, _ := r.Head(ctx)
+	s, err := r.Slot(ctx, "gate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(commit, want string) {
+		t.Helper()
+		err := s.CheckCheckout(ctx, commit)
+		var ce *CheckoutError
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("CheckCheckout of a pristine checkout: %v", err)
+		case want != "" && (!errors.As(err, &ce) || ce.Path != want):
+			t.Errorf("CheckCheckout = %v, want a CheckoutError naming %s", err, want)
+		}
+	}
+	reset := func(commit string) {
+		t.Helper()
+		if err := s.Reset(ctx, commit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reset(head)
+	check(head, "")
+	check(head, "") // from memory
+	if len(s.checked) == 0 {
+		t.Fatal("the check kept nothing")
+	}
+
+	// Same size, time put back.
+	p := filepath.Join(s.Dir, "calc.go")
+	fi, _ := os.Stat(p)
+	write(t, s.Dir, "calc.go", strings.Replace(read(t, s.Dir, "calc.go"), "a + b", "a - b", 1))
+	os.Chtimes(p, fi.ModTime(), fi.ModTime())
+	check(head, "calc.go")
+	reset(head)
+	check(head, "")
+
+	// A file renamed over another, bytes of the same size.
+	write(t, s.Dir, "other", "kept!\n")
+	if err := os.Rename(filepath.Join(s.Dir, "other"), filepath.Join(s.Dir, "a/target/keep.txt")); err != nil {
+		t.Fatal(err)
+	}
+	check(head, "a/target/keep.txt")
+	reset(head)
+	check(head, "")
+
+	// A new commit: the reset writes what changed; an edit after it is found.
+	write(t, s.Dir, "README.md", "calc, the second\n")
+	next, err := s.Commit(ctx, head, "", "next")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reset(next)
+	check(next, "")
+	write(t, s.Dir, "README.md", "calc, the third!\n")
+	check(next, "README.md")
 }

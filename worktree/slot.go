@@ -31,6 +31,9 @@ type Slot struct {
 	admin string
 	// index is the orchestrator's index of the slot.
 	index string
+	// checked are the files CheckCheckout found holding their blob, with what their
+	// status said then (guard.go).
+	checked map[string]checkedFile
 }
 
 // slotsDir is the folder of the slots' working trees: in the user's cache, one folder per
@@ -58,10 +61,47 @@ func (r *Repo) Slot(ctx context.Context, name string) (*Slot, error) {
 		if admin, err = r.adminOf(s.Dir); err != nil {
 			return nil, err
 		}
-		os.Remove(s.index)
+		if !r.unpark(name, s.Dir) {
+			os.Remove(s.index)
+		}
 	}
 	s.admin = admin
 	return s, nil
+}
+
+// parkedDir is the folder of the parked slots (RemoveSlots): their files, kept between
+// runs, that git no longer knows as worktrees.
+func (r *Repo) parkedDir() string { return filepath.Join(r.slotsDir(), parked) }
+
+// parked names parkedDir in the folder of the slots.
+const parked = ".parked"
+
+// unpark moves the files of the parked slot called name into dir, a new worktree without a
+// checkout, and reports whether it did: the orchestrator's index of the slot, kept with
+// them, then still describes them, and the slot's first Reset writes only the files that
+// differ from the commit, not all of them. Whatever the parked files hold (an agent's
+// leftovers), Reset makes the slot pristine, as between two attempts.
+func (r *Repo) unpark(name, dir string) bool {
+	from := filepath.Join(r.parkedDir(), name)
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		return false
+	}
+	ok := true
+	for _, e := range entries {
+		if e.Name() == ".git" {
+			continue // the new worktree's own is there
+		}
+		if err := os.Rename(filepath.Join(from, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+			ok = false
+		}
+	}
+	if err := os.RemoveAll(from); err != nil || !ok {
+		// Some files were not moved: the index no longer describes the slot, and the
+		// first Reset writes everything.
+		return false
+	}
+	return true
 }
 
 // Index returns the path of the orchestrator's index of the slot: after Reset, the index
@@ -165,9 +205,13 @@ func (r *Repo) removeSlot(ctx context.Context, dir string) error {
 	return err
 }
 
-// RemoveSlots deletes every slot but those named in keep: at the end of a run, and at the
-// start of one, for the slots a crashed run left. Afterwards `git worktree list` shows only
-// the person's trees (and the kept slots).
+// RemoveSlots takes every slot but those named in keep out of git's worktrees: at the end
+// of a run, and at the start of one, for the slots a crashed run left. Afterwards `git
+// worktree list` shows only the person's trees (and the kept slots). A slot's files and the
+// orchestrator's index of them are parked, not deleted (a folder of the user's cache, one
+// per repository, that nothing but the orchestrator reads): the next run's slot of the
+// same name starts from them, so that on a large repository a run does not check out
+// every file of every slot again (SPEC §7.1: a slot is reset, not re-created).
 func (r *Repo) RemoveSlots(ctx context.Context, keep ...string) error {
 	entries, err := os.ReadDir(r.slotsDir())
 	if errors.Is(err, fs.ErrNotExist) {
@@ -178,18 +222,35 @@ func (r *Repo) RemoveSlots(ctx context.Context, keep ...string) error {
 	}
 	var errs []error
 	for _, e := range entries {
-		if slices.Contains(keep, e.Name()) {
+		if e.Name() == parked || slices.Contains(keep, e.Name()) {
 			continue
 		}
-		os.Remove(filepath.Join(r.state, "index", e.Name()))
-		if err := r.removeSlot(ctx, filepath.Join(r.slotsDir(), e.Name())); err != nil {
-			errs = append(errs, err)
+		dir := filepath.Join(r.slotsDir(), e.Name())
+		if err := r.park(e.Name(), dir); err != nil {
+			os.Remove(filepath.Join(r.state, "index", e.Name()))
+			if err := r.removeSlot(ctx, dir); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
+	// Git forgets the worktrees whose folders are gone.
 	if _, err := r.git(ctx, r.Root, nil, "worktree", "prune"); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// park moves the slot called name, whose working tree is dir, to the parked slots, in
+// place of one parked there before.
+func (r *Repo) park(name, dir string) error {
+	to := filepath.Join(r.parkedDir(), name)
+	if err := os.RemoveAll(to); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(r.parkedDir(), 0o700); err != nil {
+		return err
+	}
+	return os.Rename(dir, to)
 }
 
 // copyFile copies an index file, keeping its modification time. Git compares file times to

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -95,13 +96,7 @@ func TestCandidateSeesEveryChange(t *testing.T) {
 	ctx := context.Background()
 	_, r := newGitRepo(t)
 	head, _ := r.Head(ctx)
-	s, err := r.Slot(ctx, "job-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Reset(ctx, head); err != nil {
-		t.Fatal(err)
-	}
+	s := resetSlot(t, r, "job-1", head)
 	if got := read(t, s.Dir, "calc.go"); !strings.Contains(got, "func Add") {
 		t.Fatalf("slot not checked out: %q", got)
 	}
@@ -169,13 +164,7 @@ func TestResetIsPristine(t *testing.T) {
 	ctx := context.Background()
 	_, r := newGitRepo(t)
 	head, _ := r.Head(ctx)
-	s, err := r.Slot(ctx, "job-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Reset(ctx, head); err != nil {
-		t.Fatal(err)
-	}
+	s := resetSlot(t, r, "job-1", head)
 	p := filepath.Join(s.Dir, "calc.go")
 	info, _ := os.Stat(p)
 	time.Sleep(10 * time.Millisecond)
@@ -353,4 +342,79 @@ func TestLandOtherBranch(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "mul.go")); err == nil {
 		t.Error("the landing reached a tree on another branch")
 	}
+}
+
+// TestSlotsParkedBetweenRuns: at the end of a run a slot leaves git's worktrees but its
+// files are parked, and the next run's slot of the same name starts from them: the files
+// the commit holds as they were are not written again (same inode), while whatever the last
+// agent left (an edit, a stray file, a link out of the slot, a spoilt .git file) is undone
+// as between two attempts.
+func TestSlotsParkedBetweenRuns(t *testing.T) {
+	ctx := context.Background()
+	dir, r := newGitRepo(t)
+	head, _ := r.Head(ctx)
+	s := resetSlot(t, r, "job-1", head)
+	inode := func(rel string) uint64 {
+		t.Helper()
+		fi, err := os.Stat(filepath.Join(s.Dir, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Sys().(*syscall.Stat_t).Ino
+	}
+	before := inode("vendor/dep/dep.go")
+	// The last agent's leftovers.
+	write(t, s.Dir, "calc.go", "package calc\n\nfunc Add(a, b int) int { return a * b }\n")
+	write(t, s.Dir, "stray.txt", "x")
+	outside := filepath.Join(t.TempDir(), "outside.txt")
+	write(t, filepath.Dir(outside), "outside.txt", "not the slot's\n")
+	if err := os.Symlink(filepath.Dir(outside), filepath.Join(s.Dir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, s.Dir, ".git", "gitdir: /nonexistent\n")
+
+	if err := r.RemoveSlots(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if list := gitT(t, dir, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
+		t.Errorf("worktrees left:\n%s", list)
+	}
+	if _, err := os.Stat(filepath.Join(r.parkedDir(), "job-1", "vendor", "dep", "dep.go")); err != nil {
+		t.Fatalf("the slot's files were not parked: %v", err)
+	}
+
+	s = resetSlot(t, r, "job-1", head)
+	if after := inode("vendor/dep/dep.go"); after != before {
+		t.Errorf("an unchanged file was written again (inode %d, was %d)", after, before)
+	}
+	if got := read(t, s.Dir, "calc.go"); !strings.Contains(got, "a + b") {
+		t.Errorf("calc.go not restored: %q", got)
+	}
+	for _, gone := range []string{"stray.txt", "out"} {
+		if _, err := os.Lstat(filepath.Join(s.Dir, gone)); err == nil {
+			t.Errorf("%s survived the reset", gone)
+		}
+	}
+	if got := read(t, filepath.Dir(outside), "outside.txt"); got != "not the slot's\n" {
+		t.Errorf("the file the link named: %q", got)
+	}
+	if st := gitT(t, s.Dir, "status", "--porcelain"); st != "" {
+		t.Errorf("git status in the slot:\n%s", st)
+	}
+	if _, err := os.Stat(filepath.Join(r.parkedDir(), "job-1")); err == nil {
+		t.Error("the parked files are still parked")
+	}
+}
+
+// resetSlot returns the slot called name, reset to commit.
+func resetSlot(t *testing.T, r *Repo, name, commit string) *Slot {
+	t.Helper()
+	s, err := r.Slot(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reset(context.Background(), commit); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
