@@ -54,10 +54,16 @@ func watchOnce(b *testing.B, r *repo, jobs int) ([]map[string]string, time.Durat
 	var events []map[string]string
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
-		var ev map[string]string
-		if json.Unmarshal(sc.Bytes(), &ev) == nil {
-			events = append(events, ev)
+		// Fields are strings but for a few numbers (attempt) and objects (counts).
+		var raw map[string]any
+		if json.Unmarshal(sc.Bytes(), &raw) != nil {
+			continue
 		}
+		ev := make(map[string]string, len(raw))
+		for k, v := range raw {
+			ev[k] = fmt.Sprint(v)
+		}
+		events = append(events, ev)
 	}
 	if err := cmd.Wait(); err != nil {
 		b.Fatalf("watch: %v", err)

@@ -366,10 +366,14 @@ func (r *runner) endRemote(ctx context.Context, a *attempt) {
 		r.report.event(a.id, "warning", fmt.Sprintf("attempt %d's outcome from worker %s is on base %.12s, not the attempt's %.12s: dropped", a.n, o.Worker, o.Base, a.base))
 		return
 	}
-	if o.Exhausted > 0 {
-		// No worker finished it: the attempt ends as an agent that failed, its slot at
-		// its base, and the retries decide what comes next.
+	if o.Exhausted > 0 || o.Refused != "" {
+		// No worker finished it, or what its worker sent was refused: the attempt ends as
+		// an agent that failed, its slot at its base, and the retries decide what comes
+		// next.
 		msg := fmt.Sprintf("no worker finished attempt %d: its job was handed out %d time(s) without being finished (workers.max_deliver)", a.n, o.Exhausted)
+		if o.Refused != "" {
+			msg = fmt.Sprintf("the outcome of attempt %d from worker %s was refused: %s", a.n, o.Worker, o.Refused)
+		}
 		r.report.event(a.id, "warning", msg)
 		rr.arrived, rr.exit, rr.stdout = true, -1, msg
 		if a.mirror != "" {

@@ -193,9 +193,7 @@ func (d *Dispatcher) exhausted(m *nats.Msg) {
 	}
 	_ = s.DeleteMsg(ctx, adv.StreamSeq)
 	if o, err := d.outcome(ctx, &w); err == nil {
-		if _, dup := d.sent.LoadOrStore(o.Attempt.key(), true); !dup {
-			d.out <- *o
-		}
+		d.deliver(o)
 	}
 }
 
@@ -327,6 +325,15 @@ func (d *Dispatcher) handle(msg jetstream.Msg) {
 		return
 	}
 	o, err := d.accept(ctx, &w)
+	var fetch *fetchError
+	if errors.As(err, &fetch) && fetch.local {
+		// git could not take the bundle: maybe the repository's fault of the moment (a
+		// worktree being made shows git a HEAD that is not a commit yet), maybe the
+		// bundle's. Again a little later, then refused.
+		if meta, merr := msg.Metadata(); merr == nil && meta.NumDelivered < fetchTries {
+			err = fmt.Errorf("%w: %v", errRetry, err)
+		}
+	}
 	switch {
 	case errors.Is(err, errDuplicate):
 		if d.o.Dropped != nil {
@@ -338,13 +345,49 @@ func (d *Dispatcher) handle(msg jetstream.Msg) {
 	case err != nil:
 		d.refuse(w.Attempt, w.Worker, err)
 		_ = msg.Term()
-	default:
-		// Once per attempt and Dispatcher: a message redelivered while the caller was slow
-		// to read is the same outcome.
-		if _, dup := d.sent.LoadOrStore(o.Attempt.key(), true); !dup {
-			d.out <- *o
+		if fetch != nil {
+			// The job's own worker sent it (its proof holds) and acknowledged the job: no
+			// other outcome comes, and the attempt must not wait for one.
+			d.refused(ctx, &w, err)
 		}
+	default:
+		d.deliver(o)
 		_ = msg.Ack()
+	}
+}
+
+// fetchTries is how many times an outcome whose bundle git could not take is tried.
+const fetchTries = 3
+
+// A fetchError is an outcome whose proof holds but whose candidate could not be fetched:
+// local when git failed on the bundle, else the candidate is not what the outcome says.
+type fetchError struct {
+	err   error
+	local bool
+}
+
+func (e *fetchError) Error() string { return e.err.Error() }
+func (e *fetchError) Unwrap() error { return e.err }
+
+// deliver hands an outcome to the caller, once per attempt and Dispatcher: a message
+// redelivered while the caller was slow to read is the same outcome.
+func (d *Dispatcher) deliver(o *Outcome) {
+	if _, dup := d.sent.LoadOrStore(o.Attempt.key(), true); !dup {
+		d.out <- *o
+	}
+}
+
+// refused records and delivers the authority's own outcome of an attempt whose worker's
+// outcome it refused, as it does for a job no worker finished: the candidate is the base,
+// and Refused says why.
+func (d *Dispatcher) refused(ctx context.Context, w *wireOutcome, why error) {
+	r := wireOutcome{Attempt: w.Attempt, Worker: w.Worker, Base: w.Base, Candidate: w.Base, ExitCode: -1, Delivery: w.Delivery, Refused: why.Error()}
+	rec, _ := json.Marshal(r)
+	if _, err := d.accepted.Create(ctx, w.Attempt.key(), rec); err != nil {
+		return // an outcome was accepted after all, or the bucket cannot be written now
+	}
+	if o, err := d.outcome(ctx, &r); err == nil {
+		d.deliver(o)
 	}
 }
 
@@ -372,6 +415,9 @@ func (d *Dispatcher) accept(ctx context.Context, w *wireOutcome) (*Outcome, erro
 	if w.Exhausted != 0 {
 		return nil, fmt.Errorf("attempt %s: an outcome from a worker that says no worker finished it: %w", w.Attempt, ErrForged)
 	}
+	if w.Refused != "" {
+		return nil, fmt.Errorf("attempt %s: an outcome from a worker that says the authority refused it: %w", w.Attempt, ErrForged)
+	}
 	if _, err := d.attempts.Get(ctx, w.Attempt.key()); err != nil {
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			return nil, fmt.Errorf("attempt %s: never submitted: %w", w.Attempt, ErrForged)
@@ -392,6 +438,9 @@ func (d *Dispatcher) accept(ctx context.Context, w *wireOutcome) (*Outcome, erro
 	}
 	candidate, err := d.fetchCandidate(ctx, w)
 	if err != nil {
+		if f := (*fetchError)(nil); !errors.As(err, &f) && !errors.Is(err, errRetry) {
+			err = &fetchError{err: err}
+		}
 		return nil, err
 	}
 	rec, _ := json.Marshal(w)
@@ -431,21 +480,21 @@ func (d *Dispatcher) fetchCandidate(ctx context.Context, w *wireOutcome) (string
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "candidate.bundle")
 	if err := getObject(ctx, d.results, w.Bundle, w.BundleDigest, path); err != nil {
-		return "", fmt.Errorf("attempt %s: %w", w.Attempt, err)
+		return "", &fetchError{fmt.Errorf("attempt %s: %w", w.Attempt, err), true}
 	}
 	tip, err := d.git.unbundle(ctx, path)
 	if err != nil {
-		return "", fmt.Errorf("attempt %s: %w", w.Attempt, err)
+		return "", &fetchError{fmt.Errorf("attempt %s: %w", w.Attempt, err), true}
 	}
 	if tip != w.Candidate {
-		return "", fmt.Errorf("attempt %s: bundle holds %s, not candidate %s", w.Attempt, tip, w.Candidate)
+		return "", &fetchError{fmt.Errorf("attempt %s: bundle holds %s, not candidate %s", w.Attempt, tip, w.Candidate), false}
 	}
 	parents, err := d.git.run(ctx, nil, "rev-list", "--parents", "-n", "1", tip)
 	if err != nil {
-		return "", err
+		return "", &fetchError{err, true}
 	}
 	if f := strings.Fields(parents); len(f) != 2 || f[1] != w.Base {
-		return "", fmt.Errorf("attempt %s: candidate %s is not one commit on base %s", w.Attempt, tip, w.Base)
+		return "", &fetchError{fmt.Errorf("attempt %s: candidate %s is not one commit on base %s", w.Attempt, tip, w.Base), false}
 	}
 	return tip, nil
 }
@@ -470,8 +519,8 @@ func getObject(ctx context.Context, obs jetstream.ObjectStore, name, digest, pat
 // outcome reads the parts of an accepted outcome from the results bucket.
 func (d *Dispatcher) outcome(ctx context.Context, w *wireOutcome) (*Outcome, error) {
 	o := &Outcome{Attempt: w.Attempt, Worker: w.Worker, Base: w.Base, Candidate: w.Candidate,
-		ExitCode: w.ExitCode, Stopped: w.Stopped, Marker: w.Marker, Delivery: w.Delivery, Exhausted: w.Exhausted}
-	if w.Exhausted != 0 {
+		ExitCode: w.ExitCode, Stopped: w.Stopped, Marker: w.Marker, Delivery: w.Delivery, Exhausted: w.Exhausted, Refused: w.Refused}
+	if w.Exhausted != 0 || w.Refused != "" {
 		return o, nil // no worker's parts: the authority wrote it
 	}
 	for _, part := range []struct {

@@ -144,6 +144,10 @@ type Outcome struct {
 	// many times (MaxDeliver) without an acknowledgement. Candidate is then the base, and
 	// Worker, Log and Stdout are empty.
 	Exhausted uint64
+	// Refused, when not "", says why the authority refused the outcome the job's worker
+	// sent (its candidate could not be fetched or is not one commit on the base): the
+	// attempt ends as an agent that failed. Candidate is then the base.
+	Refused string
 }
 
 // wireOutcome is an outcome as a worker publishes it: the big parts are objects of the
@@ -172,6 +176,9 @@ type wireOutcome struct {
 	// Exhausted is the authority's record of a job no worker finished (Outcome.Exhausted),
 	// never a worker's: an outcome that sets it is refused.
 	Exhausted uint64 `json:"exhausted,omitempty"`
+	// Refused is the authority's record of an outcome of the job's worker it refused
+	// (Outcome.Refused), never a worker's: an outcome that sets it is refused.
+	Refused string `json:"refused,omitempty"`
 }
 
 // proofText is what Proof signs: every field but Proof, unambiguously (NUL-separated;

@@ -349,6 +349,7 @@ func TestForgedOutcomeRefused(t *testing.T) {
 		// The worker that was given the job, saying that no worker finished it: only the
 		// authority says that.
 		{"says exhausted", wireOutcome{Attempt: a, Worker: "w1", Base: base, Candidate: base, Exhausted: 5}, jobSecret(d.o.Key, a)},
+		{"says refused", wireOutcome{Attempt: a, Worker: "w1", Base: base, Candidate: base, Refused: "by the authority"}, jobSecret(d.o.Key, a)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.w.sign(tt.secret)
@@ -427,5 +428,87 @@ func TestWorkerCannotReadJobs(t *testing.T) {
 	}
 	if _, err := obs.PutString(short(), base, "forged"); err == nil {
 		t.Error("a worker wrote a base bundle")
+	}
+}
+
+// TestCandidateNotFetched: an outcome of the job's own worker whose bundle git cannot take
+// is tried again, since the fault may be the authority repository's of the moment (a
+// worktree being made shows git a HEAD that is not a commit yet, and `git bundle unbundle`
+// fails on it): taken once the repository is whole again. When it never is, the outcome
+// is refused and the attempt still ends, with an outcome of the authority's that says why
+// (before, it waited for an outcome that could never come).
+func TestCandidateNotFetched(t *testing.T) {
+	for _, mended := range []bool{true, false} {
+		t.Run(fmt.Sprintf("mended=%v", mended), func(t *testing.T) {
+			srv := serve(t)
+			repo, base := newRepo(t, map[string]string{"README.md": "hello\n"})
+			d, ev := dispatch(t, srv, repo, 5*time.Second)
+			// A worktree half made: git writes its HEAD as the null object first.
+			fake := filepath.Join(repo, ".git", "worktrees", "half-made")
+			for name, text := range map[string]string{"HEAD": strings.Repeat("0", 40), "gitdir": filepath.Join(t.TempDir(), ".git"), "commondir": "../.."} {
+				if err := os.MkdirAll(fake, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(fake, name), []byte(text+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			startWorker(t, srv.URL(), "w1", AgentRunner(AgentOptions{}))
+			a := AttemptID{"TASK-001", 1}
+			if err := d.Submit(context.Background(), scriptJob(t, a.Task, a.N, base)); err != nil {
+				t.Fatal(err)
+			}
+			if mended {
+				// Once the outcome was tried and put back, the worktree is whole.
+				cons, err := d.js.Consumer(context.Background(), outcomeStream, outcomeConsumer)
+				if err != nil {
+					t.Fatal(err)
+				}
+				deadline := time.Now().Add(2 * time.Minute)
+				for {
+					info, err := cons.Info(context.Background())
+					if err == nil && info.NumRedelivered > 0 {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("the outcome was never tried")
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				os.RemoveAll(fake)
+			}
+			o := next(t, d)
+			if mended {
+				if o.Refused != "" || o.Candidate == base {
+					t.Fatalf("outcome %+v, want the worker's candidate", o)
+				}
+				if got := git(t, repo, "rev-parse", a.Ref()); got != o.Candidate {
+					t.Errorf("attempt ref %s, candidate %s", got, o.Candidate)
+				}
+				select {
+				case err := <-ev.refused:
+					t.Errorf("refused: %v", err)
+				default:
+				}
+				return
+			}
+			if !strings.Contains(o.Refused, "bad object") || o.Candidate != base || o.Worker != "w1" {
+				t.Fatalf("outcome %+v, want one refused for the bundle, on the base", o)
+			}
+			select {
+			case err := <-ev.refused:
+				if !strings.Contains(err.Error(), "bad object") {
+					t.Errorf("refused with %v", err)
+				}
+			default:
+				t.Error("the refusal was not reported")
+			}
+			if ref := git(t, repo, "for-each-ref", "refs/orchestrator/"); ref != "" {
+				t.Errorf("a ref was set: %s", ref)
+			}
+			if got, ok, err := d.Accepted(context.Background(), a); err != nil || !ok || got.Refused == "" {
+				t.Errorf("accepted record: %+v, %v, %v; want the refusal, for a restarted authority", got, ok, err)
+			}
+		})
 	}
 }
