@@ -33,7 +33,10 @@ func (v *Verdict) runTests(ctx context.Context, in Input, command string) (*test
 		return nil, err
 	}
 	c := testrun.NewCanary()
-	if in.Jail != nil {
+	switch {
+	case in.canary != nil:
+		c = *in.canary
+	case in.Jail != nil:
 		c = in.Jail.Canary()
 	}
 	p, err := testrun.PlantCanary(in.Root, command, c)

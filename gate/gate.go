@@ -103,6 +103,9 @@ type Input struct {
 	// with it, GREEN's run of the whole suite and VERIFY's run leave out the packages whose
 	// inputs a sealed record of a pass holds. nil: everything runs.
 	Impact *Impact
+	// canary, when set, is planted rather than one drawn for the run or the jail's: the
+	// sandbox's benchmark plants the same in the sandbox and without it.
+	canary *testrun.Canary
 }
 
 // RunOptions are the options of a test command of the gate: its environment, and its

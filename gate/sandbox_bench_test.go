@@ -119,6 +119,10 @@ func sandboxCost(b *testing.B, j *Jail, root, command, changed string) {
 		}
 		return time.Since(start)
 	}
+	// One canary in both: in the sandbox the jail's is planted at every run, and Go's
+	// build cache keeps its compiled packages; without it every run would draw another.
+	c := j.Canary()
+	in.canary = &c
 	jailed := in
 	jailed.Jail = j
 	green(jailed) // the gate's own build cache, warm as after its first run
