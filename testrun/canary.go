@@ -316,13 +316,32 @@ func (p *Planted) passGoPackages(res *Result) string {
 		return res.Output
 	}
 	lines := strings.SplitAfter(res.Output, "\n")
+	// Each package that failed printed a bare "FAIL" before its "FAIL\tpkg" line, not
+	// always just before: the lines of packages that end together may come between. Each
+	// package line takes the nearest bare "FAIL" before it that no later one took.
+	drop := map[int]bool{}
+	var bare []int
+	for i, l := range lines {
+		if l == "FAIL\n" {
+			bare = append(bare, i)
+			continue
+		}
+		f := strings.Split(strings.TrimRight(l, "\n"), "\t")
+		if len(f) < 2 || f[0] != "FAIL" || len(bare) == 0 {
+			continue
+		}
+		if passed[f[1]] {
+			drop[bare[len(bare)-1]] = true
+		}
+		bare = bare[:len(bare)-1]
+	}
 	var out []string
-	for _, l := range lines {
+	for i, l := range lines {
+		if drop[i] {
+			continue
+		}
 		f := strings.Split(strings.TrimRight(l, "\n"), "\t")
 		if len(f) >= 2 && f[0] == "FAIL" && passed[f[1]] {
-			if n := len(out); n > 0 && out[n-1] == "FAIL\n" {
-				out = out[:n-1]
-			}
 			f[0] = "ok  "
 			l = strings.Join(f, "\t") + "\n"
 		}

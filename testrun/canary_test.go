@@ -617,3 +617,29 @@ func TestCanaryLeavesNoPackageFailure(t *testing.T) {
 		t.Errorf("want one bare FAIL line, of cart:\n%s", res.Output)
 	}
 }
+
+// TestPassGoPackagesInterleaved: when two packages end together, go test -json may print
+// the bare "FAIL" of the canary's package before the lines of the other package that
+// fails; the canary's package still reads as passed, and the other keeps one bare "FAIL"
+// (CI found the first form, with the bare FAIL left behind).
+func TestPassGoPackagesInterleaved(t *testing.T) {
+	p := &Planted{units: []canaryUnit{{pkg: "example.com/m/english"}, {pkg: "example.com/m/cart"}}}
+	res := &Result{Tests: []Test{{ID: "example.com/m/cart.TestDiscount", Status: Failed}}}
+	want := "--- FAIL: TestDiscount (0.00s)\n    discount_test.go:7: Discount = 1000, want 900\nFAIL\nFAIL\texample.com/m/cart\t0.034s\nok  \texample.com/m/english\t0.038s\n"
+	for _, out := range []string{
+		// english's FAIL before cart's lines
+		"FAIL\n--- FAIL: TestDiscount (0.00s)\n    discount_test.go:7: Discount = 1000, want 900\nFAIL\nFAIL\texample.com/m/cart\t0.034s\nFAIL\texample.com/m/english\t0.038s\n",
+		// between cart's FAIL and its package line
+		"--- FAIL: TestDiscount (0.00s)\n    discount_test.go:7: Discount = 1000, want 900\nFAIL\nFAIL\nFAIL\texample.com/m/cart\t0.034s\nFAIL\texample.com/m/english\t0.038s\n",
+	} {
+		res.Output = out
+		if got := p.passGoPackages(res); got != want {
+			t.Errorf("from\n%s\ngot\n%s\nwant\n%s", out, got, want)
+		}
+	}
+	// Just before its package line, as it mostly is.
+	res.Output = "--- FAIL: TestDiscount (0.00s)\n    discount_test.go:7: Discount = 1000, want 900\nFAIL\nFAIL\texample.com/m/cart\t0.034s\nFAIL\nFAIL\texample.com/m/english\t0.038s\n"
+	if got := p.passGoPackages(res); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
