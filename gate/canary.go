@@ -32,14 +32,7 @@ func (v *Verdict) runTests(ctx context.Context, in Input, command string) (*test
 	if err := testrun.RemoveBytecode(in.Root); err != nil {
 		return nil, err
 	}
-	c := testrun.NewCanary()
-	switch {
-	case in.canary != nil:
-		c = *in.canary
-	case in.Jail != nil:
-		c = in.Jail.Canary()
-	}
-	p, err := testrun.PlantCanary(in.Root, command, c)
+	p, err := testrun.PlantCanary(in.Root, command, in.plantedCanary())
 	if err != nil {
 		return nil, err
 	}
@@ -93,6 +86,18 @@ func (v *Verdict) runTests(ctx context.Context, in Input, command string) (*test
 		fmt.Fprintf(&v.Log, "canary %s: the command exited %d for the failing canary; the run's own tests decide: exit %d\n", p.Token, code, res.ExitCode)
 	}
 	return res, nil
+}
+
+// plantedCanary is the canary a run plants: the jail's (Jail.Canary), or one drawn for the
+// run without a sandbox.
+func (in Input) plantedCanary() testrun.Canary {
+	switch {
+	case in.canary != nil:
+		return *in.canary
+	case in.Jail != nil:
+		return in.Jail.Canary()
+	}
+	return testrun.NewCanary()
 }
 
 // forgedReason is the reason of a forged_results verdict. It names the package, folder or

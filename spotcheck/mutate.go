@@ -173,7 +173,7 @@ var pyScript string
 func pyMutants(ctx context.Context, src []byte, lines map[int]bool) ([]Mutant, error) {
 	python, err := python3.Path()
 	if err != nil {
-		python = "python3" // its error says what is missing
+		return nil, fmt.Errorf("python mutants: %w", err)
 	}
 	cmd := exec.CommandContext(ctx, python, "-c", pyScript)
 	cmd.Stdin = bytes.NewReader(src)

@@ -326,28 +326,33 @@ func (p *Planted) passGoPackages(res *Result) string {
 			bare = append(bare, i)
 			continue
 		}
-		f := strings.Split(strings.TrimRight(l, "\n"), "\t")
-		if len(f) < 2 || f[0] != "FAIL" || len(bare) == 0 {
-			continue
+		if pkg, ok := goFailLine(l); ok && len(bare) > 0 {
+			drop[bare[len(bare)-1]] = passed[pkg]
+			bare = bare[:len(bare)-1]
 		}
-		if passed[f[1]] {
-			drop[bare[len(bare)-1]] = true
-		}
-		bare = bare[:len(bare)-1]
 	}
 	var out []string
 	for i, l := range lines {
 		if drop[i] {
 			continue
 		}
-		f := strings.Split(strings.TrimRight(l, "\n"), "\t")
-		if len(f) >= 2 && f[0] == "FAIL" && passed[f[1]] {
-			f[0] = "ok  "
-			l = strings.Join(f, "\t") + "\n"
+		if pkg, ok := goFailLine(l); ok && passed[pkg] {
+			l = "ok  " + strings.TrimPrefix(l, "FAIL")
 		}
 		out = append(out, l)
 	}
 	return strings.Join(out, "")
+}
+
+// goFailLine returns the package of a line with which go test ends a package that failed,
+// "FAIL\tpkg\ttime".
+func goFailLine(l string) (string, bool) {
+	rest, ok := strings.CutPrefix(l, "FAIL\t")
+	if !ok {
+		return "", false
+	}
+	pkg, _, _ := strings.Cut(strings.TrimRight(rest, "\n"), "\t")
+	return pkg, pkg != ""
 }
 
 // passPackages counts as Passed, in res.Packages, each Go package whose canaries were

@@ -356,8 +356,9 @@ func (d *Dispatcher) handle(msg jetstream.Msg) {
 	}
 }
 
-// fetchTries is how many times an outcome whose bundle git could not take is tried.
-const fetchTries = 3
+// fetchTries is how many times an outcome whose bundle git could not take is tried, a
+// second apart.
+const fetchTries = 5
 
 // A fetchError is an outcome whose proof holds but whose candidate could not be fetched:
 // local when git failed on the bundle, else the candidate is not what the outcome says.
@@ -438,9 +439,6 @@ func (d *Dispatcher) accept(ctx context.Context, w *wireOutcome) (*Outcome, erro
 	}
 	candidate, err := d.fetchCandidate(ctx, w)
 	if err != nil {
-		if f := (*fetchError)(nil); !errors.As(err, &f) && !errors.Is(err, errRetry) {
-			err = &fetchError{err: err}
-		}
 		return nil, err
 	}
 	rec, _ := json.Marshal(w)
@@ -457,7 +455,8 @@ func (d *Dispatcher) accept(ctx context.Context, w *wireOutcome) (*Outcome, erro
 }
 
 // fetchCandidate adds the candidate's objects to the authority's repository and checks
-// that it is the job's base or a commit of one parent, the base.
+// that it is the job's base or a commit of one parent, the base. Every error but errRetry
+// is a *fetchError.
 func (d *Dispatcher) fetchCandidate(ctx context.Context, w *wireOutcome) (string, error) {
 	rec, err := d.attempts.Get(ctx, w.Attempt.key())
 	if err != nil {
@@ -465,17 +464,17 @@ func (d *Dispatcher) fetchCandidate(ctx context.Context, w *wireOutcome) (string
 	}
 	var ar attemptRecord
 	if err := json.Unmarshal(rec.Value(), &ar); err != nil || ar.Base != w.Base {
-		return "", fmt.Errorf("attempt %s: outcome on base %s, job on %s", w.Attempt, w.Base, ar.Base)
+		return "", &fetchError{fmt.Errorf("attempt %s: outcome on base %s, job on %s", w.Attempt, w.Base, ar.Base), false}
 	}
 	if w.Bundle == "" {
 		if w.Candidate != w.Base {
-			return "", fmt.Errorf("attempt %s: candidate %s without a bundle", w.Attempt, w.Candidate)
+			return "", &fetchError{fmt.Errorf("attempt %s: candidate %s without a bundle", w.Attempt, w.Candidate), false}
 		}
 		return w.Base, nil
 	}
 	dir, err := os.MkdirTemp("", "orchestrator-outcome-*")
 	if err != nil {
-		return "", err
+		return "", &fetchError{err, true}
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "candidate.bundle")
