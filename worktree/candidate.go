@@ -83,16 +83,6 @@ func (r *Repo) commitTree(ctx context.Context, tree, parent, message string) (st
 	return strings.TrimSpace(out), err
 }
 
-// Diff lists what changed from commit a to commit b, renames found (git's default
-// similarity), in git's order.
-func (r *Repo) Diff(ctx context.Context, a, b string) ([]Change, error) {
-	out, err := r.git(ctx, r.Root, nil, "diff-tree", "-r", "-z", "--raw", "-M", "--no-ext-diff", "--no-textconv", a, b)
-	if err != nil {
-		return nil, err
-	}
-	return parseRaw(out)
-}
-
 // DiffPatch is Diff and Patch in one git command: what changed from commit a to commit b,
 // and the change as a patch.
 func (r *Repo) DiffPatch(ctx context.Context, a, b string) ([]Change, string, error) {
