@@ -433,7 +433,13 @@ type envProc struct {
 }
 
 // withEnv lists the live processes that carry name=value in their environment.
-func withEnv(name, value string) []envProc {
+func withEnv(name, value string) []envProc { return withEnvSince(name, value, 0) }
+
+// withEnvSince is withEnv for the processes that started no earlier than since (clock
+// ticks since boot, as Process.StartTime): the environment of one that started before is
+// not read. Nearly every process of a machine started before an attempt's agent, so that
+// an attempt's end reads a few environments, not one for each process.
+func withEnvSince(name, value string, since uint64) []envProc {
 	// NUL on both sides, so that only a whole variable matches (the first one has no NUL
 	// before it).
 	want := []byte("\x00" + name + "=" + value + "\x00")
@@ -448,7 +454,7 @@ func withEnv(name, value string) []envProc {
 			continue
 		}
 		st, err := readStat(p)
-		if err != nil || st.state == 'Z' || st.state == 'X' {
+		if err != nil || st.state == 'Z' || st.state == 'X' || st.start < since {
 			continue
 		}
 		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
@@ -473,8 +479,8 @@ func StopAdopted(pid int, startTime uint64, name, value string, grace time.Durat
 	}
 	left := func() []envProc {
 		var out []envProc
-		for _, p := range withEnv(name, value) {
-			if p.stat.start >= startTime && p.pid != os.Getpid() {
+		for _, p := range withEnvSince(name, value, startTime) {
+			if p.pid != os.Getpid() {
 				out = append(out, p)
 			}
 		}
@@ -555,8 +561,18 @@ func hasEnv(pid int, name string, values []string) bool {
 	return false
 }
 
-// children lists the processes whose parent is ppid.
+// children lists the processes whose parent is ppid: from the kernel's lists of each of its
+// threads' children where it keeps them (/proc/<pid>/task/<tid>/children), else from the
+// parent of every process.
 func children(ppid int) []int {
+	if pids, ok := taskChildren(ppid); ok {
+		return pids
+	}
+	return scanChildren(ppid)
+}
+
+// scanChildren lists the processes whose parent is ppid by reading every process's parent.
+func scanChildren(ppid int) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -572,4 +588,33 @@ func children(ppid int) []int {
 		}
 	}
 	return out
+}
+
+// taskChildren lists the children of process ppid as the kernel lists them for each of
+// its threads (a child's parent is the thread that started it). ok is false where the
+// kernel keeps no such list (built without CONFIG_PROC_CHILDREN).
+func taskChildren(ppid int) (pids []int, ok bool) {
+	dir := "/proc/" + strconv.Itoa(ppid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, false
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/children")
+		if errors.Is(err, os.ErrNotExist) {
+			if _, terr := os.Stat(dir + "/" + t.Name()); terr == nil {
+				return nil, false // the thread is there, its list is not: no lists
+			}
+			continue // the thread ended meanwhile
+		}
+		if err != nil {
+			return nil, false
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids, true
 }

@@ -49,9 +49,11 @@ type attempt struct {
 	// candidate is the commit of what the agent changed (base itself when it changed
 	// nothing), changes what git says it changed. onto, when set, is the integration head
 	// the candidate was rebased onto before its gate (ontoHead): candidate's parent then.
-	candidate  string
-	onto       string
-	changes    []worktree.Change
+	candidate string
+	onto      string
+	changes   []worktree.Change
+	// patched is closed once changes.diff is written (writePatch); nil before.
+	patched    <-chan struct{}
 	strays     []string // files the agent left under .orchestrator/ that git ignores
 	title      string   // the task's title, for the landed commit's subject
 	body       string   // the task's prose, for the reviewer and the judge
@@ -217,6 +219,9 @@ func (a *attempt) writeEach(name string, state, mirror []byte) {
 func (a *attempt) copyOut() {
 	if a.mirror == "" {
 		return
+	}
+	if a.patched != nil {
+		<-a.patched
 	}
 	entries, _ := os.ReadDir(a.dir)
 	for _, e := range entries {

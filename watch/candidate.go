@@ -13,7 +13,7 @@ import (
 
 // makeCandidate turns what the agent left in its slot into the attempt's candidate commit,
 // under refs/orchestrator/attempts/<ID>/<n>, and lists git's changes; the patch is kept as
-// changes.diff in the attempt folder.
+// changes.diff in the attempt folder (writePatch).
 func (r *runner) makeCandidate(ctx context.Context, a *attempt) error {
 	if a.slot == nil {
 		return errors.New("the attempt has no worktree")
@@ -24,16 +24,36 @@ func (r *runner) makeCandidate(ctx context.Context, a *attempt) error {
 		return err
 	}
 	a.candidate = c
-	var patch string
-	if a.changes, patch, err = r.repo.DiffPatch(ctx, a.base, c); err != nil {
+	if a.changes, err = r.repo.Diff(ctx, a.base, c); err != nil {
 		return err
 	}
 	// Files under .orchestrator/ that .gitignore keeps out of the candidate still count.
 	if a.strays, err = a.slot.Untracked(ctx, c, r.scopeDir()); err != nil {
 		return err
 	}
-	a.write("changes.diff", []byte(patch))
+	r.writePatch(ctx, a)
 	return nil
+}
+
+// writePatch writes the candidate's patch, for people to read, as changes.diff in the
+// attempt folder. Nothing decides from it (the changes are a.changes), so git makes it
+// beside the attempt's next stages, and the readable copy waits for it (copyOut).
+func (r *runner) writePatch(ctx context.Context, a *attempt) {
+	if a.unchanged() {
+		a.write("changes.diff", nil)
+		return
+	}
+	done := make(chan struct{})
+	a.patched = done
+	base, cand := a.base, a.candidate
+	go func() {
+		defer close(done)
+		_, patch, err := r.repo.DiffPatch(ctx, base, cand)
+		if err != nil {
+			patch = fmt.Sprintf("the patch of %.12s could not be made: %v\n", cand, err)
+		}
+		a.write("changes.diff", []byte(patch))
+	}()
 }
 
 // changedPaths returns the candidate's changed paths relative to the project root, as the

@@ -70,7 +70,7 @@ func (s *Slot) Commit(ctx context.Context, base, ref, message string) (string, e
 		}
 	}
 	if ref != "" {
-		if _, err := s.repo.git(ctx, s.repo.Root, nil, "update-ref", ref, commit); err != nil {
+		if err := s.repo.updateRef(ctx, ref, commit, ""); err != nil {
 			return "", err
 		}
 	}
@@ -81,16 +81,6 @@ func (s *Slot) Commit(ctx context.Context, base, ref, message string) (string, e
 func (r *Repo) commitTree(ctx context.Context, tree, parent, message string) (string, error) {
 	out, err := run(ctx, r.Root, r.identity, []byte(message), "commit-tree", tree, "-p", parent, "-F", "-")
 	return strings.TrimSpace(out), err
-}
-
-// Diff lists what changed from commit a to commit b, renames found (git's default
-// similarity), in git's order.
-func (r *Repo) Diff(ctx context.Context, a, b string) ([]Change, error) {
-	out, err := r.git(ctx, r.Root, nil, "diff-tree", "-r", "-z", "--raw", "-M", "--no-ext-diff", "--no-textconv", a, b)
-	if err != nil {
-		return nil, err
-	}
-	return parseRaw(out)
 }
 
 // DiffPatch is Diff and Patch in one git command: what changed from commit a to commit b,
@@ -161,8 +151,7 @@ func (r *Repo) Tree(ctx context.Context, commit string) (string, error) {
 // SetRef points ref at commit; DeleteRef removes it. Refs under refs/orchestrator/ keep
 // candidates and evidence reachable (so that gc keeps them) and findable after a crash.
 func (r *Repo) SetRef(ctx context.Context, ref, commit string) error {
-	_, err := r.git(ctx, r.Root, nil, "update-ref", ref, commit)
-	return err
+	return r.updateRef(ctx, ref, commit, "")
 }
 
 // Ref returns the commit ref points at, or "" when there is no such ref.

@@ -105,7 +105,7 @@ func (r *Repo) Land(ctx context.Context, candidate, message string) (string, err
 	}
 	r.landed(commit, head)
 	if !r.personOnBranch() {
-		if _, err := r.git(ctx, r.Root, nil, "update-ref", "refs/heads/"+r.Branch, commit, head); err != nil {
+		if err := r.updateRef(ctx, "refs/heads/"+r.Branch, commit, head); err != nil {
 			return "", fmt.Errorf("%w: %v", ErrMoved, err)
 		}
 		return commit, nil

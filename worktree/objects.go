@@ -122,26 +122,34 @@ func (o *objects) stop() {
 	o.cmd, o.in, o.out = nil, nil, nil
 }
 
-// Helpers returns the process IDs of the repository's long-lived git processes: children of
-// the orchestrator that are not an agent's orphans.
+// Helpers returns the process IDs of the repository's long-lived git processes (the reader
+// of objects, the writer of refs): children of the orchestrator that are not an agent's
+// orphans.
 func (r *Repo) Helpers() []int {
 	if r == nil {
 		return nil
 	}
+	var pids []int
 	r.objects.mu.Lock()
-	defer r.objects.mu.Unlock()
-	if r.objects.cmd == nil {
-		return nil
+	if r.objects.cmd != nil {
+		pids = append(pids, r.objects.cmd.Process.Pid)
 	}
-	return []int{r.objects.cmd.Process.Pid}
+	r.objects.mu.Unlock()
+	if pid := r.refs.pid(); pid != 0 {
+		pids = append(pids, pid)
+	}
+	return pids
 }
 
-// Close ends the repository's long-lived git process. The repository stays usable: the
-// next read starts it again.
+// Close ends the repository's long-lived git processes. The repository stays usable: the
+// next read or write starts them again.
 func (r *Repo) Close() {
 	r.objects.mu.Lock()
-	defer r.objects.mu.Unlock()
 	r.objects.stop()
+	r.objects.mu.Unlock()
+	r.refs.mu.Lock()
+	r.refs.stop()
+	r.refs.mu.Unlock()
 }
 
 // A treeFile is a file of a commit's tree, as `git ls-tree -r` lists it: its mode, its

@@ -41,8 +41,10 @@ type Repo struct {
 	keyErr  error
 	// format is the repository's object format, sha1 or sha256 (objectFormat).
 	format string
-	// objects is the long-lived reader of objects and names (objects.go).
+	// objects is the long-lived reader of objects and names (objects.go), refs the
+	// long-lived writer of refs (refs.go).
 	objects objects
+	refs    refWriter
 	// audit is the last audit of the landings' seals (EditedLandings).
 	audit landingAudit
 	// listings are the last trees listed (listTree).
