@@ -2,6 +2,7 @@ package workers
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -148,6 +149,7 @@ func (w *Worker) Serve(ctx context.Context) error {
 	w.changed = make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	wg.Go(func() { w.heartbeat(ctx) })
+	wg.Go(func() { w.prefetch(ctx) })
 	for range w.Jobs {
 		wg.Go(func() { w.loop(ctx, cons) })
 	}
@@ -419,6 +421,57 @@ func (w *Worker) ensureBase(ctx context.Context, base string) error {
 		}
 	}
 	return nil
+}
+
+// prefetch fetches each base the authority bundles as soon as it is there, until ctx
+// ends: the newest when the worker starts, then every new one, so that the job on a base
+// finds it in the cache rather than fetching it (and the chain before it) while the
+// watch waits for its agent to start. The job's own ensureBase is the rule: a prefetch
+// that fails is only logged.
+func (w *Worker) prefetch(ctx context.Context) {
+	watcher, err := w.bases.Watch(ctx)
+	if err != nil {
+		w.logf("bases: %v", err)
+		return
+	}
+	defer watcher.Stop()
+	var newest *jetstream.ObjectInfo
+	initial := true
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case info, ok := <-watcher.Updates():
+			if !ok {
+				return
+			}
+			switch {
+			case info == nil:
+				// The end of the bases there now: the newest is the one a job comes on.
+				initial = false
+				if newest != nil {
+					w.fetchAhead(ctx, newest.Name)
+				}
+			case info.Deleted:
+			case initial:
+				if newest == nil || !info.ModTime.Before(newest.ModTime) {
+					newest = info
+				}
+			default:
+				w.fetchAhead(ctx, info.Name)
+			}
+		}
+	}
+}
+
+// fetchAhead fetches base into the cache ahead of its jobs.
+func (w *Worker) fetchAhead(ctx context.Context, base string) {
+	if _, err := hex.DecodeString(base); err != nil || len(base) < 40 {
+		return // not a commit's name: no bundle of the authority's
+	}
+	if err := w.ensureBase(ctx, base); err != nil && ctx.Err() == nil {
+		w.logf("base %s: %v", short(base), err)
+	}
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
