@@ -423,11 +423,13 @@ func (w *Worker) ensureBase(ctx context.Context, base string) error {
 	return nil
 }
 
-// prefetch fetches each base the authority bundles as soon as it is there, until ctx
-// ends: the newest when the worker starts, then every new one, so that the job on a base
-// finds it in the cache rather than fetching it (and the chain before it) while the
-// watch waits for its agent to start. The job's own ensureBase is the rule: a prefetch
-// that fails is only logged.
+// prefetch fetches a worker's first base ahead of its first job, until ctx ends or it has
+// one: the newest base bundled when the worker starts, else the first one bundled after,
+// so that the first job finds its base in the cache (or only what is new since) while
+// the watch waits for its agent to start. Later bases are fetched by the jobs on them
+// only: fetched by every worker as soon as they are bundled, they took the cores from
+// the gate of the landing that made them (issue 28's measurements). The job's own
+// ensureBase is the rule: a prefetch that fails is only logged.
 func (w *Worker) prefetch(ctx context.Context) {
 	watcher, err := w.bases.Watch(ctx)
 	if err != nil {
@@ -447,31 +449,35 @@ func (w *Worker) prefetch(ctx context.Context) {
 			}
 			switch {
 			case info == nil:
-				// The end of the bases there now: the newest is the one a job comes on.
+				// The end of the bases there now.
 				initial = false
-				if newest != nil {
-					w.fetchAhead(ctx, newest.Name)
+				if newest != nil && w.fetchAhead(ctx, newest.Name) {
+					return
 				}
 			case info.Deleted:
 			case initial:
 				if newest == nil || !info.ModTime.Before(newest.ModTime) {
 					newest = info
 				}
-			default:
-				w.fetchAhead(ctx, info.Name)
+			case w.fetchAhead(ctx, info.Name):
+				return
 			}
 		}
 	}
 }
 
-// fetchAhead fetches base into the cache ahead of its jobs.
-func (w *Worker) fetchAhead(ctx context.Context, base string) {
+// fetchAhead fetches base into the cache ahead of its jobs, and reports whether it did.
+func (w *Worker) fetchAhead(ctx context.Context, base string) bool {
 	if _, err := hex.DecodeString(base); err != nil || len(base) < 40 {
-		return // not a commit's name: no bundle of the authority's
+		return false // not a commit's name: no bundle of the authority's
 	}
-	if err := w.ensureBase(ctx, base); err != nil && ctx.Err() == nil {
-		w.logf("base %s: %v", short(base), err)
+	if err := w.ensureBase(ctx, base); err != nil {
+		if ctx.Err() == nil {
+			w.logf("base %s: %v", short(base), err)
+		}
+		return false
 	}
+	return true
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
