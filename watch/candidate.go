@@ -18,8 +18,15 @@ func (r *runner) makeCandidate(ctx context.Context, a *attempt) error {
 	if a.slot == nil {
 		return errors.New("the attempt has no worktree")
 	}
-	ref := a.ref()
-	c, err := a.slot.Commit(ctx, a.base, ref, fmt.Sprintf("%s attempt %d (candidate)\n", a.id, a.n))
+	remote := a.remote != nil && a.remote.candidate != ""
+	var c string
+	var err error
+	if remote {
+		// Its agent ran on a worker: the candidate is the commit fetched from it (remote.go).
+		c, err = r.remoteCandidate(ctx, a)
+	} else {
+		c, err = a.slot.Commit(ctx, a.base, a.ref(), fmt.Sprintf("%s attempt %d (candidate)\n", a.id, a.n))
+	}
 	if err != nil {
 		return err
 	}
@@ -28,8 +35,11 @@ func (r *runner) makeCandidate(ctx context.Context, a *attempt) error {
 		return err
 	}
 	// Files under .orchestrator/ that .gitignore keeps out of the candidate still count.
-	if a.strays, err = a.slot.Untracked(ctx, c, r.scopeDir()); err != nil {
-		return err
+	// A worker's agent left none here: the slot holds the base, which nothing wrote.
+	if !remote {
+		if a.strays, err = a.slot.Untracked(ctx, c, r.scopeDir()); err != nil {
+			return err
+		}
 	}
 	r.writePatch(ctx, a)
 	return nil

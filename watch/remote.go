@@ -83,11 +83,14 @@ type remoteRun struct {
 	ended bool
 
 	// The loop's own: the worker that runs it (heartbeat, then outcome), and once the
-	// outcome is taken, the agent's exit code and the tail of its output.
-	worker  string
-	arrived bool
-	exit    int
-	stdout  string
+	// outcome is taken, the agent's exit code, the tail of its output, and the candidate
+	// the dispatcher fetched into the attempt's ref (the base when the outcome is the
+	// authority's own: no worker finished, or what one sent was refused).
+	worker    string
+	arrived   bool
+	exit      int
+	stdout    string
+	candidate string
 }
 
 // arrive gives the wait its outcome, unless it has ended already (a late outcome, which
@@ -246,6 +249,12 @@ func (r *runner) openWorkers(ctx context.Context) (func(), error) {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { rs.route(rctx, beats, r.report) })
+	if head, err := r.repo.Head(ctx); err == nil {
+		// The first attempts' base, bundled while the loop reads the queue and readies
+		// their slots: the workers fetch it before a job names it. Submit bundles it if
+		// this has not (its error is Submit's to report).
+		wg.Go(func() { _ = rs.d.BundleBase(rctx, head) })
+	}
 	r.remote, r.workerStarts = rs, rs.started
 	return func() {
 		cancel()
@@ -348,10 +357,12 @@ func (r *runner) workerStarted(s workerStart) {
 }
 
 // endRemote takes the outcome of attempt a's remote run, if it arrived before the wait
-// ended, as a local agent's run leaves it: the candidate's tree in the attempt's slot (so
-// that makeCandidate reads it as it reads a local agent's work), the agent's marker in its
-// marker folder, its log in the attempt's agent.log, and its exit code and output for the
-// pre-checks. Nothing of it is evidence: the stages after judge the slot's tree.
+// ended, as a local agent's run leaves it: the agent's marker in its marker folder, its
+// log in the attempt's agent.log, its exit code and output for the pre-checks, and the
+// candidate the dispatcher fetched, which makeCandidate takes (remoteCandidate). Nothing
+// of it is evidence: the stages after judge the candidate's tree, from their own
+// checkouts, as they judge a local one. The slot stays at the base: no stage after the
+// candidate reads it.
 func (r *runner) endRemote(ctx context.Context, a *attempt) {
 	rr := a.remote
 	if rr == nil {
@@ -375,7 +386,7 @@ func (r *runner) endRemote(ctx context.Context, a *attempt) {
 			msg = fmt.Sprintf("the outcome of attempt %d from worker %s was refused: %s", a.n, o.Worker, o.Refused)
 		}
 		r.report.event(a.id, "warning", msg)
-		rr.arrived, rr.exit, rr.stdout = true, -1, msg
+		rr.arrived, rr.exit, rr.stdout, rr.candidate = true, -1, msg, a.base
 		if a.mirror != "" {
 			_ = os.WriteFile(filepath.Join(a.mirror, "agent.log"), []byte(msg+"\n"), 0o644)
 		}
@@ -385,7 +396,7 @@ func (r *runner) endRemote(ctx context.Context, a *attempt) {
 		rr.worker = o.Worker
 		r.report.eventWith(a.id, "started", fmt.Sprintf("attempt %d, %s task, agent %s on worker %s", a.n, a.task.Kind, a.agent, o.Worker), eventFields{Attempt: a.n, Agent: a.agent, Worker: o.Worker})
 	}
-	rr.arrived, rr.exit, rr.stdout = true, o.ExitCode, o.Stdout
+	rr.arrived, rr.exit, rr.stdout, rr.candidate = true, o.ExitCode, o.Stdout, o.Candidate
 	if o.Stopped == reasonTimeout && a.stopReason == "" {
 		a.stopReason = reasonTimeout
 	}
@@ -397,16 +408,43 @@ func (r *runner) endRemote(ctx context.Context, a *attempt) {
 			_ = markers.Write(rr.markerDir, a.id, k, []byte(m.Text))
 		}
 	}
-	if a.slot == nil {
-		return
+}
+
+// remoteCandidate returns the candidate of attempt a, whose agent ran on a worker: the
+// commit the dispatcher fetched into the attempt's ref, which it checked (git's strict
+// object checks, one commit whose one parent is the job's base), taken as it is rather
+// than checked out in the slot and committed again. What a local candidate is, it is too:
+// a commit whose parent is the base, or the base itself when its tree is the base's (a
+// worker that made an empty commit changed nothing), under the attempt's ref. Its message
+// and author are the worker's, and nothing reads them: a rebase and a landing make
+// commits of their own.
+func (r *runner) remoteCandidate(ctx context.Context, a *attempt) (string, error) {
+	c := a.remote.candidate
+	if c != a.base {
+		parent, err := r.repo.Parent(ctx, c)
+		if err != nil {
+			return "", fmt.Errorf("the candidate %.12s from worker %s: %w", c, a.remote.worker, err)
+		}
+		if parent != a.base {
+			return "", fmt.Errorf("the candidate %.12s from worker %s is not a commit on the base %.12s", c, a.remote.worker, a.base)
+		}
+		tree, err := r.repo.Tree(ctx, c)
+		if err != nil {
+			return "", fmt.Errorf("the candidate %.12s from worker %s: %w", c, a.remote.worker, err)
+		}
+		if baseTree, err := r.repo.Tree(ctx, a.base); err != nil {
+			return "", err
+		} else if tree == baseTree {
+			c = a.base
+		}
 	}
-	if err := a.slot.Reset(ctx, o.Candidate); err != nil {
-		// The candidate cannot be read here: the attempt has no worktree, as one whose
-		// worktree was lost.
-		r.report.event(a.id, "warning", fmt.Sprintf("attempt %d: the candidate %.12s from worker %s cannot be checked out: %v", a.n, o.Candidate, o.Worker, err))
-		r.releaseSlot(a)
-		a.slot = nil
+	if r.repo.Ref(ctx, a.ref()) == c {
+		return c, nil // the dispatcher's
 	}
+	if err := r.repo.SetRef(ctx, a.ref(), c); err != nil {
+		return "", err
+	}
+	return c, nil
 }
 
 // remoteSubmitted reports whether attempt a's job was submitted to the workers: a record

@@ -255,6 +255,18 @@ func (d *Dispatcher) Submit(ctx context.Context, job Job) error {
 	return nil
 }
 
+// BundleBase puts the bundle of commit base in the bases bucket, where the workers fetch it
+// as soon as it is there (Worker): the authority calls it ahead of the jobs on base (the
+// integration head when a run starts), so that neither the first job's submission nor
+// the worker that takes it waits for the bundle. Submit bundles a base that was not.
+func (d *Dispatcher) BundleBase(ctx context.Context, base string) error {
+	c := d.git.commit(ctx, base)
+	if c == "" {
+		return fmt.Errorf("bundle base: %q is not a commit of %s", base, d.o.Repo)
+	}
+	return d.bundleBase(ctx, c)
+}
+
 // attemptRecord is what the attempts bucket keeps of a submitted job.
 type attemptRecord struct {
 	Base      string    `json:"base"`
@@ -481,7 +493,7 @@ func (d *Dispatcher) fetchCandidate(ctx context.Context, w *wireOutcome) (string
 	if err := getObject(ctx, d.results, w.Bundle, w.BundleDigest, path); err != nil {
 		return "", &fetchError{fmt.Errorf("attempt %s: %w", w.Attempt, err), true}
 	}
-	tip, err := d.git.unbundle(ctx, path)
+	tip, err := d.git.unbundleChecked(ctx, path)
 	if err != nil {
 		return "", &fetchError{fmt.Errorf("attempt %s: %w", w.Attempt, err), true}
 	}

@@ -32,7 +32,9 @@
 //
 // A [Dispatcher] submits a [Job] ([Dispatcher.Submit]) and accepts one [Outcome] per
 // attempt, which it delivers on [Dispatcher.Outcomes] once its candidate is in the
-// authority's repository under refs/orchestrator/attempts/<task>/<n>. Each job carries a
+// authority's repository under refs/orchestrator/attempts/<task>/<n>, its objects
+// checked by git index-pack --strict (the watch takes that commit as the candidate, never
+// checking it out). Each job carries a
 // secret derived from the dispatcher's key; the worker proves its outcome with it (an
 // HMAC of everything the outcome says, the digests of its bundle and log included), so
 // that a worker cannot return an outcome for an attempt it was not given: such an
@@ -45,7 +47,9 @@
 // # The worker's side
 //
 // A [Worker] keeps a cache: a bare repository of the bases it fetched, and a folder per
-// job with a worktree checkout of the base. Its [RunFunc] runs the agent there
+// job with a worktree checkout of the base. It fetches its first base as soon as the
+// authority bundles one (the run bundles the integration head as it starts,
+// [Dispatcher.BundleBase]), so that its first job does not wait for it. Its [RunFunc] runs the agent there
 // ([AgentRunner]: agents.Start as the watch loop starts an agent, in agents.Sandbox when
 // bubblewrap works); then the worker commits what the checkout holds on top of the base
 // with an index of its own (all files, new ones included, .gitignore honoured), as

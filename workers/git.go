@@ -1,6 +1,7 @@
 package workers
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -120,6 +121,56 @@ func (g gitRepo) writeBundle(ctx context.Context, w io.Writer, tip, prereq strin
 		return fmt.Errorf("git pack-objects: %v: %s", err, strings.TrimSpace(errb.String()))
 	}
 	return nil
+}
+
+// unbundleChecked adds the objects of a bundle a worker wrote (candidate ^base, as
+// writeBundle writes it) to the repository, with git's strict object checks, and returns
+// the tip it names. No ref is changed.
+//
+// The candidate is taken as it is, never checked out and committed again, so git's
+// checks are what stands between a worker's objects and the stages that read them: a
+// tree whose entries are not ones git writes (".git", "..", a name with a slash, two
+// entries of one name, entries out of order, a mode git does not use), which a checkout
+// would refuse or read otherwise than the diff, is refused here (`git index-pack
+// --strict`, as `git fetch` with fetch.fsckObjects), and so is a pack whose objects
+// name objects the repository lacks. `git bundle unbundle` does neither.
+func (g gitRepo) unbundleChecked(ctx context.Context, path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 4096)
+	tip := ""
+	for n := 0; ; n++ {
+		line, err := r.ReadSlice('\n')
+		if err != nil || n > 16 {
+			return "", fmt.Errorf("bundle %s: not a bundle of a candidate", path)
+		}
+		text := strings.TrimSuffix(string(line), "\n")
+		switch {
+		case n == 0:
+			if text != "# v2 git bundle" && text != "# v3 git bundle" {
+				return "", fmt.Errorf("bundle %s: not a git bundle", path)
+			}
+		case text == "":
+			if tip == "" {
+				return "", fmt.Errorf("bundle %s: no %s", path, bundleRef)
+			}
+			c := g.cmd(ctx, "index-pack", "--stdin", "--fix-thin", "--strict")
+			c.Stdin = r
+			var errb bytes.Buffer
+			c.Stderr = &errb
+			if err := c.Run(); err != nil {
+				return "", fmt.Errorf("git index-pack: %v: %s", err, strings.TrimSpace(errb.String()))
+			}
+			return tip, nil
+		default:
+			if sha, ref, ok := strings.Cut(text, " "); ok && ref == bundleRef && !strings.HasPrefix(sha, "-") {
+				tip = sha
+			}
+		}
+	}
 }
 
 // unbundle adds the objects of the bundle file at path to the repository (its

@@ -2,6 +2,7 @@ package workers
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -148,6 +149,7 @@ func (w *Worker) Serve(ctx context.Context) error {
 	w.changed = make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	wg.Go(func() { w.heartbeat(ctx) })
+	wg.Go(func() { w.prefetch(ctx) })
 	for range w.Jobs {
 		wg.Go(func() { w.loop(ctx, cons) })
 	}
@@ -419,6 +421,63 @@ func (w *Worker) ensureBase(ctx context.Context, base string) error {
 		}
 	}
 	return nil
+}
+
+// prefetch fetches a worker's first base ahead of its first job, until ctx ends or it has
+// one: the newest base bundled when the worker starts, else the first one bundled after,
+// so that the first job finds its base in the cache (or only what is new since) while
+// the watch waits for its agent to start. Later bases are fetched by the jobs on them
+// only: fetched by every worker as soon as they are bundled, they took the cores from
+// the gate of the landing that made them (issue 28's measurements). The job's own
+// ensureBase is the rule: a prefetch that fails is only logged.
+func (w *Worker) prefetch(ctx context.Context) {
+	watcher, err := w.bases.Watch(ctx)
+	if err != nil {
+		w.logf("bases: %v", err)
+		return
+	}
+	defer watcher.Stop()
+	var newest *jetstream.ObjectInfo
+	initial := true
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case info, ok := <-watcher.Updates():
+			if !ok {
+				return
+			}
+			switch {
+			case info == nil:
+				// The end of the bases there now.
+				initial = false
+				if newest != nil && w.fetchAhead(ctx, newest.Name) {
+					return
+				}
+			case info.Deleted:
+			case initial:
+				if newest == nil || !info.ModTime.Before(newest.ModTime) {
+					newest = info
+				}
+			case w.fetchAhead(ctx, info.Name):
+				return
+			}
+		}
+	}
+}
+
+// fetchAhead fetches base into the cache ahead of its jobs, and reports whether it did.
+func (w *Worker) fetchAhead(ctx context.Context, base string) bool {
+	if _, err := hex.DecodeString(base); err != nil || len(base) < 40 {
+		return false // not a commit's name: no bundle of the authority's
+	}
+	if err := w.ensureBase(ctx, base); err != nil {
+		if ctx.Err() == nil {
+			w.logf("base %s: %v", short(base), err)
+		}
+		return false
+	}
+	return true
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]`)

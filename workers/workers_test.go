@@ -1,13 +1,17 @@
 package workers
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -432,30 +436,33 @@ func TestWorkerCannotReadJobs(t *testing.T) {
 }
 
 // TestCandidateNotFetched: an outcome of the job's own worker whose bundle git cannot take
-// is tried again, since the fault may be the authority repository's of the moment (a
-// worktree being made shows git a HEAD that is not a commit yet, and `git bundle unbundle`
-// fails on it): taken once the repository is whole again. When it never is, the outcome
-// is refused and the attempt still ends, with an outcome of the authority's that says why
-// (before, it waited for an outcome that could never come).
+// is tried again, since the fault may be the authority repository's of the moment (here
+// its pack folder is not a folder, so that git cannot write the candidate's pack): taken
+// once the repository is whole again. When it never is, the outcome is refused and the
+// attempt still ends, with an outcome of the authority's that says why (before, it waited
+// for an outcome that could never come).
+//
+// A worktree being made, whose HEAD git writes as the null object first, was such a
+// fault while the candidate was taken with `git bundle unbundle`, which reads every HEAD;
+// `git index-pack` reads none (TestCandidateFetchedBesideHalfMadeWorktree).
 func TestCandidateNotFetched(t *testing.T) {
 	for _, mended := range []bool{true, false} {
 		t.Run(fmt.Sprintf("mended=%v", mended), func(t *testing.T) {
 			srv := serve(t)
 			repo, base := newRepo(t, map[string]string{"README.md": "hello\n"})
 			d, ev := dispatch(t, srv, repo, 5*time.Second)
-			// A worktree half made: git writes its HEAD as the null object first.
-			fake := filepath.Join(repo, ".git", "worktrees", "half-made")
-			for name, text := range map[string]string{"HEAD": strings.Repeat("0", 40), "gitdir": filepath.Join(t.TempDir(), ".git"), "commondir": "../.."} {
-				if err := os.MkdirAll(fake, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(fake, name), []byte(text+"\n"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
 			startWorker(t, srv.URL(), "w1", AgentRunner(AgentOptions{}))
 			a := AttemptID{"TASK-001", 1}
 			if err := d.Submit(context.Background(), scriptJob(t, a.Task, a.N, base)); err != nil {
+				t.Fatal(err)
+			}
+			// The repository's objects are loose (commits made one by one): its pack
+			// folder, put aside and replaced by a file, holds none of them.
+			packs := filepath.Join(repo, ".git", "objects", "pack")
+			if err := os.Rename(packs, packs+".aside"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(packs, []byte("in the way\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			if mended {
@@ -475,7 +482,12 @@ func TestCandidateNotFetched(t *testing.T) {
 					}
 					time.Sleep(20 * time.Millisecond)
 				}
-				os.RemoveAll(fake)
+				if err := os.Remove(packs); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Rename(packs+".aside", packs); err != nil {
+					t.Fatal(err)
+				}
 			}
 			o := next(t, d)
 			if mended {
@@ -492,12 +504,12 @@ func TestCandidateNotFetched(t *testing.T) {
 				}
 				return
 			}
-			if !strings.Contains(o.Refused, "bad object") || o.Candidate != base || o.Worker != "w1" {
+			if !strings.Contains(o.Refused, "index-pack") || o.Candidate != base || o.Worker != "w1" {
 				t.Fatalf("outcome %+v, want one refused for the bundle, on the base", o)
 			}
 			select {
 			case err := <-ev.refused:
-				if !strings.Contains(err.Error(), "bad object") {
+				if !strings.Contains(err.Error(), "index-pack") {
 					t.Errorf("refused with %v", err)
 				}
 			default:
@@ -508,6 +520,148 @@ func TestCandidateNotFetched(t *testing.T) {
 			}
 			if got, ok, err := d.Accepted(context.Background(), a); err != nil || !ok || got.Refused == "" {
 				t.Errorf("accepted record: %+v, %v, %v; want the refusal, for a restarted authority", got, ok, err)
+			}
+		})
+	}
+}
+
+// TestCandidateFetchedBesideHalfMadeWorktree: a worktree being made in the authority's
+// repository (git writes its HEAD as the null object first) does not stop a candidate from
+// being fetched: git index-pack, unlike git bundle unbundle, reads no HEAD.
+func TestCandidateFetchedBesideHalfMadeWorktree(t *testing.T) {
+	srv := serve(t)
+	repo, base := newRepo(t, map[string]string{"README.md": "hello\n"})
+	d, ev := dispatch(t, srv, repo, 5*time.Second)
+	fake := filepath.Join(repo, ".git", "worktrees", "half-made")
+	for name, text := range map[string]string{"HEAD": strings.Repeat("0", 40), "gitdir": filepath.Join(t.TempDir(), ".git"), "commondir": "../.."} {
+		if err := os.MkdirAll(fake, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(fake, name), []byte(text+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startWorker(t, srv.URL(), "w1", AgentRunner(AgentOptions{}))
+	if err := d.Submit(context.Background(), scriptJob(t, "TASK-001", 1, base)); err != nil {
+		t.Fatal(err)
+	}
+	if o := next(t, d); o.Refused != "" || o.Candidate == base {
+		t.Fatalf("outcome %+v, want the worker's candidate", o)
+	}
+	select {
+	case err := <-ev.refused:
+		t.Errorf("refused: %v", err)
+	default:
+	}
+}
+
+// A treeEntry is one entry of a tree object written byte by byte (rawTree), as no git
+// command that writes trees would write a malformed one.
+type treeEntry struct {
+	mode, name, id string
+}
+
+// rawTree writes a tree object of entries, in their order, to the repository at dir.
+func rawTree(t *testing.T, dir string, entries ...treeEntry) string {
+	t.Helper()
+	var body []byte
+	for _, e := range entries {
+		id, err := hex.DecodeString(e.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body = append(append(body, e.mode+" "+e.name+"\x00"...), id...)
+	}
+	c := exec.Command("git", "hash-object", "-w", "-t", "tree", "--literally", "--stdin")
+	c.Dir, c.Stdin = dir, bytes.NewReader(body)
+	out, err := c.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestMalformedCandidateRefused: the job's own worker (its proof holds) returns a candidate
+// whose tree is not one git writes: an entry .git (a checkout would write the repository's
+// own folder), an entry .. (a path out of the tree), or two entries of one name (the
+// gate's checkout would read one, a landing the other). The authority takes a worker's
+// candidate as it is, never checked out and committed again, so git's strict checks refuse
+// it: the attempt ends as refused, on its base, and no ref points at it. The honest twin,
+// made the same way byte by byte, is a tree git writes, and is accepted.
+func TestMalformedCandidateRefused(t *testing.T) {
+	srv := serve(t)
+	repo, base := newRepo(t, map[string]string{"README.md": "hello\n"})
+	d, ev := dispatch(t, srv, repo, 5*time.Second)
+	clone := filepath.Join(t.TempDir(), "clone")
+	git(t, repo, "clone", "-q", repo, clone)
+	blob := git(t, clone, "rev-parse", base+":README.md")
+	ignore := git(t, clone, "rev-parse", base+":.gitignore")
+	hook := rawTree(t, clone, treeEntry{"100644", "post-checkout", blob})
+	honest := []treeEntry{{"100644", ".gitignore", ignore}, {"100644", "README.md", blob}}
+	nc, err := nats.Connect(srv.URL(), nats.UserInfo(WorkerUser, testToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	results, err := js.ObjectStore(context.Background(), resultsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tt := range []struct {
+		name    string
+		entries []treeEntry
+		refused bool
+	}{
+		{"a tree git writes", append(slices.Clone(honest), treeEntry{"100644", "work.txt", blob}), false},
+		{"an entry .git", append(slices.Clone(honest), treeEntry{"40000", ".git", hook}), true},
+		{"an entry ..", append([]treeEntry{{"40000", "..", hook}}, honest...), true},
+		{"two entries of one name", append(slices.Clone(honest), treeEntry{"100644", "work.txt", blob}, treeEntry{"100644", "work.txt", ignore}), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			a := AttemptID{fmt.Sprintf("TASK-%03d", i+1), 1}
+			if err := d.Submit(ctx, scriptJob(t, a.Task, a.N, base)); err != nil {
+				t.Fatal(err)
+			}
+			tree := rawTree(t, clone, tt.entries...)
+			cand := git(t, clone, "commit-tree", tree, "-p", base, "-m", "work")
+			w := wireOutcome{Attempt: a, Worker: "w1", Base: base, Candidate: cand, Delivery: 1}
+			put := func(name string, write func(io.Writer) error) (string, string) {
+				info, err := putObject(ctx, results, jetstream.ObjectMeta{Name: a.key() + "/" + name}, write)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return info.Name, info.Digest
+			}
+			w.Bundle, w.BundleDigest = put("candidate.bundle", func(wr io.Writer) error { return gitRepo{dir: clone}.writeBundle(ctx, wr, cand, base) })
+			w.LogObject, w.LogDigest = put("agent.log", func(wr io.Writer) error { return nil })
+			w.StdoutObject, w.StdoutDigest = put("stdout", func(wr io.Writer) error { return nil })
+			w.sign(jobSecret(testKey, a))
+			publishAs(t, srv, w)
+			o := next(t, d)
+			if !tt.refused {
+				if o.Refused != "" || o.Candidate != cand {
+					t.Fatalf("outcome %+v, want candidate %s accepted", o, cand)
+				}
+				if got := git(t, repo, "rev-parse", a.Ref()); got != cand {
+					t.Errorf("attempt ref %s, want %s", got, cand)
+				}
+				return
+			}
+			if o.Refused == "" || o.Candidate != base {
+				t.Fatalf("outcome %+v, want one refused, on the base", o)
+			}
+			select {
+			case err := <-ev.refused:
+				if !strings.Contains(err.Error(), "index-pack") {
+					t.Errorf("refused with %v, want git's checks", err)
+				}
+			default:
+				t.Error("the refusal was not reported")
+			}
+			if ref := git(t, repo, "for-each-ref", "refs/orchestrator/attempts/"+a.Task); ref != "" {
+				t.Errorf("a ref was set: %s", ref)
 			}
 		})
 	}
