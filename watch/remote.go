@@ -23,8 +23,10 @@ import (
 // WorkersOptions say where attempts' agents run when not on this machine (SPEC §18): on
 // worker machines (`orchestrator worker`) that take the attempts' jobs from a NATS
 // JetStream server, through package workers. The run stage changes only in where the
-// agent runs: the attempt's slot, base, prompt and records stay here, the candidate comes
-// back into the attempt's slot, and every later stage judges it as it would a local one.
+// agent runs: the attempt's slot (at the base, which the prompt is made from), base, prompt
+// and records stay here, the candidate comes back as a commit fetched into the attempt's
+// ref (remoteCandidate), and every later stage judges it as it would a local one, from
+// its own checkout.
 // The zero value runs every agent here.
 type WorkersOptions struct {
 	// Serve, when set, is the address (host:port, port 0 for a free one) of the embedded
