@@ -74,8 +74,11 @@ func (r *runner) changedPaths(a *attempt) (changed, forbidden []string) {
 		prefix = filepath.ToSlash(r.sub) + "/"
 	}
 	forbidden = append(forbidden, a.strays...)
+	scope := r.scopeDir()
 	for _, p := range worktree.Paths(a.changes) {
-		if strings.HasPrefix(p, r.scopeDir()) {
+		// The folder itself too: a file or a symbolic link put where it is (a project
+		// that does not track it) changes it as much as a file under it.
+		if strings.HasPrefix(p, scope) || p == strings.TrimSuffix(scope, "/") {
 			if !slices.Contains(forbidden, p) {
 				forbidden = append(forbidden, p)
 			}

@@ -467,8 +467,8 @@ func (d *Dispatcher) accept(ctx context.Context, w *wireOutcome) (*Outcome, erro
 }
 
 // fetchCandidate adds the candidate's objects to the authority's repository and checks
-// that it is the job's base or a commit of one parent, the base. Every error but errRetry
-// is a *fetchError.
+// that it is the job's base or a commit of one parent, the base, named by its full object
+// name. Every error but errRetry is a *fetchError.
 func (d *Dispatcher) fetchCandidate(ctx context.Context, w *wireOutcome) (string, error) {
 	rec, err := d.attempts.Get(ctx, w.Attempt.key())
 	if err != nil {
@@ -500,6 +500,12 @@ func (d *Dispatcher) fetchCandidate(ctx context.Context, w *wireOutcome) (string
 	if tip != w.Candidate {
 		return "", &fetchError{fmt.Errorf("attempt %s: bundle holds %s, not candidate %s", w.Attempt, tip, w.Candidate), false}
 	}
+	// Every later stage names the candidate as the outcome did: a ref (refs/heads/main,
+	// HEAD), an abbreviation or a tag would be read again, each time as what it names
+	// then. Only a commit's own full name is taken.
+	if !objectName(tip) || d.git.commit(ctx, tip) != tip {
+		return "", &fetchError{fmt.Errorf("attempt %s: candidate %q is not the full name of a commit", w.Attempt, tip), false}
+	}
 	parents, err := d.git.run(ctx, nil, "rev-list", "--parents", "-n", "1", tip)
 	if err != nil {
 		return "", &fetchError{err, true}
@@ -508,6 +514,20 @@ func (d *Dispatcher) fetchCandidate(ctx context.Context, w *wireOutcome) (string
 		return "", &fetchError{fmt.Errorf("attempt %s: candidate %s is not one commit on base %s", w.Attempt, tip, w.Base), false}
 	}
 	return tip, nil
+}
+
+// objectName reports whether s is written as git writes an object's full name: 40 or 64
+// lower-case hexadecimal digits.
+func objectName(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // getObject writes object name of obs to the file path, after checking that its digest

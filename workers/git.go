@@ -130,7 +130,7 @@ func (g gitRepo) writeBundle(ctx context.Context, w io.Writer, tip, prereq strin
 // The candidate is taken as it is, never checked out and committed again, so git's
 // checks are what stands between a worker's objects and the stages that read them: a
 // tree whose entries are not ones git writes (".git", "..", a name with a slash, two
-// entries of one name, entries out of order, a mode git does not use), which a checkout
+// entries of one name, entries out of order, a mode git does not write), which a checkout
 // would refuse or read otherwise than the diff, is refused here (`git index-pack
 // --strict`, as `git fetch` with fetch.fsckObjects), and so is a pack whose objects
 // name objects the repository lacks. `git bundle unbundle` does neither.
@@ -157,7 +157,10 @@ func (g gitRepo) unbundleChecked(ctx context.Context, path string) (string, erro
 			if tip == "" {
 				return "", fmt.Errorf("bundle %s: no %s", path, bundleRef)
 			}
-			c := g.cmd(ctx, "index-pack", "--stdin", "--fix-thin", "--strict")
+			// A bad file mode (40755, 120755, 100664, 644) is only noted by fsck, even
+			// with --strict: git reads it as its canonical mode, a reader of the tree's
+			// bytes as written. Git never writes one.
+			c := g.cmd(ctx, "index-pack", "--stdin", "--fix-thin", "--strict=badFilemode=error")
 			c.Stdin = r
 			var errb bytes.Buffer
 			c.Stderr = &errb

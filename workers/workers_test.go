@@ -617,6 +617,13 @@ func TestMalformedCandidateRefused(t *testing.T) {
 		{"an entry .git", append(slices.Clone(honest), treeEntry{"40000", ".git", hook}), true},
 		{"an entry ..", append([]treeEntry{{"40000", "..", hook}}, honest...), true},
 		{"two entries of one name", append(slices.Clone(honest), treeEntry{"100644", "work.txt", blob}, treeEntry{"100644", "work.txt", ignore}), true},
+		// Modes git never writes, which fsck only notes: git reads each as its canonical
+		// mode (a folder, a symbolic link, a plain file, a submodule), the gate's listing
+		// of the tree by its bytes as a file, and its checkout's check then stops the run.
+		{"a folder of mode 40755", append(slices.Clone(honest), treeEntry{"40755", "work", hook}), true},
+		{"a symbolic link of mode 120755", append(slices.Clone(honest), treeEntry{"120755", "work.txt", blob}), true},
+		{"a file of mode 100664", append(slices.Clone(honest), treeEntry{"100664", "work.txt", blob}), true},
+		{"a file of mode 644", append(slices.Clone(honest), treeEntry{"644", "work.txt", blob}), true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
