@@ -513,6 +513,13 @@ func (d *Dispatcher) fetchCandidate(ctx context.Context, w *wireOutcome) (string
 	if f := strings.Fields(parents); len(f) != 2 || f[1] != w.Base {
 		return "", &fetchError{fmt.Errorf("attempt %s: candidate %s is not one commit on base %s", w.Attempt, tip, w.Base), false}
 	}
+	ignored, err := d.git.ignoredAdded(ctx, w.Base, tip)
+	if err != nil {
+		return "", &fetchError{err, true}
+	}
+	if len(ignored) > 0 {
+		return "", &fetchError{fmt.Errorf("attempt %s: candidate %s adds files its own .gitignore ignores, which git add never takes: %s", w.Attempt, tip, strings.Join(ignored, ", ")), false}
+	}
 	return tip, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -189,4 +190,59 @@ func (g gitRepo) unbundle(ctx context.Context, path string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("bundle %s: no %s", path, bundleRef)
+}
+
+// ignoredAdded returns the paths commit cand adds to base that cand's own .gitignore files
+// ignore (SPEC §7.1: what .gitignore ignores is never part of a change). A worker makes its
+// candidate with `git add -A`, which never takes such a file: only a worker that wrote its
+// tree by other means sends one, to reach the gate with what a local agent's candidate
+// never holds (a compiled module beside its source, a build's output). Only the tree's
+// .gitignore files count, not the authority's or the worker's own excludes: a worker's
+// may leave out more files, never fewer. Files the base tracks stay tracked, as they do
+// for git add.
+func (g gitRepo) ignoredAdded(ctx context.Context, base, cand string) ([]string, error) {
+	out, err := g.run(ctx, nil, "diff-tree", "-r", "-z", "--no-renames", "--diff-filter=A", "--name-only", base, cand)
+	if err != nil {
+		return nil, err
+	}
+	added := map[string]bool{}
+	for _, p := range strings.Split(out, "\x00") {
+		if p != "" {
+			added[p] = true
+		}
+	}
+	if len(added) == 0 {
+		return nil, nil
+	}
+	dir, err := os.MkdirTemp("", "orchestrator-ignored-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	// A scratch index of the candidate over an empty work tree, every entry marked as not
+	// checked out: git reads each folder's .gitignore from that index, the candidate's own.
+	s := g
+	s.workTree = dir
+	s.env = append(slices.Clone(g.env), "GIT_INDEX_FILE="+filepath.Join(dir, ".index"))
+	if _, err := s.run(ctx, nil, "read-tree", cand); err != nil {
+		return nil, err
+	}
+	names, err := s.run(ctx, nil, "ls-files", "-z")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.run(ctx, strings.NewReader(names), "update-index", "--skip-worktree", "-z", "--stdin"); err != nil {
+		return nil, err
+	}
+	out, err = s.run(ctx, nil, "ls-files", "-z", "--cached", "--ignored", "--exclude-per-directory=.gitignore")
+	if err != nil {
+		return nil, err
+	}
+	var ignored []string
+	for _, p := range strings.Split(out, "\x00") {
+		if added[p] {
+			ignored = append(ignored, p)
+		}
+	}
+	return ignored, nil
 }

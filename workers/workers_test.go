@@ -63,6 +63,15 @@ func newRepo(t testing.TB, files map[string]string) (dir, head string) {
 // commitFiles writes files and commits them.
 func commitFiles(t testing.TB, dir string, files map[string]string) string {
 	t.Helper()
+	writeAll(t, dir, files)
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "files")
+	return git(t, dir, "rev-parse", "HEAD")
+}
+
+// writeAll writes files under dir.
+func writeAll(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
 	for name, text := range files {
 		p := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -72,9 +81,6 @@ func commitFiles(t testing.TB, dir string, files map[string]string) string {
 			t.Fatal(err)
 		}
 	}
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "files")
-	return git(t, dir, "rev-parse", "HEAD")
 }
 
 // serve starts the embedded server for a test.
