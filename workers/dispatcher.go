@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/orchestrator/orchestrator/worktree"
 )
 
 // DispatcherOptions say how the authority hands out jobs.
@@ -503,7 +504,7 @@ func (d *Dispatcher) fetchCandidate(ctx context.Context, w *wireOutcome) (string
 	// Every later stage names the candidate as the outcome did: a ref (refs/heads/main,
 	// HEAD), an abbreviation or a tag would be read again, each time as what it names
 	// then. Only a commit's own full name is taken.
-	if !objectName(tip) || d.git.commit(ctx, tip) != tip {
+	if !worktree.IsObjectID(tip) || d.git.commit(ctx, tip) != tip {
 		return "", &fetchError{fmt.Errorf("attempt %s: candidate %q is not the full name of a commit", w.Attempt, tip), false}
 	}
 	parents, err := d.git.run(ctx, nil, "rev-list", "--parents", "-n", "1", tip)
@@ -521,20 +522,6 @@ func (d *Dispatcher) fetchCandidate(ctx context.Context, w *wireOutcome) (string
 		return "", &fetchError{fmt.Errorf("attempt %s: candidate %s adds files its own .gitignore ignores, which git add never takes: %s", w.Attempt, tip, strings.Join(ignored, ", ")), false}
 	}
 	return tip, nil
-}
-
-// objectName reports whether s is written as git writes an object's full name: 40 or 64
-// lower-case hexadecimal digits.
-func objectName(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // getObject writes object name of obs to the file path, after checking that its digest

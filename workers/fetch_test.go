@@ -1,7 +1,6 @@
 package workers
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -10,9 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // packBundle returns a writer of a bundle whose header lines (after the signature line)
@@ -90,16 +86,7 @@ func TestCandidateIsOneCommitOnBase(t *testing.T) {
 	}
 	before := refs()
 
-	nc, err := nats.Connect(srv.URL(), nats.UserInfo(WorkerUser, testToken))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	results, err := js.ObjectStore(context.Background(), resultsBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
+	results := resultsOf(t, srv)
 	for i, tt := range []struct {
 		name      string
 		candidate string
@@ -121,52 +108,15 @@ func TestCandidateIsOneCommitOnBase(t *testing.T) {
 		{"a tree naming a blob nobody has", holed, packBundle(clone, tipLine(holed), false, holed+"\n"+lost+"\n"), true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := context.Background()
 			a := AttemptID{fmt.Sprintf("TASK-%03d", i+1), 1}
-			if err := d.Submit(ctx, scriptJob(t, a.Task, a.N, base)); err != nil {
-				t.Fatal(err)
-			}
-			w := wireOutcome{Attempt: a, Worker: "w1", Base: base, Candidate: tt.candidate, Delivery: 1}
-			put := func(name string, write func(io.Writer) error) (string, string) {
-				info, err := putObject(ctx, results, jetstream.ObjectMeta{Name: a.key() + "/" + name}, write)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return info.Name, info.Digest
-			}
-			w.Bundle, w.BundleDigest = put("candidate.bundle", tt.bundle)
-			w.LogObject, w.LogDigest = put("agent.log", func(wr io.Writer) error { return nil })
-			w.StdoutObject, w.StdoutDigest = put("stdout", func(wr io.Writer) error { return nil })
-			w.sign(jobSecret(testKey, a))
-			publishAs(t, srv, w)
-			o := next(t, d)
+			o := sendCandidate(t, srv, d, results, a, base, tt.candidate, tt.bundle)
 			if b, err := os.ReadFile(precious); err != nil || string(b) != "the person's\n" {
 				t.Errorf("a file of the authority's machine is now %q (%v)", b, err)
 			}
 			if got := refs(); got != before {
 				t.Errorf("refs:\n%s\nwant, beside the attempts':\n%s", got, before)
 			}
-			if !tt.refused {
-				if o.Refused != "" || o.Candidate != cand {
-					t.Fatalf("outcome %+v, want candidate %s accepted", o, cand)
-				}
-				if got := git(t, repo, "rev-parse", a.Ref()); got != cand {
-					t.Errorf("attempt ref %s, want %s", got, cand)
-				}
-				return
-			}
-			if o.Refused == "" || o.Candidate != base {
-				t.Fatalf("outcome %+v, want one refused, on the base", o)
-			}
-			select {
-			case err := <-ev.refused:
-				t.Logf("refused: %v", err)
-			default:
-				t.Error("the refusal was not reported")
-			}
-			if ref := git(t, repo, "for-each-ref", "refs/orchestrator/attempts/"+a.Task); ref != "" {
-				t.Errorf("a ref was set: %s", ref)
-			}
+			checkTaken(t, repo, ev, a, o, base, cand, tt.refused)
 		})
 	}
 	if got := git(t, repo, "rev-parse", "refs/heads/main"); got != landed {

@@ -5,12 +5,8 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // TestIgnoredFilesRefused: the job's own worker (its proof holds) sends a candidate that
@@ -29,16 +25,7 @@ func TestIgnoredFilesRefused(t *testing.T) {
 	git(t, repo, "commit", "-q", "-m", "a tracked file a pattern matches")
 	base := git(t, repo, "rev-parse", "HEAD")
 	d, ev := dispatch(t, srv, repo, 5*time.Second)
-	nc, err := nats.Connect(srv.URL(), nats.UserInfo(WorkerUser, testToken))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	results, err := js.ObjectStore(context.Background(), resultsBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
+	results := resultsOf(t, srv)
 	for i, tt := range []struct {
 		name    string
 		files   map[string]string
@@ -51,11 +38,7 @@ func TestIgnoredFilesRefused(t *testing.T) {
 		{"an edit of a tracked file a pattern matches", map[string]string{"kept.tmp": "edited\n"}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := context.Background()
 			a := AttemptID{fmt.Sprintf("TASK-%03d", i+1), 1}
-			if err := d.Submit(ctx, scriptJob(t, a.Task, a.N, base)); err != nil {
-				t.Fatal(err)
-			}
 			// The worker's tree, written by force: what git add -A would have left out.
 			clone := filepath.Join(t.TempDir(), "clone")
 			git(t, repo, "clone", "-q", repo, clone)
@@ -65,43 +48,10 @@ func TestIgnoredFilesRefused(t *testing.T) {
 			}
 			git(t, clone, "commit", "-q", "-m", "work")
 			cand := git(t, clone, "rev-parse", "HEAD")
-			w := wireOutcome{Attempt: a, Worker: "w1", Base: base, Candidate: cand, Delivery: 1}
-			put := func(name string, write func(io.Writer) error) (string, string) {
-				info, err := putObject(ctx, results, jetstream.ObjectMeta{Name: a.key() + "/" + name}, write)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return info.Name, info.Digest
-			}
-			w.Bundle, w.BundleDigest = put("candidate.bundle", func(wr io.Writer) error { return gitRepo{dir: clone}.writeBundle(ctx, wr, cand, base) })
-			w.LogObject, w.LogDigest = put("agent.log", func(wr io.Writer) error { return nil })
-			w.StdoutObject, w.StdoutDigest = put("stdout", func(wr io.Writer) error { return nil })
-			w.sign(jobSecret(testKey, a))
-			publishAs(t, srv, w)
-			o := next(t, d)
-			if tt.ignored == "" {
-				if o.Refused != "" || o.Candidate != cand {
-					t.Fatalf("outcome %+v, want candidate %s accepted", o, cand)
-				}
-				if got := git(t, repo, "rev-parse", a.Ref()); got != cand {
-					t.Errorf("attempt ref %s, want %s", got, cand)
-				}
-				return
-			}
-			if o.Refused == "" || o.Candidate != base {
-				t.Fatalf("outcome %+v, want one refused, on the base", o)
-			}
-			select {
-			case err := <-ev.refused:
-				if !strings.Contains(err.Error(), ".gitignore ignores") || !strings.Contains(err.Error(), tt.ignored) {
-					t.Errorf("refused with %v, want the ignored %s named", err, tt.ignored)
-				}
-			default:
-				t.Error("the refusal was not reported")
-			}
-			if ref := git(t, repo, "for-each-ref", "refs/orchestrator/attempts/"+a.Task); ref != "" {
-				t.Errorf("a ref was set: %s", ref)
-			}
+			o := sendCandidate(t, srv, d, results, a, base, cand, func(wr io.Writer) error {
+				return gitRepo{dir: clone}.writeBundle(context.Background(), wr, cand, base)
+			})
+			checkTaken(t, repo, ev, a, o, base, cand, tt.ignored != "", ".gitignore ignores", tt.ignored)
 		})
 	}
 }

@@ -604,16 +604,7 @@ func TestMalformedCandidateRefused(t *testing.T) {
 	ignore := git(t, clone, "rev-parse", base+":.gitignore")
 	hook := rawTree(t, clone, treeEntry{"100644", "post-checkout", blob})
 	honest := []treeEntry{{"100644", ".gitignore", ignore}, {"100644", "README.md", blob}}
-	nc, err := nats.Connect(srv.URL(), nats.UserInfo(WorkerUser, testToken))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	results, err := js.ObjectStore(context.Background(), resultsBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
+	results := resultsOf(t, srv)
 	for i, tt := range []struct {
 		name    string
 		entries []treeEntry
@@ -632,50 +623,86 @@ func TestMalformedCandidateRefused(t *testing.T) {
 		{"a file of mode 644", append(slices.Clone(honest), treeEntry{"644", "work.txt", blob}), true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := context.Background()
 			a := AttemptID{fmt.Sprintf("TASK-%03d", i+1), 1}
-			if err := d.Submit(ctx, scriptJob(t, a.Task, a.N, base)); err != nil {
-				t.Fatal(err)
-			}
 			tree := rawTree(t, clone, tt.entries...)
 			cand := git(t, clone, "commit-tree", tree, "-p", base, "-m", "work")
-			w := wireOutcome{Attempt: a, Worker: "w1", Base: base, Candidate: cand, Delivery: 1}
-			put := func(name string, write func(io.Writer) error) (string, string) {
-				info, err := putObject(ctx, results, jetstream.ObjectMeta{Name: a.key() + "/" + name}, write)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return info.Name, info.Digest
-			}
-			w.Bundle, w.BundleDigest = put("candidate.bundle", func(wr io.Writer) error { return gitRepo{dir: clone}.writeBundle(ctx, wr, cand, base) })
-			w.LogObject, w.LogDigest = put("agent.log", func(wr io.Writer) error { return nil })
-			w.StdoutObject, w.StdoutDigest = put("stdout", func(wr io.Writer) error { return nil })
-			w.sign(jobSecret(testKey, a))
-			publishAs(t, srv, w)
-			o := next(t, d)
-			if !tt.refused {
-				if o.Refused != "" || o.Candidate != cand {
-					t.Fatalf("outcome %+v, want candidate %s accepted", o, cand)
-				}
-				if got := git(t, repo, "rev-parse", a.Ref()); got != cand {
-					t.Errorf("attempt ref %s, want %s", got, cand)
-				}
-				return
-			}
-			if o.Refused == "" || o.Candidate != base {
-				t.Fatalf("outcome %+v, want one refused, on the base", o)
-			}
-			select {
-			case err := <-ev.refused:
-				if !strings.Contains(err.Error(), "index-pack") {
-					t.Errorf("refused with %v, want git's checks", err)
-				}
-			default:
-				t.Error("the refusal was not reported")
-			}
-			if ref := git(t, repo, "for-each-ref", "refs/orchestrator/attempts/"+a.Task); ref != "" {
-				t.Errorf("a ref was set: %s", ref)
-			}
+			o := sendCandidate(t, srv, d, results, a, base, cand, func(wr io.Writer) error {
+				return gitRepo{dir: clone}.writeBundle(context.Background(), wr, cand, base)
+			})
+			checkTaken(t, repo, ev, a, o, base, cand, tt.refused, "index-pack")
 		})
+	}
+}
+
+// resultsOf opens the results' object store as a worker does.
+func resultsOf(t *testing.T, srv *Server) jetstream.ObjectStore {
+	t.Helper()
+	nc, err := nats.Connect(srv.URL(), nats.UserInfo(WorkerUser, testToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	results, err := js.ObjectStore(context.Background(), resultsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return results
+}
+
+// sendCandidate submits attempt a's job on base, publishes as its worker w1, with the job's
+// proof, an outcome whose candidate is cand and whose bundle bundle writes, and returns
+// what the dispatcher made of it.
+func sendCandidate(t *testing.T, srv *Server, d *Dispatcher, results jetstream.ObjectStore, a AttemptID, base, cand string, bundle func(io.Writer) error) Outcome {
+	t.Helper()
+	ctx := context.Background()
+	if err := d.Submit(ctx, scriptJob(t, a.Task, a.N, base)); err != nil {
+		t.Fatal(err)
+	}
+	w := wireOutcome{Attempt: a, Worker: "w1", Base: base, Candidate: cand, Delivery: 1}
+	put := func(name string, write func(io.Writer) error) (string, string) {
+		info, err := putObject(ctx, results, jetstream.ObjectMeta{Name: a.key() + "/" + name}, write)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.Name, info.Digest
+	}
+	w.Bundle, w.BundleDigest = put("candidate.bundle", bundle)
+	w.LogObject, w.LogDigest = put("agent.log", func(wr io.Writer) error { return nil })
+	w.StdoutObject, w.StdoutDigest = put("stdout", func(wr io.Writer) error { return nil })
+	w.sign(jobSecret(testKey, a))
+	publishAs(t, srv, w)
+	return next(t, d)
+}
+
+// checkTaken checks outcome o of attempt a, whose worker sent candidate cand on base: with
+// refused false, the candidate taken and the attempt's ref on it; else refused on the
+// base, the refusal reported holding every one of want, and no ref set.
+func checkTaken(t *testing.T, repo string, ev events, a AttemptID, o Outcome, base, cand string, refused bool, want ...string) {
+	t.Helper()
+	if !refused {
+		if o.Refused != "" || o.Candidate != cand {
+			t.Fatalf("outcome %+v, want candidate %s accepted", o, cand)
+		}
+		if got := git(t, repo, "rev-parse", a.Ref()); got != cand {
+			t.Errorf("attempt ref %s, want %s", got, cand)
+		}
+		return
+	}
+	if o.Refused == "" || o.Candidate != base {
+		t.Fatalf("outcome %+v, want one refused, on the base", o)
+	}
+	select {
+	case err := <-ev.refused:
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("refused with %v, want %q in it", err, w)
+			}
+		}
+	default:
+		t.Error("the refusal was not reported")
+	}
+	if ref := git(t, repo, "for-each-ref", "refs/orchestrator/attempts/"+a.Task); ref != "" {
+		t.Errorf("a ref was set: %s", ref)
 	}
 }

@@ -92,22 +92,34 @@ func (o *objects) ask(dir, name string, contents bool) (id, kind string, body []
 }
 
 func (o *objects) start(dir string) error {
-	cmd := exec.Command("git", append(slices.Clone(safe), "cat-file", "--batch-command")...)
-	cmd.Dir = dir
-	cmd.Env = gitEnv(nil)
-	in, err := cmd.StdinPipe()
+	cmd, in, out, err := startHelper(dir, nil, "cat-file", "--batch-command")
 	if err != nil {
 		return err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("git cat-file: %w", err)
 	}
 	o.cmd, o.in, o.out = cmd, in, bufio.NewReaderSize(out, 64<<10)
 	return nil
+}
+
+// startHelper starts a long-lived git process in dir (the reader of objects, the writer
+// of refs), its standard error to stderr (nil: none), and returns it with its input and
+// output.
+func startHelper(dir string, stderr io.Writer, args ...string) (*exec.Cmd, io.WriteCloser, io.ReadCloser, error) {
+	cmd := exec.Command("git", append(slices.Clone(safe), args...)...)
+	cmd.Dir = dir
+	cmd.Env = gitEnv(nil)
+	cmd.Stderr = stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, nil, fmt.Errorf("git %s: %w", args[0], err)
+	}
+	return cmd, in, out, nil
 }
 
 // stop ends the process, if there is one; o.mu is held.

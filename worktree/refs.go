@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"slices"
 	"strings"
 	"sync"
 )
@@ -88,21 +87,10 @@ func (w *refWriter) update(dir, line string) (begun bool, err error) {
 
 // start starts the process in dir; w.mu is held.
 func (w *refWriter) start(dir string) error {
-	cmd := exec.Command("git", append(slices.Clone(safe), "update-ref", "--stdin")...)
-	cmd.Dir = dir
-	cmd.Env = gitEnv(nil)
 	w.stderr = &bytes.Buffer{}
-	cmd.Stderr = w.stderr
-	in, err := cmd.StdinPipe()
+	cmd, in, out, err := startHelper(dir, w.stderr, "update-ref", "--stdin")
 	if err != nil {
 		return err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("git update-ref: %w", err)
 	}
 	w.cmd, w.in, w.out = cmd, in, bufio.NewReader(out)
 	return nil

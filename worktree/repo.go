@@ -122,7 +122,7 @@ func slotsFolder(root, common string) string {
 // git (a packed ref, another ref store).
 func (r *Repo) Head(ctx context.Context) (string, error) {
 	if b, err := os.ReadFile(filepath.Join(r.Common, "refs", "heads", filepath.FromSlash(r.Branch))); err == nil {
-		if id := strings.TrimSpace(string(b)); isObjectID(id) {
+		if id := strings.TrimSpace(string(b)); IsObjectID(id) {
 			return id, nil
 		}
 	}
@@ -363,8 +363,9 @@ func (r *Repo) EditedMarks() []error {
 	return out
 }
 
-// isObjectID reports whether s is a full object name, SHA-1 or SHA-256, as git writes it.
-func isObjectID(s string) bool {
+// IsObjectID reports whether s is a full object name, SHA-1 or SHA-256, as git writes it:
+// 40 or 64 lower-case hexadecimal digits.
+func IsObjectID(s string) bool {
 	if len(s) != 40 && len(s) != 64 {
 		return false
 	}
