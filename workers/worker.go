@@ -2,7 +2,6 @@ package workers
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/orchestrator/orchestrator/agents"
 	"github.com/orchestrator/orchestrator/markers"
+	"github.com/orchestrator/orchestrator/worktree"
 )
 
 // How often a worker says it is alive, and how long the workers bucket keeps what it
@@ -468,7 +468,7 @@ func (w *Worker) prefetch(ctx context.Context) {
 
 // fetchAhead fetches base into the cache ahead of its jobs, and reports whether it did.
 func (w *Worker) fetchAhead(ctx context.Context, base string) bool {
-	if _, err := hex.DecodeString(base); err != nil || len(base) < 40 {
+	if !worktree.IsObjectID(base) {
 		return false // not a commit's name: no bundle of the authority's
 	}
 	if err := w.ensureBase(ctx, base); err != nil {

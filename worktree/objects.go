@@ -127,11 +127,16 @@ func (o *objects) stop() {
 	if o.cmd == nil {
 		return
 	}
-	o.in.Close()
-	if err := o.cmd.Wait(); err != nil {
-		_ = o.cmd.Process.Kill()
-	}
+	stopHelper(o.cmd, o.in)
 	o.cmd, o.in, o.out = nil, nil, nil
+}
+
+// stopHelper ends a long-lived git process of startHelper: its input closed, git reads
+// no more commands (a transaction it was given halfway is aborted) and exits; it is
+// waited for.
+func stopHelper(cmd *exec.Cmd, in io.Closer) {
+	in.Close()
+	_ = cmd.Wait()
 }
 
 // Helpers returns the process IDs of the repository's long-lived git processes (the reader

@@ -112,10 +112,7 @@ func (w *refWriter) stop() {
 	if w.cmd == nil {
 		return
 	}
-	w.in.Close()
-	if err := w.cmd.Wait(); err != nil {
-		_ = w.cmd.Process.Kill()
-	}
+	stopHelper(w.cmd, w.in)
 	w.cmd, w.in, w.out = nil, nil, nil
 }
 
