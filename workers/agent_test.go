@@ -18,6 +18,12 @@ func TestWorkerSandboxShowsToolchains(t *testing.T) {
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// The go command the sandbox asks for its toolchain's folders writes telemetry in the
+	// configuration folder, from a process that may outlive it: kept where it was, out of
+	// the home this test removes.
+	if cfg, err := os.UserConfigDir(); err == nil {
+		t.Setenv("XDG_CONFIG_HOME", cfg)
+	}
 	t.Setenv("HOME", home)
 	t.Setenv("PATH", bin+string(filepath.ListSeparator)+os.Getenv("PATH"))
 	ws := Workspace{Dir: t.TempDir(), Markers: t.TempDir(), Objects: t.TempDir(), Attempt: t.TempDir()}
