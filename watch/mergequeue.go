@@ -212,8 +212,48 @@ func (r *runner) gateDone(ctx context.Context, j judged) error {
 }
 
 // settleFront settles the candidates at the front of the queue whose gates have ended, in
-// order, then starts what can start.
+// order, then starts what can start: the next gates first, then the agents of the tasks
+// those landings made ready. The gates are the queue's narrow part, and an agent's start
+// (its slot, a worker's job and its base's bundle) would hold the next one up.
 func (r *runner) settleFront(ctx context.Context) error {
+	if r.held != nil {
+		return r.settle(ctx) // within a settling already: its launches wait for it
+	}
+	r.held = &heldLaunches{}
+	err := r.settle(ctx)
+	held := r.held
+	r.held = nil
+	if err != nil {
+		return errors.Join(err, held.putBack(r))
+	}
+	return r.launchAll(ctx, held.doc, held.picks)
+}
+
+// heldLaunches are the tasks set in_progress while the merge queue settled its front,
+// with the queue as the last of those writes left it.
+type heldLaunches struct {
+	doc   *queue.Doc
+	picks []queue.Task
+}
+
+func (h *heldLaunches) add(doc *queue.Doc, picks []queue.Task) {
+	h.doc = doc
+	h.picks = append(h.picks, picks...)
+}
+
+// putBack sets the held tasks back to pending when the run stops before they start.
+func (h *heldLaunches) putBack(r *runner) error {
+	var errs []error
+	for _, t := range h.picks {
+		if _, err := r.setStatus(context.Background(), t.ID, queue.StatusInProgress, queue.StatusPending); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// settle is settleFront's work: the front's candidates, then the next gates.
+func (r *runner) settle(ctx context.Context) error {
 	for len(r.merge) > 0 && r.merge[0].done != nil {
 		q := r.merge[0]
 		a := q.a

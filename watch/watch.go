@@ -260,6 +260,9 @@ type runner struct {
 	recovering bool
 	// deferred are decided attempts waiting for the queue files to parse again.
 	deferred []*decided
+	// held, while the merge queue settles its front, gathers the tasks those landings
+	// made ready (settleFront): they start once the next gate has.
+	held *heldLaunches
 	// rules caches the graph's refusals for the queue structure whose hash is rulesSum.
 	rules    map[string]string
 	rulesSum [32]byte
@@ -788,6 +791,10 @@ func (r *runner) candidates(d *queue.Doc, issues *queue.Doc, changed map[string]
 // none: they go back to pending. A task refused at launch (a required service down) frees
 // its job for the next ready task.
 func (r *runner) launchAll(ctx context.Context, doc *queue.Doc, picks []queue.Task) error {
+	if r.held != nil {
+		r.held.add(doc, picks)
+		return nil
+	}
 	if len(picks) > 0 && ctx.Err() == nil {
 		// A person may have reset the integration branch since the last start: the
 		// baseline follows the history before anything starts on it (SPEC §7.5).

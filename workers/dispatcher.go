@@ -504,14 +504,17 @@ func (d *Dispatcher) fetchCandidate(ctx context.Context, w *wireOutcome) (string
 	// Every later stage names the candidate as the outcome did: a ref (refs/heads/main,
 	// HEAD), an abbreviation or a tag would be read again, each time as what it names
 	// then. Only a commit's own full name is taken.
-	if !worktree.IsObjectID(tip) || d.git.commit(ctx, tip) != tip {
+	if !worktree.IsObjectID(tip) {
 		return "", &fetchError{fmt.Errorf("attempt %s: candidate %q is not the full name of a commit", w.Attempt, tip), false}
 	}
-	parents, err := d.git.run(ctx, nil, "rev-list", "--parents", "-n", "1", tip)
+	parents, ok, err := d.git.parents(ctx, tip)
 	if err != nil {
 		return "", &fetchError{err, true}
 	}
-	if f := strings.Fields(parents); len(f) != 2 || f[1] != w.Base {
+	if !ok {
+		return "", &fetchError{fmt.Errorf("attempt %s: candidate %q is not the full name of a commit", w.Attempt, tip), false}
+	}
+	if len(parents) != 1 || parents[0] != w.Base {
 		return "", &fetchError{fmt.Errorf("attempt %s: candidate %s is not one commit on base %s", w.Attempt, tip, w.Base), false}
 	}
 	ignored, err := d.git.ignoredAdded(ctx, w.Base, tip)

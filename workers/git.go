@@ -79,6 +79,30 @@ func (g gitRepo) commit(ctx context.Context, rev string) string {
 	return strings.TrimSpace(out)
 }
 
+// parents returns the parents of commit c, named by its full object name, as its own
+// header lists them; ok is false when the repository has no commit of that name (an
+// object of another type, a tag of a commit among them, is none). One git process reads
+// the type and the header: an object read as its type is never peeled.
+func (g gitRepo) parents(ctx context.Context, c string) (parents []string, ok bool, err error) {
+	out, err := g.run(ctx, strings.NewReader(c+"\n"), "cat-file", "--batch")
+	if err != nil {
+		return nil, false, err
+	}
+	head, body, _ := strings.Cut(out, "\n")
+	if f := strings.Fields(head); len(f) != 3 || f[0] != c || f[1] != "commit" {
+		return nil, false, nil
+	}
+	for _, line := range strings.Split(body, "\n") {
+		if line == "" {
+			break // the header ends; the message follows
+		}
+		if p, found := strings.CutPrefix(line, "parent "); found {
+			parents = append(parents, p)
+		}
+	}
+	return parents, true, nil
+}
+
 // isAncestor reports whether commit a is an ancestor of commit b (or b itself).
 func (g gitRepo) isAncestor(ctx context.Context, a, b string) bool {
 	_, err := g.run(ctx, nil, "merge-base", "--is-ancestor", a, b)
@@ -199,21 +223,8 @@ func (g gitRepo) unbundle(ctx context.Context, path string) (string, error) {
 // never holds (a compiled module beside its source, a build's output). Only the tree's
 // .gitignore files count, not the authority's or the worker's own excludes: a worker's
 // may leave out more files, never fewer. Files the base tracks stay tracked, as they do
-// for git add.
+// for git add: which of the ignored files cand adds is asked only when it holds one.
 func (g gitRepo) ignoredAdded(ctx context.Context, base, cand string) ([]string, error) {
-	out, err := g.run(ctx, nil, "diff-tree", "-r", "-z", "--no-renames", "--diff-filter=A", "--name-only", base, cand)
-	if err != nil {
-		return nil, err
-	}
-	added := map[string]bool{}
-	for _, p := range strings.Split(out, "\x00") {
-		if p != "" {
-			added[p] = true
-		}
-	}
-	if len(added) == 0 {
-		return nil, nil
-	}
 	dir, err := os.MkdirTemp("", "orchestrator-ignored-*")
 	if err != nil {
 		return nil, err
@@ -234,12 +245,20 @@ func (g gitRepo) ignoredAdded(ctx context.Context, base, cand string) ([]string,
 	if _, err := s.run(ctx, strings.NewReader(names), "update-index", "--skip-worktree", "-z", "--stdin"); err != nil {
 		return nil, err
 	}
-	out, err = s.run(ctx, nil, "ls-files", "-z", "--cached", "--ignored", "--exclude-per-directory=.gitignore")
+	all, err := s.run(ctx, nil, "ls-files", "-z", "--cached", "--ignored", "--exclude-per-directory=.gitignore")
+	if err != nil || all == "" {
+		return nil, err
+	}
+	out, err := g.run(ctx, nil, "diff-tree", "-r", "-z", "--no-renames", "--diff-filter=A", "--name-only", base, cand)
 	if err != nil {
 		return nil, err
 	}
-	var ignored []string
+	added := map[string]bool{}
 	for _, p := range strings.Split(out, "\x00") {
+		added[p] = p != ""
+	}
+	var ignored []string
+	for _, p := range strings.Split(all, "\x00") {
 		if added[p] {
 			ignored = append(ignored, p)
 		}
