@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,14 +35,15 @@ const (
 // A Workspace is where a job's agent runs on a worker.
 type Workspace struct {
 	// Dir is the agent's checkout of the job's base, its working folder: a worktree of the
-	// worker's cache repository, with a .git file.
+	// worker's cache repository, with a .git file. Each of the worker's job lanes keeps
+	// its own between jobs, reset to the next job's base and cleaned.
 	Dir string
 	// Markers is the agent's own marker folder (ORCHESTRATOR_MARKER_DIR); Log the agent
 	// log file, which the worker returns whole.
 	Markers string
 	Log     string
 	// Attempt is the job's private folder on the worker (ORCHESTRATOR_ATTEMPT_DIR):
-	// Dir, Markers and Log are in it, and a sandbox's private folders go there.
+	// Markers and Log are in it, and a sandbox's private folders go there.
 	Attempt string
 	// Objects is the cache repository's objects folder, which an agent's own git folder
 	// borrows (agents.OwnGit); Hide the folders the agent must not see (the cache).
@@ -150,8 +152,8 @@ func (w *Worker) Serve(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { w.heartbeat(ctx) })
 	wg.Go(func() { w.prefetch(ctx) })
-	for range w.Jobs {
-		wg.Go(func() { w.loop(ctx, cons) })
+	for i := range w.Jobs {
+		wg.Go(func() { w.loop(ctx, cons, &lane{dir: filepath.Join(w.CacheDir, "lanes", strconv.Itoa(i), "work")}) })
 	}
 	wg.Wait()
 	return nil
@@ -174,6 +176,8 @@ func (w *Worker) prepareCache(ctx context.Context) error {
 		agents.StopAdopted(0, 0, "ORCHESTRATOR_ATTEMPT_DIR", dir, 2*time.Second)
 		os.RemoveAll(dir)
 	}
+	// The lanes' checkouts are made again as jobs come.
+	os.RemoveAll(filepath.Join(w.CacheDir, "lanes"))
 	_, err := w.repo.run(ctx, nil, "worktree", "prune")
 	return err
 }
@@ -226,7 +230,7 @@ func (w *Worker) logf(format string, args ...any) {
 }
 
 // loop takes one job at a time until ctx ends.
-func (w *Worker) loop(ctx context.Context, cons jetstream.Consumer) {
+func (w *Worker) loop(ctx context.Context, cons jetstream.Consumer, l *lane) {
 	for ctx.Err() == nil {
 		fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		batch, err := cons.Fetch(1, jetstream.FetchContext(fctx))
@@ -239,7 +243,7 @@ func (w *Worker) loop(ctx context.Context, cons jetstream.Consumer) {
 			continue
 		}
 		for msg := range batch.Messages() {
-			w.take(ctx, msg)
+			w.take(ctx, msg, l)
 		}
 		cancel()
 	}
@@ -247,7 +251,7 @@ func (w *Worker) loop(ctx context.Context, cons jetstream.Consumer) {
 
 // take runs one job message: progress acknowledgements while it runs, then the outcome
 // and the acknowledgement, or back to the stream when the worker could not run it.
-func (w *Worker) take(ctx context.Context, msg jetstream.Msg) {
+func (w *Worker) take(ctx context.Context, msg jetstream.Msg, l *lane) {
 	var job Job
 	if err := json.Unmarshal(msg.Data(), &job); err != nil || job.Attempt.validate() != nil {
 		w.logf("job on %s: not a job: %v", msg.Subject(), err)
@@ -264,7 +268,7 @@ func (w *Worker) take(ctx context.Context, msg jetstream.Msg) {
 	var wg sync.WaitGroup
 	wg.Go(func() { w.keepAlive(msg, progress) })
 	w.logf("job %s (delivery %d): base %s", job.Attempt, delivery, short(job.Base))
-	err := w.runJob(ctx, job, delivery)
+	err := w.runJob(ctx, job, delivery, l)
 	close(progress)
 	wg.Wait()
 	if err != nil {
@@ -298,15 +302,15 @@ func (w *Worker) keepAlive(msg jetstream.Msg, done <-chan struct{}) {
 
 // runJob materialises the base, runs the agent, commits what it changed and publishes
 // the outcome.
-func (w *Worker) runJob(ctx context.Context, job Job, delivery uint64) error {
+func (w *Worker) runJob(ctx context.Context, job Job, delivery uint64, l *lane) error {
 	if err := w.ensureBase(ctx, job.Base); err != nil {
 		return err
 	}
-	ws, err := w.checkout(ctx, job)
+	ws, err := w.checkout(ctx, job, l)
+	defer os.RemoveAll(ws.Attempt)
 	if err != nil {
 		return err
 	}
-	defer w.removeCheckout(ws)
 	rctx := ctx
 	if job.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -482,37 +486,80 @@ func (w *Worker) fetchAhead(ctx context.Context, base string) bool {
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
 
-// checkout makes the job's folder and its checkout of the base.
-func (w *Worker) checkout(ctx context.Context, job Job) (Workspace, error) {
+// A lane is one of the worker's job loops, with the checkout its jobs run in: made by
+// its first job, reset and cleaned by each next one (two git processes, where making and
+// removing a worktree for each job took four).
+type lane struct {
+	dir   string // the checkout
+	admin string // its git folder in the cache repository, once made
+}
+
+// checkout makes the job's folder and the lane's checkout of the base.
+func (w *Worker) checkout(ctx context.Context, job Job, l *lane) (Workspace, error) {
 	dir := filepath.Join(w.CacheDir, "jobs", job.Attempt.key())
 	_ = os.RemoveAll(dir)
-	ws := Workspace{Dir: filepath.Join(dir, "work"), Markers: filepath.Join(dir, "markers"), Log: filepath.Join(dir, "agent.log"),
+	ws := Workspace{Dir: l.dir, Markers: filepath.Join(dir, "markers"), Log: filepath.Join(dir, "agent.log"),
 		Attempt: dir, Objects: filepath.Join(w.repo.gitDir, "objects"), Hide: []string{w.CacheDir}, Worker: w.Name}
 	if err := os.MkdirAll(ws.Markers, 0o755); err != nil {
 		return ws, err
 	}
-	if _, err := w.repo.run(ctx, nil, "worktree", "add", "-q", "--detach", ws.Dir, job.Base); err != nil {
+	if err := w.resetLane(ctx, l, job.Base); err != nil {
 		return ws, err
 	}
 	// The worker's own index of the checkout, which the agent cannot reach: the
 	// candidate is made with a copy of it.
-	admin, err := gitRepo{dir: ws.Dir}.run(ctx, nil, "rev-parse", "--absolute-git-dir")
-	if err != nil {
-		return ws, err
-	}
-	b, err := os.ReadFile(filepath.Join(strings.TrimSpace(admin), "index"))
+	b, err := os.ReadFile(filepath.Join(l.admin, "index"))
 	if err != nil {
 		return ws, err
 	}
 	return ws, os.WriteFile(filepath.Join(dir, "index"), b, 0o600)
 }
 
-// removeCheckout removes the job's folder and its worktree.
-func (w *Worker) removeCheckout(ws Workspace) {
-	ctx := context.Background()
-	_, _ = w.repo.run(ctx, nil, "worktree", "remove", "--force", ws.Dir)
-	_ = os.RemoveAll(ws.Attempt)
-	_, _ = w.repo.run(ctx, nil, "worktree", "prune")
+// resetLane makes the lane's checkout hold base and nothing else: reset and cleaned of
+// every file the last job's agent left (ignored ones and nested repositories too), or
+// made afresh when it has none or git cannot reset it.
+func (w *Worker) resetLane(ctx context.Context, l *lane, base string) error {
+	if l.admin != "" {
+		// The agent may have changed or removed the .git file, or put a link in its
+		// place: a new file renamed over it, so that git resets this checkout and no
+		// other.
+		gitFile := filepath.Join(l.dir, ".git")
+		tmp := filepath.Join(filepath.Dir(l.dir), "gitfile")
+		err := os.WriteFile(tmp, []byte("gitdir: "+l.admin+"\n"), 0o644)
+		if err == nil {
+			if err = os.Rename(tmp, gitFile); err != nil {
+				err = errors.Join(os.RemoveAll(gitFile), os.Rename(tmp, gitFile))
+			}
+		}
+		g := gitRepo{gitDir: l.admin, workTree: l.dir, dir: l.dir}
+		if err == nil {
+			_, err = g.run(ctx, nil, "reset", "-q", "--hard", "--no-recurse-submodules", base)
+		}
+		if err == nil {
+			_, err = g.run(ctx, nil, "clean", "-q", "-ffdx")
+		}
+		if err == nil {
+			return nil
+		}
+		w.logf("lane %s: made again: %v", l.dir, err)
+	}
+	l.admin = ""
+	_ = os.RemoveAll(l.dir)
+	if _, err := w.repo.run(ctx, nil, "worktree", "prune"); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(l.dir), 0o755); err != nil {
+		return err
+	}
+	if _, err := w.repo.run(ctx, nil, "worktree", "add", "-q", "--detach", l.dir, base); err != nil {
+		return err
+	}
+	admin, err := gitRepo{dir: l.dir}.run(ctx, nil, "rev-parse", "--absolute-git-dir")
+	if err != nil {
+		return err
+	}
+	l.admin = strings.TrimSpace(admin)
+	return nil
 }
 
 // commit records what is in the checkout now as one commit on the job's base (all files,

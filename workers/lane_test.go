@@ -1,0 +1,78 @@
+package workers
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLaneStartsClean: a worker keeps one checkout per job lane and resets it for the next
+// job. What the last job's agent left there — a new file, an ignored one, a new
+// folder, an edit of a tracked file, a deleted one, and its .git file replaced by a
+// link into another repository — is gone when the next job's agent starts, its checkout
+// is its base and nothing else, and the candidate it makes holds its own work only. The
+// other repository the link named is untouched.
+func TestLaneStartsClean(t *testing.T) {
+	srv := serve(t)
+	repo, base := newRepo(t, map[string]string{"README.md": "hello\n", "keep.txt": "kept\n", ".gitignore": "*.tmp\n"})
+	d, _ := dispatch(t, srv, repo, 5*time.Second)
+	other, otherHead := newRepo(t, map[string]string{"theirs.txt": "theirs\n"})
+	seen := make(chan string, 8)
+	run := func(ctx context.Context, job Job, ws Workspace) (RunResult, error) {
+		var found []string
+		filepath.WalkDir(ws.Dir, func(p string, e os.DirEntry, err error) error {
+			rel, _ := filepath.Rel(ws.Dir, p)
+			if err == nil && rel != "." {
+				found = append(found, rel)
+			}
+			if e != nil && e.IsDir() && e.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			return nil
+		})
+		b, _ := os.ReadFile(filepath.Join(ws.Dir, "README.md"))
+		fi, err := os.Lstat(filepath.Join(ws.Dir, ".git"))
+		gitFile := "missing"
+		if err == nil {
+			gitFile = "not a file"
+			if fi.Mode().IsRegular() {
+				gitFile = "file"
+			}
+		}
+		seen <- strings.Join(found, " ") + " | README.md=" + strings.TrimSpace(string(b)) + " | .git " + gitFile
+		if job.Attempt.Task == "TASK-001" {
+			writeAll(t, ws.Dir, map[string]string{"left.txt": "left\n", "build.tmp": "ignored\n", "nested/inner.txt": "inner\n", "README.md": "changed\n"})
+			os.Remove(filepath.Join(ws.Dir, "keep.txt"))
+			os.Remove(filepath.Join(ws.Dir, ".git"))
+			if err := os.Symlink(filepath.Join(other, ".git"), filepath.Join(ws.Dir, ".git")); err != nil {
+				t.Error(err)
+			}
+			return RunResult{}, nil
+		}
+		writeAll(t, ws.Dir, map[string]string{"second.txt": "second\n"})
+		return RunResult{}, nil
+	}
+	startWorker(t, srv.URL(), "w1", run)
+	for i, task := range []string{"TASK-001", "TASK-002"} {
+		if err := d.Submit(context.Background(), Job{Attempt: AttemptID{Task: task, N: 1}, Base: base, Agent: "exec", Argv: []string{"true"}, Timeout: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		o := next(t, d)
+		want := ".git .gitignore README.md keep.txt | README.md=hello | .git file"
+		if got := <-seen; got != want {
+			t.Fatalf("job %d's agent found: %s\nwant: %s", i+1, got, want)
+		}
+		if task == "TASK-002" {
+			files := git(t, repo, "ls-tree", "-r", "--name-only", o.Candidate)
+			if files != ".gitignore\nREADME.md\nkeep.txt\nsecond.txt" {
+				t.Fatalf("TASK-002's candidate holds:\n%s", files)
+			}
+		}
+	}
+	if got := git(t, other, "rev-parse", "HEAD"); got != otherHead || git(t, other, "status", "--porcelain") != "" {
+		t.Fatalf("the other repository changed: head %s (was %s), status %q", got, otherHead, git(t, other, "status", "--porcelain"))
+	}
+}
