@@ -225,11 +225,11 @@ func (d *Dispatcher) Submit(ctx context.Context, job Job) error {
 	if err := job.Attempt.validate(); err != nil {
 		return fmt.Errorf("submit: %w", err)
 	}
-	base := d.git.commit(ctx, job.Base)
+	base, tree := d.git.commitTree(ctx, job.Base)
 	if base == "" {
 		return fmt.Errorf("submit %s: base %q is not a commit of %s", job.Attempt, job.Base, d.o.Repo)
 	}
-	job.Base = base
+	job.Base, job.BaseTree = base, tree
 	if len(job.Argv) == 0 {
 		return fmt.Errorf("submit %s: no agent command", job.Attempt)
 	}

@@ -79,6 +79,19 @@ func (g gitRepo) commit(ctx context.Context, rev string) string {
 	return strings.TrimSpace(out)
 }
 
+// commitTree returns the full names of commit rev and of its tree, or "" when the
+// repository has no such commit.
+func (g gitRepo) commitTree(ctx context.Context, rev string) (commit, tree string) {
+	if strings.HasPrefix(rev, "-") {
+		return "", "" // an option, not a name
+	}
+	out, err := g.run(ctx, nil, "rev-parse", rev+"^{commit}", rev+"^{tree}", "--")
+	if f := strings.Fields(out); err == nil && len(f) == 3 {
+		return f[0], f[1]
+	}
+	return "", ""
+}
+
 // parents returns the parents of commit c, named by its full object name, as its own
 // header lists them; ok is false when the repository has no commit of that name (an
 // object of another type, a tag of a commit among them, is none). One git process reads

@@ -90,7 +90,10 @@ func parseKey(k string) (AttemptID, error) {
 type Job struct {
 	Attempt AttemptID `json:"attempt"`
 	// Base is the commit the agent starts from; its bundle is in the bases bucket.
-	Base string `json:"base"`
+	// BaseTree is its tree, which Submit fills in: the worker tells an agent that changed
+	// nothing by it.
+	Base     string `json:"base"`
+	BaseTree string `json:"base_tree,omitempty"`
 	// Prompt is written to the agent's standard input.
 	Prompt string `json:"prompt"`
 	// Agent names the agent (claude, codex, exec, or one of the config's), Argv its

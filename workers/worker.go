@@ -576,9 +576,12 @@ func (w *Worker) commit(ctx context.Context, ws Workspace, job Job) (string, err
 	if err != nil {
 		return "", err
 	}
-	baseTree, err := g.run(ctx, nil, "rev-parse", job.Base+"^{tree}")
-	if err != nil {
-		return "", err
+	baseTree := job.BaseTree
+	if !worktree.IsObjectID(baseTree) {
+		// From an authority that does not say it.
+		if baseTree, err = g.run(ctx, nil, "rev-parse", job.Base+"^{tree}"); err != nil {
+			return "", err
+		}
 	}
 	if strings.TrimSpace(tree) == strings.TrimSpace(baseTree) {
 		return job.Base, nil
