@@ -25,13 +25,11 @@ demo-plan: build
 
 # Everything. The slow real-program suites (watch: the loop end to end with scripted agents,
 # the sandbox and real git; agents: the real claude and codex programs) are named first so
-# that they start first and the short packages fill in beside them. Their tests wait on
-# slow scripted agents most of the time: -parallel 8 runs more of them at once than go's
-# default of one per core (the watch package 1,085 s against 1,407 s on two cores). The
-# timeout leaves room for a busy machine (see test-busy).
+# that they start first and the short packages fill in beside them. The timeout leaves room
+# for a busy machine (see test-busy).
 test: test-deps
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -parallel 8 -timeout 60m ./watch ./agents ./...
+	$(GO) test -race -count=1 -timeout 60m ./watch ./agents ./...
 
 # Everything but the slow real-program suites (watch, agents): the unit tests, the gate's,
 # the runners' and the commands' tests.

@@ -224,32 +224,46 @@ func (r *runner) settleFront(ctx context.Context) error {
 	held := r.held
 	r.held = nil
 	if err != nil {
-		return errors.Join(err, held.putBack(r))
+		return errors.Join(err, r.putBackHeld(held.launches))
 	}
-	return r.launchAll(ctx, held.doc, held.picks)
+	for i, l := range held.launches {
+		if err := r.launchAll(ctx, l.doc, l.picks); err != nil {
+			return errors.Join(err, r.putBackHeld(held.launches[i+1:]))
+		}
+	}
+	return nil
+}
+
+// putBackHeld sets the tasks of held launches back to pending when the run stops before
+// they start.
+func (r *runner) putBackHeld(held []heldLaunch) error {
+	var errs []error
+	for _, l := range held {
+		for _, t := range l.picks {
+			if _, err := r.setStatus(context.Background(), t.ID, queue.StatusInProgress, queue.StatusPending); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // heldLaunches are the tasks set in_progress while the merge queue settled its front,
-// with the queue as the last of those writes left it.
+// each write's picks with the queue that write read: a task's record is read from the
+// document it was picked from.
 type heldLaunches struct {
+	launches []heldLaunch
+}
+
+type heldLaunch struct {
 	doc   *queue.Doc
 	picks []queue.Task
 }
 
 func (h *heldLaunches) add(doc *queue.Doc, picks []queue.Task) {
-	h.doc = doc
-	h.picks = append(h.picks, picks...)
-}
-
-// putBack sets the held tasks back to pending when the run stops before they start.
-func (h *heldLaunches) putBack(r *runner) error {
-	var errs []error
-	for _, t := range h.picks {
-		if _, err := r.setStatus(context.Background(), t.ID, queue.StatusInProgress, queue.StatusPending); err != nil {
-			errs = append(errs, err)
-		}
+	if len(picks) > 0 {
+		h.launches = append(h.launches, heldLaunch{doc, picks})
 	}
-	return errors.Join(errs...)
 }
 
 // settle is settleFront's work: the front's candidates, then the next gates.

@@ -131,7 +131,7 @@ func TestWorkerKilledMidAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the agent on w1", func() bool {
-		_, err := os.Stat(filepath.Join(jobDir, "work", "started.flag"))
+		_, err := os.Stat(filepath.Join(cache1, "lanes", "0", "work", "started.flag"))
 		return err == nil
 	})
 	if err := w1.Process.Signal(syscall.SIGKILL); err != nil {
