@@ -236,8 +236,21 @@ func (g gitRepo) unbundle(ctx context.Context, path string) (string, error) {
 // never holds (a compiled module beside its source, a build's output). Only the tree's
 // .gitignore files count, not the authority's or the worker's own excludes: a worker's
 // may leave out more files, never fewer. Files the base tracks stay tracked, as they do
-// for git add: which of the ignored files cand adds is asked only when it holds one.
+// for git add.
 func (g gitRepo) ignoredAdded(ctx context.Context, base, cand string) ([]string, error) {
+	out, err := g.run(ctx, nil, "diff-tree", "-r", "-z", "--no-renames", "--diff-filter=A", "--name-only", base, cand)
+	if err != nil {
+		return nil, err
+	}
+	added := map[string]bool{}
+	for _, p := range strings.Split(out, "\x00") {
+		if p != "" {
+			added[p] = true
+		}
+	}
+	if len(added) == 0 {
+		return nil, nil
+	}
 	dir, err := os.MkdirTemp("", "orchestrator-ignored-*")
 	if err != nil {
 		return nil, err
@@ -258,20 +271,12 @@ func (g gitRepo) ignoredAdded(ctx context.Context, base, cand string) ([]string,
 	if _, err := s.run(ctx, strings.NewReader(names), "update-index", "--skip-worktree", "-z", "--stdin"); err != nil {
 		return nil, err
 	}
-	all, err := s.run(ctx, nil, "ls-files", "-z", "--cached", "--ignored", "--exclude-per-directory=.gitignore")
-	if err != nil || all == "" {
-		return nil, err
-	}
-	out, err := g.run(ctx, nil, "diff-tree", "-r", "-z", "--no-renames", "--diff-filter=A", "--name-only", base, cand)
+	out, err = s.run(ctx, nil, "ls-files", "-z", "--cached", "--ignored", "--exclude-per-directory=.gitignore")
 	if err != nil {
 		return nil, err
 	}
-	added := map[string]bool{}
-	for _, p := range strings.Split(out, "\x00") {
-		added[p] = p != ""
-	}
 	var ignored []string
-	for _, p := range strings.Split(all, "\x00") {
+	for _, p := range strings.Split(out, "\x00") {
 		if added[p] {
 			ignored = append(ignored, p)
 		}
