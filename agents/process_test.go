@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -131,7 +132,10 @@ func TestStartEnvAndDir(t *testing.T) {
 		"ORCHESTRATOR_ROOT=" + e.root,
 		"ORCHESTRATOR_TASK_ID=TASK-1",
 	}, "\n") + "\n"
-	if got := p.Stdout(); got != want {
+	// The tests' own deadline scale (make test-busy sets it) passes as every ORCHESTRATOR_
+	// variable of the orchestrator's environment does.
+	got := regexp.MustCompile(`(?m)^ORCHESTRATOR_TEST_TIMESCALE=.*\n`).ReplaceAllString(p.Stdout(), "")
+	if got != want {
 		t.Errorf("environment =\n%s\nwant\n%s", got, want)
 	}
 }
