@@ -223,29 +223,15 @@ func (r *runner) settleFront(ctx context.Context) error {
 	err := r.settle(ctx)
 	held := r.held
 	r.held = nil
-	if err != nil {
-		return errors.Join(err, r.putBackHeld(held.launches))
-	}
-	for i, l := range held.launches {
-		if err := r.launchAll(ctx, l.doc, l.picks); err != nil {
-			return errors.Join(err, r.putBackHeld(held.launches[i+1:]))
+	for _, l := range held.launches {
+		if err == nil {
+			err = r.launchAll(ctx, l.doc, l.picks)
+			continue
 		}
+		// The run stops before they start: its next start picks them again.
+		err = errors.Join(err, r.backToPending(l.picks))
 	}
-	return nil
-}
-
-// putBackHeld sets the tasks of held launches back to pending when the run stops before
-// they start.
-func (r *runner) putBackHeld(held []heldLaunch) error {
-	var errs []error
-	for _, l := range held {
-		for _, t := range l.picks {
-			if _, err := r.setStatus(context.Background(), t.ID, queue.StatusInProgress, queue.StatusPending); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	return errors.Join(errs...)
+	return err
 }
 
 // heldLaunches are the tasks set in_progress while the merge queue settled its front,

@@ -799,9 +799,7 @@ func (r *runner) launchAll(ctx context.Context, doc *queue.Doc, picks []queue.Ta
 		// A person may have reset the integration branch since the last start: the
 		// baseline follows the history before anything starts on it (SPEC §7.5).
 		if err := r.followHistory(ctx); err != nil {
-			for _, t := range picks {
-				_, _ = r.setStatus(context.Background(), t.ID, queue.StatusInProgress, queue.StatusPending)
-			}
+			_ = r.backToPending(picks)
 			return err
 		}
 	}
@@ -822,6 +820,18 @@ func (r *runner) launchAll(ctx context.Context, doc *queue.Doc, picks []queue.Ta
 		return r.schedule(ctx)
 	}
 	return nil
+}
+
+// backToPending sets tasks picked to start, and set in_progress, back to pending when
+// they do not start after all.
+func (r *runner) backToPending(picks []queue.Task) error {
+	var errs []error
+	for _, t := range picks {
+		if _, err := r.setStatus(context.Background(), t.ID, queue.StatusInProgress, queue.StatusPending); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // interrupt stops every running agent and puts its task back to pending without using a

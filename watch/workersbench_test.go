@@ -1,10 +1,13 @@
 package watch_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/orchestrator/orchestrator/workers"
 )
 
 // BenchmarkWorkersVsJobs (issue 28): the same eight independent tasks with 5 s agents
@@ -16,26 +19,10 @@ import (
 //
 //	go test ./watch -run '^$' -bench BenchmarkWorkersVsJobs -benchtime 1x
 func BenchmarkWorkersVsJobs(b *testing.B) {
-	work := 5 * time.Second
-	if s := os.Getenv("ORCHESTRATOR_BENCH_WORK"); s != "" {
-		if d, err := time.ParseDuration(s); err == nil {
-			work = d
-		}
-	}
 	var here, there time.Duration
 	for b.Loop() {
 		for _, onWorkers := range []bool{false, true} {
-			var tasks []realTask
-			agents := map[string][]string{}
-			for k := 1; k <= 8; k++ {
-				id, name := fmt.Sprintf("TASK-%03d", k), fmt.Sprintf("a%d", k)
-				tasks = append(tasks, realTask{id: id, category: "backend", agent: name, testCommand: fmt.Sprintf("go test ./part%02d", k), exempt: true})
-				agents[name] = remoteAgent(work, 0, fmt.Sprintf("part%02d/value.go=package part%02d; func Value() int { return %d }", k, k, k))
-			}
-			r := newRealRepo(b, "gomod", goTest, tasks, agents, remoteConfig)
-			if code, out := r.run("baseline"); code != 0 {
-				b.Fatalf("baseline: exit %d\n%s", code, out)
-			}
+			r, tasks := workersBenchRepo(b, remoteConfig)
 			start := time.Now()
 			args := []string{"watch", "--once", "--jobs", "4"}
 			if onWorkers {
@@ -48,16 +35,7 @@ func BenchmarkWorkersVsJobs(b *testing.B) {
 					startWorker(b, url, fmt.Sprintf("w%d", i))
 				}
 			}
-			code := w.wait(b, 10*time.Minute)
-			took := time.Since(start)
-			if code != 0 {
-				b.Fatalf("workers %v: exit %d\n%s", onWorkers, code, w.out.String())
-			}
-			for _, tk := range tasks {
-				if st := r.field(tk.id, "Status"); st != "completed" {
-					b.Fatalf("workers %v: %s is %s", onWorkers, tk.id, st)
-				}
-			}
+			took := allLanded(b, r, w, tasks, start)
 			if onWorkers {
 				there += took
 			} else {
@@ -65,6 +43,106 @@ func BenchmarkWorkersVsJobs(b *testing.B) {
 			}
 		}
 	}
+	reportWorkersVsJobs(b, here, there)
+}
+
+// BenchmarkWorkersVsJobsWarm is BenchmarkWorkersVsJobs with a fleet that is up before the
+// run, as workers are once they serve a team: the four workers are connected, to a NATS
+// server of their own that keeps the workers' streams from an earlier run (made here by a
+// dispatcher that then closes), before `watch --once --jobs 4 --workers URL` starts. The
+// time counted is the watch's alone in both arms.
+//
+//	go test ./watch -run '^$' -bench BenchmarkWorkersVsJobsWarm -benchtime 1x
+func BenchmarkWorkersVsJobsWarm(b *testing.B) {
+	const authority = "bench-authority-password"
+	var here, there time.Duration
+	for b.Loop() {
+		for _, onWorkers := range []bool{false, true} {
+			config := ""
+			var srv *workers.Server
+			if onWorkers {
+				var err error
+				srv, err = workers.Serve(context.Background(), workers.ServeOptions{Addr: "127.0.0.1:0", StoreDir: b.TempDir(), Token: remoteToken, AuthorityToken: authority})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(srv.Close)
+				config = fmt.Sprintf("workers:\n  url: %s\n  credentials: %s:%s\n  token: %s\n  ack_wait: 2s\n", srv.URL(), workers.AuthorityUser, authority, remoteToken)
+			}
+			r, tasks := workersBenchRepo(b, config)
+			if onWorkers {
+				// The streams of an earlier run, then the fleet, connected and idle.
+				d, err := workers.NewDispatcher(context.Background(), workers.DispatcherOptions{
+					URL: srv.URL(), Credentials: srv.Authority(), Repo: r.root, Key: []byte("an earlier run's key"), AckWait: 2 * time.Second,
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				d.Close()
+				for i := 1; i <= 4; i++ {
+					startWorker(b, srv.URL(), fmt.Sprintf("w%d", i))
+				}
+				r.waitFor("the four workers never all said they were there", func() bool {
+					hb, err := workers.ListWorkers(context.Background(), srv.URL(), srv.Authority())
+					return err == nil && len(hb) == 4
+				})
+			}
+			start := time.Now()
+			took := allLanded(b, r, r.start("watch", "--once", "--jobs", "4"), tasks, start)
+			if onWorkers {
+				there += took
+			} else {
+				here += took
+			}
+		}
+	}
+	reportWorkersVsJobs(b, here, there)
+}
+
+// workersBenchRepo is the benchmarks' Go module with eight independent tasks whose agents
+// work 5 s (ORCHESTRATOR_BENCH_WORK sets another time) and write a package of their own,
+// gated by its `go test`, with its baseline taken; config is added to its config.
+func workersBenchRepo(b *testing.B, config string) (*realRepo, []realTask) {
+	b.Helper()
+	work := 5 * time.Second
+	if s := os.Getenv("ORCHESTRATOR_BENCH_WORK"); s != "" {
+		if d, err := time.ParseDuration(s); err == nil {
+			work = d
+		}
+	}
+	var tasks []realTask
+	agents := map[string][]string{}
+	for k := 1; k <= 8; k++ {
+		id, name := fmt.Sprintf("TASK-%03d", k), fmt.Sprintf("a%d", k)
+		tasks = append(tasks, realTask{id: id, category: "backend", agent: name, testCommand: fmt.Sprintf("go test ./part%02d", k), exempt: true})
+		agents[name] = remoteAgent(work, 0, fmt.Sprintf("part%02d/value.go=package part%02d; func Value() int { return %d }", k, k, k))
+	}
+	r := newRealRepo(b, "gomod", goTest, tasks, agents, config)
+	if code, out := r.run("baseline"); code != 0 {
+		b.Fatalf("baseline: exit %d\n%s", code, out)
+	}
+	return r, tasks
+}
+
+// allLanded waits for the watch w to end, checks that it landed every task, and returns
+// the time since start.
+func allLanded(b *testing.B, r *realRepo, w *watchRun, tasks []realTask, start time.Time) time.Duration {
+	b.Helper()
+	code := w.wait(b, 10*time.Minute)
+	took := time.Since(start)
+	if code != 0 {
+		b.Fatalf("exit %d\n%s", code, w.out.String())
+	}
+	for _, tk := range tasks {
+		if st := r.field(tk.id, "Status"); st != "completed" {
+			b.Fatalf("%s is %s\n%s", tk.id, st, w.out.String())
+		}
+	}
+	return took
+}
+
+// reportWorkersVsJobs reports both arms' mean wall time and their ratio.
+func reportWorkersVsJobs(b *testing.B, here, there time.Duration) {
 	b.ReportMetric(here.Seconds()/float64(b.N), "jobs4-s")
 	b.ReportMetric(there.Seconds()/float64(b.N), "workers4-s")
 	b.ReportMetric(float64(there)/float64(here), "workers/jobs")

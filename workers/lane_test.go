@@ -76,3 +76,56 @@ func TestLaneStartsClean(t *testing.T) {
 		t.Fatalf("the other repository changed: head %s (was %s), status %q", got, otherHead, git(t, other, "status", "--porcelain"))
 	}
 }
+
+// litterScript is an agent that leaves its lane littered: a new file, an ignored one, a
+// new folder, an edit and a deletion of tracked files, a background process that writes
+// on after it, and, where its sandbox lets it, its .git file replaced by a link.
+const litterScript = `#!/bin/sh
+echo left > left.txt
+echo ignored > build.tmp
+mkdir nested && echo inner > nested/inner.txt
+echo changed > README.md
+rm keep.txt
+(rm -f .git && ln -s /tmp .git) 2>/dev/null
+printf 'done' > "$ORCHESTRATOR_MARKER_DIR/$ORCHESTRATOR_TASK_ID.done"
+`
+
+// lookScript is an honest agent that writes what its checkout held when it started, and its
+// own work.
+const lookScript = `#!/bin/sh
+found=$(ls -A | sort)
+{ printf '%s\n' "$found"; cat README.md; } > seen.txt
+echo mine > mine.txt
+printf 'done' > "$ORCHESTRATOR_MARKER_DIR/$ORCHESTRATOR_TASK_ID.done"
+`
+
+// TestLaneStartsCleanForARealAgent is TestLaneStartsClean through the real agent runner,
+// in the sandbox where bubblewrap works: a littering agent's process, then an honest
+// one's in the same lane, which finds its base and nothing else and whose candidate is
+// its own work.
+func TestLaneStartsCleanForARealAgent(t *testing.T) {
+	srv := serve(t)
+	repo, base := newRepo(t, map[string]string{"README.md": "hello\n", "keep.txt": "kept\n", ".gitignore": "*.tmp\n"})
+	d, _ := dispatch(t, srv, repo, 5*time.Second)
+	startWorker(t, srv.URL(), "w1", AgentRunner(AgentOptions{Sandbox: sandboxed(t)}))
+	var last Outcome
+	for _, c := range []struct{ task, script string }{{"TASK-001", litterScript}, {"TASK-002", lookScript}} {
+		script := filepath.Join(t.TempDir(), "agent.sh")
+		if err := os.WriteFile(script, []byte(c.script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		job := Job{Attempt: AttemptID{Task: c.task, N: 1}, Base: base, Agent: "exec", Argv: []string{"/bin/sh", script}, Timeout: time.Minute}
+		if err := d.Submit(context.Background(), job); err != nil {
+			t.Fatal(err)
+		}
+		if last = next(t, d); last.ExitCode != 0 || last.Marker == nil {
+			t.Fatalf("%s: outcome %+v", c.task, last)
+		}
+	}
+	if got, want := git(t, repo, "show", last.Candidate+":seen.txt"), ".git\n.gitignore\nREADME.md\nkeep.txt\nhello"; got != want {
+		t.Errorf("the second agent found:\n%s\nwant:\n%s", got, want)
+	}
+	if files := git(t, repo, "ls-tree", "-r", "--name-only", last.Candidate); files != ".gitignore\nREADME.md\nkeep.txt\nmine.txt\nseen.txt" {
+		t.Errorf("the second agent's candidate holds:\n%s", files)
+	}
+}

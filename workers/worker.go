@@ -515,29 +515,26 @@ func (w *Worker) checkout(ctx context.Context, job Job, l *lane) (Workspace, err
 	return ws, os.WriteFile(filepath.Join(dir, "index"), b, 0o600)
 }
 
+// reuse resets the lane's checkout to base and cleans it. The last agent may have
+// changed or removed its .git file, or put a link in its place: it is written first.
+func (l *lane) reuse(ctx context.Context, base string) error {
+	if err := worktree.WriteGitFile(l.dir, l.admin); err != nil {
+		return err
+	}
+	g := gitRepo{gitDir: l.admin, workTree: l.dir, dir: l.dir}
+	if _, err := g.run(ctx, nil, "reset", "-q", "--hard", "--no-recurse-submodules", base); err != nil {
+		return err
+	}
+	_, err := g.run(ctx, nil, "clean", "-q", "-ffdx")
+	return err
+}
+
 // resetLane makes the lane's checkout hold base and nothing else: reset and cleaned of
 // every file the last job's agent left (ignored ones and nested repositories too), or
 // made afresh when it has none or git cannot reset it.
 func (w *Worker) resetLane(ctx context.Context, l *lane, base string) error {
 	if l.admin != "" {
-		// The agent may have changed or removed the .git file, or put a link in its
-		// place: a new file renamed over it, so that git resets this checkout and no
-		// other.
-		gitFile := filepath.Join(l.dir, ".git")
-		tmp := filepath.Join(filepath.Dir(l.dir), "gitfile")
-		err := os.WriteFile(tmp, []byte("gitdir: "+l.admin+"\n"), 0o644)
-		if err == nil {
-			if err = os.Rename(tmp, gitFile); err != nil {
-				err = errors.Join(os.RemoveAll(gitFile), os.Rename(tmp, gitFile))
-			}
-		}
-		g := gitRepo{gitDir: l.admin, workTree: l.dir, dir: l.dir}
-		if err == nil {
-			_, err = g.run(ctx, nil, "reset", "-q", "--hard", "--no-recurse-submodules", base)
-		}
-		if err == nil {
-			_, err = g.run(ctx, nil, "clean", "-q", "-ffdx")
-		}
+		err := l.reuse(ctx, base)
 		if err == nil {
 			return nil
 		}

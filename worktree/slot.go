@@ -144,17 +144,15 @@ func (s *Slot) env(index string) []string {
 	return []string{"GIT_DIR=" + s.admin, "GIT_WORK_TREE=" + s.Dir, "GIT_INDEX_FILE=" + index}
 }
 
-// Reset makes the slot a pristine checkout of commit: tracked files as in commit, nothing
-// else (untracked and ignored files removed). Only the files that differ are written.
-func (s *Slot) Reset(ctx context.Context, commit string) error {
-	// The .git file is git's way into the slot for the agent's own git commands; put it
-	// back in case the agent changed or removed it.
-	// A new file renamed over whatever is there: the agent may have made .git a symbolic
-	// link (to the baseline, say), which a plain write would follow.
-	gitFile := filepath.Join(s.Dir, ".git")
+// WriteGitFile writes the .git file of the worktree dir, naming its git folder admin,
+// whatever an agent left in its place: a new file renamed over it, since the agent may
+// have made .git a symbolic link (to the baseline, into another repository), which a
+// plain write would follow, or a folder, which is removed first.
+func WriteGitFile(dir, admin string) error {
+	gitFile := filepath.Join(dir, ".git")
 	tmp := gitFile + ".orchestrator-tmp"
 	os.Remove(tmp)
-	if err := os.WriteFile(tmp, []byte("gitdir: "+s.admin+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(tmp, []byte("gitdir: "+admin+"\n"), 0o644); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, gitFile); err != nil {
@@ -162,9 +160,18 @@ func (s *Slot) Reset(ctx context.Context, commit string) error {
 		if rmErr := os.RemoveAll(gitFile); rmErr != nil {
 			return err
 		}
-		if err := os.Rename(tmp, gitFile); err != nil {
-			return err
-		}
+		return os.Rename(tmp, gitFile)
+	}
+	return nil
+}
+
+// Reset makes the slot a pristine checkout of commit: tracked files as in commit, nothing
+// else (untracked and ignored files removed). Only the files that differ are written.
+func (s *Slot) Reset(ctx context.Context, commit string) error {
+	// The .git file is git's way into the slot for the agent's own git commands; put it
+	// back in case the agent changed or removed it.
+	if err := WriteGitFile(s.Dir, s.admin); err != nil {
+		return err
 	}
 	// The slot is its holder's alone: a lock left by a git command of an earlier holder
 	// that was stopped (a gate cancelled when its result no longer mattered) is stale.
