@@ -99,7 +99,7 @@ func NewDispatcher(ctx context.Context, o DispatcherOptions) (*Dispatcher, error
 
 // setUp makes what the protocol keeps in JetStream, and subscribes to outcomes.
 func (d *Dispatcher) setUp(ctx context.Context) error {
-	js, err := jetstream.New(d.nc)
+	js, err := jetstream.New(d.nc, jetstream.WithDefaultTimeout(requestTimeout))
 	if err != nil {
 		return err
 	}
@@ -189,7 +189,7 @@ func (d *Dispatcher) exhausted(m *nats.Msg) {
 	}
 	w := wireOutcome{Attempt: job.Attempt, Base: job.Base, Candidate: job.Base, ExitCode: -1, Delivery: adv.Deliveries, Exhausted: adv.Deliveries}
 	rec, _ := json.Marshal(w)
-	if _, err := d.accepted.Create(ctx, job.Attempt.key(), rec); err != nil {
+	if err := kvCreate(ctx, d.accepted, job.Attempt.key(), rec); err != nil {
 		return // an outcome was accepted after all, or the bucket cannot be written now
 	}
 	_ = s.DeleteMsg(ctx, adv.StreamSeq)
@@ -319,10 +319,16 @@ func putObject(ctx context.Context, obs jetstream.ObjectStore, meta jetstream.Ob
 	if err := write(f); err != nil {
 		return nil, err
 	}
+	size, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}
-	return obs.Put(ctx, meta, f)
+	rctx, cancel := request(ctx, uint64(size))
+	defer cancel()
+	return obs.Put(rctx, meta, f)
 }
 
 // handle takes one outcome message: refused (and terminated) when its proof fails or its
@@ -397,7 +403,7 @@ func (d *Dispatcher) deliver(o *Outcome) {
 func (d *Dispatcher) refused(ctx context.Context, w *wireOutcome, why error) {
 	r := wireOutcome{Attempt: w.Attempt, Worker: w.Worker, Base: w.Base, Candidate: w.Base, ExitCode: -1, Delivery: w.Delivery, Refused: why.Error()}
 	rec, _ := json.Marshal(r)
-	if _, err := d.accepted.Create(ctx, w.Attempt.key(), rec); err != nil {
+	if err := kvCreate(ctx, d.accepted, w.Attempt.key(), rec); err != nil {
 		return // an outcome was accepted after all, or the bucket cannot be written now
 	}
 	if o, err := d.outcome(ctx, &r); err == nil {
@@ -432,7 +438,7 @@ func (d *Dispatcher) accept(ctx context.Context, w *wireOutcome) (*Outcome, erro
 	if w.Refused != "" {
 		return nil, fmt.Errorf("attempt %s: an outcome from a worker that says the authority refused it: %w", w.Attempt, ErrForged)
 	}
-	if _, err := d.attempts.Get(ctx, w.Attempt.key()); err != nil {
+	if _, err := kvGet(ctx, d.attempts, w.Attempt.key()); err != nil {
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			return nil, fmt.Errorf("attempt %s: never submitted: %w", w.Attempt, ErrForged)
 		}
@@ -441,7 +447,9 @@ func (d *Dispatcher) accept(ctx context.Context, w *wireOutcome) (*Outcome, erro
 	if err := w.verify(jobSecret(d.o.Key, w.Attempt)); err != nil {
 		return nil, err
 	}
-	if prev, err := d.accepted.Get(ctx, w.Attempt.key()); err == nil {
+	prev, err := kvGet(ctx, d.accepted, w.Attempt.key())
+	switch {
+	case err == nil:
 		var p acceptedRecord
 		if json.Unmarshal(prev.Value(), &p) == nil && p.Proof == w.Proof {
 			// The very outcome accepted before, whose message was not acknowledged (the
@@ -449,13 +457,15 @@ func (d *Dispatcher) accept(ctx context.Context, w *wireOutcome) (*Outcome, erro
 			return d.outcome(ctx, w)
 		}
 		return nil, errDuplicate
+	case !errors.Is(err, jetstream.ErrKeyNotFound):
+		return nil, fmt.Errorf("%w: %v", errRetry, err)
 	}
 	candidate, err := d.fetchCandidate(ctx, w)
 	if err != nil {
 		return nil, err
 	}
 	rec, _ := json.Marshal(w)
-	if _, err := d.accepted.Create(ctx, w.Attempt.key(), rec); err != nil {
+	if err := kvCreate(ctx, d.accepted, w.Attempt.key(), rec); err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return nil, errDuplicate
 		}
@@ -471,7 +481,7 @@ func (d *Dispatcher) accept(ctx context.Context, w *wireOutcome) (*Outcome, erro
 // that it is the job's base or a commit of one parent, the base, named by its full object
 // name. Every error but errRetry is a *fetchError.
 func (d *Dispatcher) fetchCandidate(ctx context.Context, w *wireOutcome) (string, error) {
-	rec, err := d.attempts.Get(ctx, w.Attempt.key())
+	rec, err := kvGet(ctx, d.attempts, w.Attempt.key())
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", errRetry, err)
 	}
@@ -530,7 +540,7 @@ func (d *Dispatcher) fetchCandidate(ctx context.Context, w *wireOutcome) (string
 // getObject writes object name of obs to the file path, after checking that its digest
 // is digest.
 func getObject(ctx context.Context, obs jetstream.ObjectStore, name, digest, path string) error {
-	info, err := obs.GetInfo(ctx, name)
+	info, err := objectInfo(ctx, obs, name)
 	if err != nil {
 		return fmt.Errorf("object %s: %w", name, err)
 	}
@@ -538,10 +548,34 @@ func getObject(ctx context.Context, obs jetstream.ObjectStore, name, digest, pat
 		return fmt.Errorf("object %s: digest %s, outcome says %s", name, info.Digest, digest)
 	}
 	// GetFile checks the content against the digest as it reads.
-	if err := obs.GetFile(ctx, name, path); err != nil {
+	rctx, cancel := request(ctx, info.Size)
+	defer cancel()
+	if err := obs.GetFile(rctx, name, path); err != nil {
 		return fmt.Errorf("object %s: %w", name, err)
 	}
 	return nil
+}
+
+// objectInfo is obs.GetInfo as one request.
+func objectInfo(ctx context.Context, obs jetstream.ObjectStore, name string) (*jetstream.ObjectInfo, error) {
+	rctx, cancel := request(ctx, 0)
+	defer cancel()
+	return obs.GetInfo(rctx, name)
+}
+
+// kvGet is kv.Get as one request.
+func kvGet(ctx context.Context, kv jetstream.KeyValue, key string) (jetstream.KeyValueEntry, error) {
+	rctx, cancel := request(ctx, 0)
+	defer cancel()
+	return kv.Get(rctx, key)
+}
+
+// kvCreate is kv.Create as one request.
+func kvCreate(ctx context.Context, kv jetstream.KeyValue, key string, value []byte) error {
+	rctx, cancel := request(ctx, 0)
+	defer cancel()
+	_, err := kv.Create(rctx, key, value)
+	return err
 }
 
 // outcome reads the parts of an accepted outcome from the results bucket.
@@ -558,11 +592,16 @@ func (d *Dispatcher) outcome(ctx context.Context, w *wireOutcome) (*Outcome, err
 		{w.LogObject, w.LogDigest, func(b []byte) { o.Log = b }},
 		{w.StdoutObject, w.StdoutDigest, func(b []byte) { o.Stdout = string(b) }},
 	} {
-		info, err := d.results.GetInfo(ctx, part.name)
-		if err != nil || info.Digest != part.digest {
-			return nil, fmt.Errorf("attempt %s: object %s: digest or %v", w.Attempt, part.name, err)
+		info, err := objectInfo(ctx, d.results, part.name)
+		if err != nil {
+			return nil, fmt.Errorf("%w: attempt %s: object %s: %v", errRetry, w.Attempt, part.name, err)
 		}
-		b, err := d.results.GetBytes(ctx, part.name)
+		if info.Digest != part.digest {
+			return nil, fmt.Errorf("attempt %s: object %s: digest %s, outcome says %s", w.Attempt, part.name, info.Digest, part.digest)
+		}
+		rctx, cancel := request(ctx, info.Size)
+		b, err := d.results.GetBytes(rctx, part.name)
+		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", errRetry, err)
 		}
@@ -574,7 +613,7 @@ func (d *Dispatcher) outcome(ctx context.Context, w *wireOutcome) (*Outcome, err
 // Accepted returns the accepted outcome of attempt a, if there is one: for a restarted
 // authority, which asks for each attempt it had running.
 func (d *Dispatcher) Accepted(ctx context.Context, a AttemptID) (*Outcome, bool, error) {
-	e, err := d.accepted.Get(ctx, a.key())
+	e, err := kvGet(ctx, d.accepted, a.key())
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, false, nil
 	}

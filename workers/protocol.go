@@ -1,6 +1,7 @@
 package workers
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -38,6 +39,22 @@ const (
 	// bucket's TTL when the worker stops sending it.
 	workersBucket = "ORCH_WORKERS"
 )
+
+// requestTimeout bounds one JetStream request. A request that reaches a stream's leader
+// as that server dies gets no answer: without a bound of its own it waits as long as its
+// context does, and so does everything behind it (every outcome waited five minutes, the
+// outcome loop's bound, behind one such request when a node of three was killed). A
+// request that times out is tried again, as the caller's error says.
+const requestTimeout = 15 * time.Second
+
+// transferRate is the slowest an object is expected to move, in bytes a second: a
+// transfer gets requestTimeout and one second more for every transferRate bytes.
+const transferRate = 1 << 20
+
+// request returns ctx bounded for one JetStream request that moves size bytes.
+func request(ctx context.Context, size uint64) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, requestTimeout+time.Duration(size/transferRate)*time.Second)
+}
 
 // prerequisiteKey is the metadata of a base bundle that names the base it was made
 // against: the worker must have that commit before it can unbundle this one. A bundle

@@ -184,7 +184,7 @@ func (w *Worker) prepareCache(ctx context.Context) error {
 
 // attach finds the job consumer and the buckets, waiting for an authority to make them.
 func (w *Worker) attach(ctx context.Context, nc *nats.Conn) (jetstream.Consumer, error) {
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(requestTimeout))
 	if err != nil {
 		return nil, err
 	}
@@ -643,7 +643,7 @@ func ListWorkers(ctx context.Context, url string, creds Credentials) ([]Heartbea
 		return nil, err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(requestTimeout))
 	if err != nil {
 		return nil, err
 	}
