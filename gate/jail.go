@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/orchestrator/orchestrator/sandbox"
 	"github.com/orchestrator/orchestrator/testrun"
@@ -96,7 +97,7 @@ func NewJail(spec JailSpec) (*Jail, error) {
 		return nil, fmt.Errorf("the gate's test program: %w", err)
 	}
 	ro = append(ro, filepath.Dir(exe))
-	j := &Jail{Env: env, cache: spec.Cache, canary: testrun.NewCanary(), profile: sandbox.Profile{
+	j := &Jail{Env: env, cache: spec.Cache, canary: jailCanary(spec.Cache, time.Now()), profile: sandbox.Profile{
 		Hide: hide, ReadOnly: dedupe(ro), Writable: []string{spec.Cache}, Network: spec.Network,
 	}}
 	if j.noNest = nests(j.profile, exe); j.noNest == nil {
@@ -121,10 +122,11 @@ func (j *Jail) Profile(checkout, dir string, env []string) *sandbox.Profile {
 	return &p
 }
 
-// Canary is the canary the gate's runs in the jail plant (SPEC §7.6), drawn once for the
-// jail's lifetime rather than once per run: a package's canary file is then the same from
-// run to run while the tests beside it are, so Go's build cache keeps its compiled test
-// package and vet's findings, and a gate compiles only what the candidate changed. Its
+// Canary is the canary the gate's runs in the jail plant (SPEC §7.6), kept in the gate's
+// cache folder for a day (jailCanary) rather than drawn once per run: a package's canary
+// file is then the same from run to run, and from one orchestrator run to the next, while
+// the tests beside it are, so Go's build cache keeps its compiled test package and vet's
+// findings, and a gate (a start's baseline among them) compiles only what changed. Its
 // names stay out of every reach they must stay out of: agents see neither the gate's
 // checkouts, gate.log, nor the cache, and test binaries run where the cache is an empty
 // folder (testexec.go). Without a jail, an agent could read a previous run's gate.log,

@@ -113,15 +113,18 @@ func TestTestExecQuotes(t *testing.T) {
 	}
 }
 
-// TestJailCanaryKeptForItsLifetime: in the sandbox, every gate run of one jail plants the
-// same canary, so that Go's build cache keeps the compiled test packages of the packages a
-// candidate did not change; another jail (another orchestrator) draws its own, and without
-// a sandbox, where an agent could read a previous run's gate.log, every run draws one.
-func TestJailCanaryKeptForItsLifetime(t *testing.T) {
+// TestJailCanaryKeptInItsCache: in the sandbox, every gate run plants the canary kept in
+// the gate's cache folder, the same for every jail (every orchestrator) of that folder,
+// so that Go's build cache keeps the compiled test packages of the packages a candidate
+// did not change, from one run to the next; a jail of another cache folder draws its
+// own; a kept canary a day old, or a file that holds no canary, is replaced. Without a
+// sandbox, where an agent could read a previous run's gate.log, every run draws one.
+func TestJailCanaryKeptInItsCache(t *testing.T) {
 	t.Parallel()
 	requireBwrap(t)
-	newJail := func() *Jail {
-		j, err := NewJail(JailSpec{Env: PinnedEnv(os.Environ()), Cache: CacheDir()})
+	cache := CacheDir()
+	newJail := func(cache string) *Jail {
+		j, err := NewJail(JailSpec{Env: PinnedEnv(os.Environ()), Cache: cache})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,16 +146,43 @@ func TestJailCanaryKeptForItsLifetime(t *testing.T) {
 		t.Fatalf("no canary planted:\n%s", v.Log.String())
 		return ""
 	}
-	j := newJail()
+	j := newJail(cache)
 	first, second := token(j), token(j)
 	if first != second {
 		t.Errorf("one jail planted %s, then %s", first, second)
 	}
-	if other := token(newJail()); other == first {
-		t.Errorf("another jail planted the same canary %s", other)
+	if next := token(newJail(cache)); next != first {
+		t.Errorf("the next jail of the same cache planted %s, want the kept %s", next, first)
+	}
+	other := t.TempDir()
+	if c := jailCanary(other, time.Now()); c.Token == first || !c.WellFormed() {
+		t.Errorf("another cache folder's canary is %+v, want one of its own", c)
 	}
 	if a, b := token(nil), token(nil); a == b || a == first {
 		t.Errorf("runs without a sandbox planted %s and %s (the jail's: %s)", a, b, first)
+	}
+
+	if kept := jailCanary(cache, time.Now()); kept.Token != first {
+		t.Fatalf("the kept canary is %s, want %s", kept.Token, first)
+	}
+	// The rest on the other folder's file: the shared cache's stays as other runs keep it.
+	kept := jailCanary(other, time.Now())
+	aged := jailCanary(other, time.Now().Add(canaryLife+time.Minute))
+	if aged == kept || !aged.WellFormed() {
+		t.Errorf("a day later: %+v, want a new canary", aged)
+	}
+	for _, bad := range []string{`{"token":"brol","message":"x","drawn":"2026-01-01T00:00:00Z"}`,
+		`{"token":"Brolvatun","message":"Brolvatun(7) = 60, want 400"}`, "not json"} {
+		if err := os.WriteFile(filepath.Join(other, canaryFile), []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c := jailCanary(other, time.Now())
+		if !c.WellFormed() || strings.Contains(bad, c.Token) {
+			t.Errorf("from %s: %+v, want a new canary", bad, c)
+		}
+		if again := jailCanary(other, time.Now()); again != c {
+			t.Errorf("from %s: %+v, then %+v; want the new one kept", bad, c, again)
+		}
 	}
 }
 

@@ -55,6 +55,23 @@ func NewCanary() Canary {
 	return Canary{Token: t, Message: fmt.Sprintf("%s(%d) = %d, want %d", t, x[0]%50, 50+int(x[1]), 306+int(x[2]))}
 }
 
+// WellFormed reports whether c is a canary NewCanary could have drawn: a token of
+// lower-case letters, and a message of the form NewCanary writes, about that token.
+func (c Canary) WellFormed() bool {
+	if len(c.Token) < 2*tokenSyllables || len(c.Token) > 5*tokenSyllables {
+		return false
+	}
+	for _, r := range c.Token {
+		if r < 'a' || r > 'z' {
+			return false
+		}
+	}
+	var a, b, d int
+	var tail string
+	n, _ := fmt.Sscanf(strings.TrimPrefix(c.Message, c.Token), "(%d) = %d, want %d%s", &a, &b, &d, &tail)
+	return strings.HasPrefix(c.Message, c.Token+"(") && n == 3 && c.Message == fmt.Sprintf("%s(%d) = %d, want %d", c.Token, a, b, d)
+}
+
 // Holds reports whether s holds the canary's token, as a file, test or message of the
 // canary writes it: lower-case, or with a capital first letter in a Go test's name.
 func (c Canary) Holds(s string) bool {

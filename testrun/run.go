@@ -35,10 +35,11 @@ var ErrNoCommand = errors.New("no test command")
 // Before it runs anything, it checks the set-up (CheckSetup, root being a candidate's
 // checkout): a program of the command line that the shell does not find, or a runner that
 // is not installed, is a *SetupError, and nothing runs. A command that then still exits
-// 126 or 127 is a result like any other (ClassError): the program the line names was
-// found, so what was not found or could not run is something that program ran, which may
-// be the candidate's code (a test binary, a script of the tree) and may not be told apart
-// from the machine's fault; so it stays the candidate's failure.
+// 126 or 127 is checked again, without what earlier checks found: a program gone since
+// is a *SetupError. Else it is a result like any other (ClassError): the program the line
+// names was found, so what was not found or could not run is something that program ran,
+// which may be the candidate's code (a test binary, a script of the tree) and may not be
+// told apart from the machine's fault; so it stays the candidate's failure.
 func Run(ctx context.Context, root, command string, timeout time.Duration, opts ...Option) (*Result, error) {
 	var o options
 	for _, opt := range opts {
@@ -59,6 +60,14 @@ func Run(ctx context.Context, root, command string, timeout time.Duration, opts 
 	})
 	if err != nil {
 		return nil, err
+	}
+	if code == 126 || code == 127 {
+		// The check may have found a program where an earlier run's check did
+		// (foundOnPath): if it is gone since, the machine changed, not the code.
+		ForgetLookups()
+		if err := CheckSetup(ctx, root, command, o.env); err != nil {
+			return nil, err
+		}
 	}
 	res := &Result{Runner: r, Command: command, Ran: inv.command, ExitCode: code, TimedOut: timedOut}
 	f.finish(res, reports)

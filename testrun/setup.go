@@ -327,9 +327,14 @@ func (c *SetupCheck) lookup(ctx context.Context, names []string) error {
 	}
 	var todo []string
 	for _, n := range names {
-		if _, ok := c.found[n]; !ok && !slices.Contains(todo, n) {
-			todo = append(todo, n)
+		if _, ok := c.found[n]; ok || slices.Contains(todo, n) {
+			continue
 		}
+		if p, ok := c.remembered(n); ok {
+			c.found[n] = p
+			continue
+		}
+		todo = append(todo, n)
 	}
 	if len(todo) == 0 {
 		return nil
@@ -349,9 +354,47 @@ func (c *SetupCheck) lookup(ctx context.Context, names []string) error {
 	}
 	for i, n := range todo {
 		c.found[n] = lines[i]
+		c.remember(n, lines[i])
 	}
 	return nil
 }
+
+// foundOnPath remembers, for the life of the process, where the shell found the programs
+// whose place does not depend on the folder the command runs in, by PATH and name: a
+// gate that runs the tests a hundred times starts no shell to look for go again. A
+// command that exits 126 or 127 makes Run forget them (ForgetLookups) and look again.
+var foundOnPath sync.Map
+
+// pathKey returns the key of name in foundOnPath, and whether its place depends on the
+// PATH alone: a bare name, found, on a PATH of absolute folders outside Root.
+func (c *SetupCheck) pathKey(name string) (string, bool) {
+	if strings.Contains(name, "/") || c.pathInRoot() {
+		return "", false
+	}
+	p, _ := lookupEnv(c.env(), "PATH")
+	return p + "\x00" + name, true
+}
+
+func (c *SetupCheck) remembered(name string) (string, bool) {
+	k, ok := c.pathKey(name)
+	if !ok {
+		return "", false
+	}
+	v, ok := foundOnPath.Load(k)
+	if !ok {
+		return "", false
+	}
+	return v.(string), true
+}
+
+func (c *SetupCheck) remember(name, found string) {
+	if k, ok := c.pathKey(name); ok && found != "" {
+		foundOnPath.Store(k, found)
+	}
+}
+
+// ForgetLookups forgets every program found before: they are looked up again.
+func ForgetLookups() { foundOnPath.Clear() }
 
 func (c *SetupCheck) env() []string {
 	if c.Env == nil {

@@ -208,3 +208,47 @@ func TestPlanKey(t *testing.T) {
 		}
 	}
 }
+
+// TestLookupRemembered: a program found on a PATH of absolute folders outside the
+// checkout is looked up once for the process, not once per run; one removed after that is
+// still a *SetupError, not the candidate's exit 127 (Run looks again when the command
+// exits 126 or 127). On a PATH that reaches into the checkout nothing is remembered: the
+// candidate's own files could be what the shell finds.
+func TestLookupRemembered(t *testing.T) {
+	ctx := context.Background()
+	dir, bin := t.TempDir(), t.TempDir()
+	tool := filepath.Join(bin, "remembered-tool")
+	writeFile(t, tool, []byte("#!/bin/sh\nexit 0\n"))
+	if err := os.Chmod(tool, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := bin + ":/usr/bin:/bin"
+	env := []string{"PATH=" + path}
+	res, err := Run(ctx, dir, "remembered-tool", time.Minute, WithEnv(env))
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("first run: %v, %+v", err, res)
+	}
+	if v, ok := foundOnPath.Load(path + "\x00remembered-tool"); !ok || v != tool {
+		t.Fatalf("remembered %v, %v; want %s", v, ok, tool)
+	}
+	if err := os.Remove(tool); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(ctx, dir, "remembered-tool", time.Minute, WithEnv(env))
+	var se *SetupError
+	if !errors.As(err, &se) || se.Program != "remembered-tool" {
+		t.Fatalf("after the program was removed: err = %v, want a *SetupError for it", err)
+	}
+
+	rel := []string{"PATH=tools:/usr/bin:/bin"}
+	writeFile(t, filepath.Join(dir, "tools", "own-tool"), []byte("#!/bin/sh\nexit 0\n"))
+	if err := os.Chmod(filepath.Join(dir, "tools", "own-tool"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := Run(ctx, dir, "own-tool", time.Minute, WithEnv(rel)); err != nil || res.ExitCode != 0 {
+		t.Fatalf("own-tool: %v, %+v", err, res)
+	}
+	if v, ok := foundOnPath.Load("tools:/usr/bin:/bin\x00own-tool"); ok {
+		t.Errorf("a program of a PATH into the checkout was remembered: %v", v)
+	}
+}
