@@ -4,7 +4,8 @@ package watch_test
 // probing agent, run as the program claude (the test agent under that name), reports what
 // it can reach — a key under the home folder, secrets of the orchestrator's environment,
 // the person's uncommitted file, the repository's git folder and the orchestrator's state,
-// a host UNIX socket, the person's Claude Code settings — writes hooks into
+// a host UNIX socket, the person's Claude Code settings, the canary kept in the gate's
+// cache folder and the gate.log of its task's earlier attempt — writes hooks into
 // ~/.claude/settings.json and its own configuration folder, and writes another task's
 // marker. In the sandbox it reaches none of them, nothing it wrote reaches the person's
 // home or the task's next attempt, the other task's marker is no claim, and its honest
@@ -12,11 +13,13 @@ package watch_test
 // the probe itself works.
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // agentProbe is the probing agent's shell snippet. It prints what it reached after
@@ -35,6 +38,8 @@ try persons-settings 'grep -q person "$HOME/.claude/settings.json"'
 try earlier-hooks 'grep -q evil "$HOME/.claude/settings.json" || grep -q evil "${CLAUDE_CONFIG_DIR:-$HOME/.claude}/settings.json"'
 try seeded-login 'grep -q person-login "${CLAUDE_CONFIG_DIR:-$HOME/.claude}/.credentials.json"'
 try other-marker 'echo done > "$ORCHESTRATOR_MARKER_DIR/TASK-002.done"'
+try gate-canary 'grep -q token "$PROBE_GATE_CACHE/canary.json"'
+try earlier-gate-log 'grep -q . "$PROBE_ROOT/.orchestrator/runs/TASK-001/1/gate.log"'
 echo "PROBE:${seen:- nothing} :END"
 mkdir -p "$HOME/.claude" && echo '{"hooks": "evil"}' > "$HOME/.claude/settings.json"
 if [ -n "$CLAUDE_CONFIG_DIR" ]; then echo '{"hooks": "evil"}' > "$CLAUDE_CONFIG_DIR/settings.json"; fi
@@ -75,9 +80,14 @@ func TestAgentSandboxProbe(t *testing.T) {
 				r.sandboxed()
 				// The probe's paths reach it (the sandbox clears every other variable, and
 				// would else leave it probing "" for each); the secrets stay cleared.
-				r.write(".orchestrator/config.yaml", r.read(".orchestrator/config.yaml")+"agent_env: [PROBE_KEY, PROBE_ROOT, PROBE_SOCK]\n")
+				r.write(".orchestrator/config.yaml", r.read(".orchestrator/config.yaml")+"agent_env: [PROBE_KEY, PROBE_ROOT, PROBE_SOCK, PROBE_GATE_CACHE]\n")
 			}
 			r.commitAll()
+			// The gate's cache folder, with a canary kept there as a sandboxed run keeps one
+			// for a day: no agent may read it, nor an earlier attempt's gate.log, which names
+			// the canary its gate planted.
+			gateCache := t.TempDir()
+			writeFile(t, filepath.Join(gateCache, "canary.json"), fmt.Sprintf(`{"token":"brolvatun","message":"brolvatun(7) = 60, want 400","drawn":%q}`, time.Now().UTC().Format(time.RFC3339)))
 			r.uncommitted = true
 			r.write("uncommitted.txt", "the person's work in progress")
 
@@ -86,7 +96,7 @@ func TestAgentSandboxProbe(t *testing.T) {
 			for range 2 {
 				c := r.cmd("run", "TASK-001")
 				c.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
-					"ORCHESTRATOR_GATE_CACHE="+sharedGateCache(t), "GOCACHE="+goCache(t),
+					"ORCHESTRATOR_GATE_CACHE="+gateCache, "PROBE_GATE_CACHE="+gateCache, "GOCACHE="+goCache(t),
 					"PROBE_SECRET_TOKEN=s3cret", "AWS_SECRET_ACCESS_KEY=s3cret",
 					"PROBE_KEY="+key, "PROBE_ROOT="+r.root, "PROBE_SOCK="+sock)
 				b, _ := c.CombinedOutput()
@@ -140,10 +150,13 @@ func TestAgentSandboxProbe(t *testing.T) {
 				}
 				return
 			}
-			for _, w := range []string{"ssh-key", "env-token", "env-aws", "persons-file", "git-config", "state", "host-socket", "persons-settings", "seeded-login", "other-marker"} {
+			for _, w := range []string{"ssh-key", "env-token", "env-aws", "persons-file", "git-config", "state", "host-socket", "persons-settings", "seeded-login", "other-marker", "gate-canary"} {
 				if !strings.Contains(first, " "+w+" ") {
 					t.Errorf("without the sandbox the probe did not reach %s (%q): the probe does not probe", w, first)
 				}
+			}
+			if !strings.Contains(second, " earlier-gate-log ") {
+				t.Errorf("without the sandbox the second attempt did not read the first's gate.log (%q): the probe does not probe", second)
 			}
 			if !strings.Contains(second, " earlier-hooks ") || !strings.Contains(personsSettings, "evil") {
 				t.Errorf("without the sandbox the first attempt's hooks did not reach the person's settings (%q) or the second attempt (%q): the probe does not probe", personsSettings, second)
