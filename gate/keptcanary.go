@@ -23,9 +23,9 @@ type keptCanary struct {
 	Drawn   time.Time `json:"drawn"`
 }
 
-// jailCanary returns the canary the jails of the gate's cache folder cache plant: the one
-// kept there if it was drawn less than canaryLife ago, else a new one, kept there for the
-// next (SPEC §7.6). Its file, like the compiled test packages that hold its name, is only
+// jailCanary returns the canary that every jail whose cache folder is cache plants: the
+// one kept there if it was drawn less than canaryLife ago, else a new one, kept there for
+// the next (SPEC §7.6). Its file, like the compiled test packages that hold its name, is only
 // the gate's: agents never see the cache folder, and test binaries run where it is an
 // empty folder. A file that cannot be read, or holds no canary NewCanary could draw, is
 // replaced; one that cannot be written leaves the new canary to this jail alone.

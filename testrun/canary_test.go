@@ -643,3 +643,29 @@ func TestPassGoPackagesInterleaved(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestCanaryWellFormed: every canary NewCanary draws is well-formed; a token or message
+// changed in any way a kept file could hold is not.
+func TestCanaryWellFormed(t *testing.T) {
+	for range 1000 {
+		if c := NewCanary(); !c.WellFormed() {
+			t.Fatalf("NewCanary drew %+v, which is not well-formed", c)
+		}
+	}
+	c := NewCanary()
+	for _, bad := range []Canary{
+		{},
+		{Token: c.Token},
+		{Token: "Brolvatun", Message: "Brolvatun(7) = 60, want 400"},
+		{Token: "brol", Message: "brol(7) = 60, want 400"},
+		{Token: "brolva-tun", Message: "brolva-tun(7) = 60, want 400"},
+		{Token: c.Token, Message: c.Message + " "},
+		{Token: c.Token, Message: "x" + c.Message},
+		{Token: c.Token, Message: c.Token + "(7) = 60, want 400; and more"},
+		{Token: c.Token + "a", Message: c.Message},
+	} {
+		if bad.WellFormed() {
+			t.Errorf("%+v is well-formed, want not", bad)
+		}
+	}
+}

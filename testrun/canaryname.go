@@ -66,10 +66,12 @@ func (c Canary) WellFormed() bool {
 			return false
 		}
 	}
+	rest, ok := strings.CutPrefix(c.Message, c.Token)
 	var a, b, d int
-	var tail string
-	n, _ := fmt.Sscanf(strings.TrimPrefix(c.Message, c.Token), "(%d) = %d, want %d%s", &a, &b, &d, &tail)
-	return strings.HasPrefix(c.Message, c.Token+"(") && n == 3 && c.Message == fmt.Sprintf("%s(%d) = %d, want %d", c.Token, a, b, d)
+	if n, _ := fmt.Sscanf(rest, "(%d) = %d, want %d", &a, &b, &d); !ok || n != 3 {
+		return false
+	}
+	return c.Message == fmt.Sprintf("%s(%d) = %d, want %d", c.Token, a, b, d)
 }
 
 // Holds reports whether s holds the canary's token, as a file, test or message of the

@@ -64,7 +64,7 @@ func Run(ctx context.Context, root, command string, timeout time.Duration, opts 
 	if code == 126 || code == 127 {
 		// The check may have found a program where an earlier run's check did
 		// (foundOnPath): if it is gone since, the machine changed, not the code.
-		ForgetLookups()
+		forgetLookups()
 		if err := CheckSetup(ctx, root, command, o.env); err != nil {
 			return nil, err
 		}

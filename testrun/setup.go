@@ -362,11 +362,11 @@ func (c *SetupCheck) lookup(ctx context.Context, names []string) error {
 // foundOnPath remembers, for the life of the process, where the shell found the programs
 // whose place does not depend on the folder the command runs in, by PATH and name: a
 // gate that runs the tests a hundred times starts no shell to look for go again. A
-// command that exits 126 or 127 makes Run forget them (ForgetLookups) and look again.
+// command that exits 126 or 127 makes Run forget them (forgetLookups) and look again.
 var foundOnPath sync.Map
 
 // pathKey returns the key of name in foundOnPath, and whether its place depends on the
-// PATH alone: a bare name, found, on a PATH of absolute folders outside Root.
+// PATH alone: a bare name, on a PATH of absolute folders outside Root.
 func (c *SetupCheck) pathKey(name string) (string, bool) {
 	if strings.Contains(name, "/") || c.pathInRoot() {
 		return "", false
@@ -375,6 +375,7 @@ func (c *SetupCheck) pathKey(name string) (string, bool) {
 	return p + "\x00" + name, true
 }
 
+// remembered returns where name was found before, if foundOnPath holds it.
 func (c *SetupCheck) remembered(name string) (string, bool) {
 	k, ok := c.pathKey(name)
 	if !ok {
@@ -387,14 +388,15 @@ func (c *SetupCheck) remembered(name string) (string, bool) {
 	return v.(string), true
 }
 
+// remember keeps in foundOnPath where name was found, when pathKey allows it.
 func (c *SetupCheck) remember(name, found string) {
 	if k, ok := c.pathKey(name); ok && found != "" {
 		foundOnPath.Store(k, found)
 	}
 }
 
-// ForgetLookups forgets every program found before: they are looked up again.
-func ForgetLookups() { foundOnPath.Clear() }
+// forgetLookups forgets every program found before: they are looked up again.
+func forgetLookups() { foundOnPath.Clear() }
 
 func (c *SetupCheck) env() []string {
 	if c.Env == nil {
