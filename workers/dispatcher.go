@@ -173,8 +173,9 @@ func (d *Dispatcher) exhausted(m *nats.Msg) {
 	if json.Unmarshal(m.Data, &adv) != nil || adv.StreamSeq == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	// No deadline of its own: each request gets requestTimeout (the JetStream context's
+	// default), as the outcome loop's do.
+	ctx := context.Background()
 	s, err := d.js.Stream(ctx, jobStream)
 	if err != nil {
 		return
