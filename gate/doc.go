@@ -42,9 +42,11 @@
 // go.sum, the toolchain, the command and the environment, read with go list run as the
 // gate runs its commands); a package whose key has a sealed record of a pass, kept in the
 // orchestrator's state where no sandbox reaches, does not run, and its tests count as
-// they were, "reused: same inputs as <commit>" in gate.log; the others run, with canaries,
-// and their passes are sealed for the next gate. Anything unclear, and a record whose
-// seal fails, runs the whole command.
+// they were, "reused: same inputs as <commit>" in gate.log; in GREEN, so does one whose
+// record is of a failure that decides nothing (every baseline test of it that failed is
+// owed to another TEST task, and it holds none of the task's RED tests); the others run,
+// with canaries, and their results are sealed for the next gate. Anything unclear, and a
+// record whose seal fails, runs the whole command.
 //
 // A test command that cannot run for a problem of the set-up (its program not found, its
 // runner not installed, the sandbox not started: a *testrun.SetupError) gets no verdict:

@@ -101,7 +101,8 @@ type Input struct {
 	Restore func() error
 	// Impact keeps and finds the sealed results of Go packages by their inputs (impact.go):
 	// with it, GREEN's run of the whole suite and VERIFY's run leave out the packages whose
-	// inputs a sealed record of a pass holds. nil: everything runs.
+	// inputs a sealed record holds (a failure's only in GREEN, where it decides nothing).
+	// nil: everything runs.
 	Impact *Impact
 	// canary, when set, is planted rather than one drawn for the run or the jail's: the
 	// sandbox's benchmark plants the same in the sandbox and without it.
@@ -590,7 +591,10 @@ func Green(ctx context.Context, in Input) (*Verdict, error) {
 	for _, c := range commands {
 		run := v.run
 		if c == in.FullCommand {
-			run = v.runSuite
+			// A failure that decides nothing is reused: the whole run is judged by name.
+			run = func(ctx context.Context, in Input, c string) (*testrun.Result, error) {
+				return v.runSuite(ctx, in, c, true)
+			}
 		}
 		res, err := run(ctx, in, c)
 		if err != nil {
@@ -749,7 +753,7 @@ func Verify(ctx context.Context, in Input) (*Verdict, error) {
 	if in.TestCommand == "" {
 		return v.fail(TypeNoTestCommand, "the task has no test command, so the claim cannot be verified"), nil
 	}
-	res, err := v.runSuite(ctx, in, in.TestCommand)
+	res, err := v.runSuite(ctx, in, in.TestCommand, false)
 	if err != nil {
 		return v.notRun(TypeVerifyFails, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -27,7 +28,9 @@ import (
 // Go packages by the inputs they were tested with (SPEC §7.3): a folder of the
 // orchestrator's state that no sandbox shows, and the key that seals each record. With
 // one, a gate whose test command is a plain go test runs only the packages whose inputs
-// no sealed record of a pass holds; the others' tests count as they were then.
+// no sealed record holds; the others' tests count as they were then. A record of a
+// failure is used only where it decides nothing (failureDecidesNothing): a failure that
+// chance made would otherwise be refused again and again.
 type Impact struct {
 	// Dir holds one record per package and input key: <key>.json.
 	Dir string
@@ -39,12 +42,14 @@ type Impact struct {
 
 // A pkgRecord is the sealed result of one Go package's tests under one input key.
 type pkgRecord struct {
-	Package string         `json:"package"`
-	Input   string         `json:"input"`
-	Commit  string         `json:"commit"`
-	Command string         `json:"command"`
-	Created time.Time      `json:"created"`
-	Tests   []recordedTest `json:"tests"`
+	Package string    `json:"package"`
+	Input   string    `json:"input"`
+	Commit  string    `json:"commit"`
+	Command string    `json:"command"`
+	Created time.Time `json:"created"`
+	// Failed says that the package failed: a test failed, or its tests did not build.
+	Failed bool           `json:"failed,omitempty"`
+	Tests  []recordedTest `json:"tests"`
 }
 
 // A recordedTest is one test of a pkgRecord.
@@ -98,10 +103,11 @@ type impactPlan struct {
 const listFields = "ImportPath,Dir,Standard,DepOnly,ForTest,Deps,TestGoFiles,XTestGoFiles,Incomplete,Error,DepsErrors,Module"
 
 // planImpact reads what command's run can reuse: the input key of each package the
-// command tests, and the sealed records of a pass under those keys. It returns nil and
-// why when the keys cannot be known (not a plain go test, go list failed, a package whose
-// source the key cannot cover), or when a record's seal fails: then everything runs.
-func (in Input) planImpact(ctx context.Context, command string) (*impactPlan, string) {
+// command tests, and the sealed records under those keys, a pass's, or with failures a
+// failure's that decides nothing. It returns nil and why when the keys cannot be known
+// (not a plain go test, go list failed, a package whose source the key cannot cover), or
+// when a record's seal fails: then everything runs.
+func (in Input) planImpact(ctx context.Context, command string, failures bool) (*impactPlan, string) {
 	g, ok := testrun.PlainGoTest(command)
 	if !ok {
 		return nil, "the command is not a plain go test over package patterns"
@@ -138,13 +144,51 @@ func (in Input) planImpact(ctx context.Context, command string) (*impactPlan, st
 		switch {
 		case errors.As(err, &edited):
 			return nil, fmt.Sprintf("%v; no record of earlier runs is used", err)
-		case err != nil:
+		case err != nil, rec.Failed && !(failures && in.failureDecidesNothing(p, rec, plan.module)):
 			plan.run = append(plan.run, p)
 		default:
 			plan.reused[p.path] = rec
 		}
 	}
 	return plan, ""
+}
+
+// failureDecidesNothing reports whether the record of package p's failure can stand for a
+// run of it in a GREEN gate: every test of the baseline in p that the record does not have
+// passing is owed to another TEST task, and p holds none of the RED tests the task must
+// make pass. Then the package's result, whatever it is, fails nothing: a run would only
+// spend the time. A failure that decides anything runs again, so that a failure that
+// chance made is never kept.
+func (in Input) failureDecidesNothing(p testedPkg, rec *pkgRecord, module string) bool {
+	if in.Owed == nil {
+		return false
+	}
+	passed := map[string]bool{}
+	for _, t := range rec.Tests {
+		passed[t.ID] = t.Status == testrun.Passed
+	}
+	inPkg := func(id string) bool {
+		pkg, _, ok := testrun.SplitGoID(id, module)
+		return ok && pkg == p.path
+	}
+	for _, id := range in.Baseline {
+		if inPkg(id) && !passed[id] && !in.Owed(id) {
+			return false
+		}
+	}
+	for _, m := range in.Deps {
+		for _, id := range m.FailingTests {
+			if inPkg(id) {
+				return false
+			}
+		}
+		for _, f := range m.TestFiles {
+			if path.Dir(filepath.ToSlash(f)) == p.dir {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // keys computes the input key of every package g tests (SPEC §7.3): the files of its
@@ -383,9 +427,9 @@ func (im *Impact) recordPath(p testedPkg) string {
 	return filepath.Join(im.Dir, p.key+".json")
 }
 
-// read returns the sealed record of a pass of package p under its key: fs.ErrNotExist
-// when there is none (or none of a pass), an *seal.EditedError when the file there is not
-// one the orchestrator sealed for that package and key.
+// read returns the sealed record of package p under its key: fs.ErrNotExist when there is
+// none, an *seal.EditedError when the file there is not one the orchestrator sealed for
+// that package and key.
 func (im *Impact) read(p testedPkg) (*pkgRecord, error) {
 	path := im.recordPath(p)
 	doc, err := im.Key.ReadJSON(seal.KindImpact, path)
@@ -400,14 +444,12 @@ func (im *Impact) read(p testedPkg) (*pkgRecord, error) {
 		return nil, seal.Edited(path, seal.ErrBroken) // sealed, but another's: copied here
 	}
 	for _, t := range rec.Tests {
-		if t.Status == testrun.Failed {
-			return nil, fs.ErrNotExist
-		}
+		rec.Failed = rec.Failed || t.Status == testrun.Failed
 	}
 	return &rec, nil
 }
 
-// write seals and writes the record of a package's pass.
+// write seals and writes the record of a package's run.
 func (im *Impact) write(p testedPkg, rec *pkgRecord) error {
 	b, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
@@ -436,12 +478,13 @@ func (im *Impact) write(p testedPkg, rec *pkgRecord) error {
 }
 
 // runSuite runs a GREEN or VERIFY gate's test command (SPEC §7.3). With in.Impact and a
-// plain go test, the packages whose input key a sealed record of a pass holds are not
-// run: their tests count as they were then, "reused: same inputs as <commit>" in
-// gate.log; the others run, with canaries only where they run, and each of them that
-// passes is recorded for later gates. The result holds both, as one run of the whole
-// command would. Anything unclear runs the whole command, as without an Impact.
-func (v *Verdict) runSuite(ctx context.Context, in Input, command string) (*testrun.Result, error) {
+// plain go test, the packages whose input key a sealed record holds are not run (with
+// failures, GREEN's, also those whose recorded failure decides nothing): their tests
+// count as they were then, "reused: same inputs as <commit>" in gate.log; the others run,
+// with canaries only where they run, and the result of each of them is recorded for later
+// gates. The result holds both, as one run of the whole command would. Anything unclear
+// runs the whole command, as without an Impact.
+func (v *Verdict) runSuite(ctx context.Context, in Input, command string, failures bool) (*testrun.Result, error) {
 	if in.Impact == nil || in.Impact.Key == nil || in.Impact.Dir == "" {
 		return v.run(ctx, in, command)
 	}
@@ -452,7 +495,7 @@ func (v *Verdict) runSuite(ctx context.Context, in Input, command string) (*test
 		}
 		v.Log.WriteString("checkout: restored to the candidate's commit\n")
 	}
-	plan, why := in.planImpact(ctx, command)
+	plan, why := in.planImpact(ctx, command, failures)
 	if plan == nil {
 		fmt.Fprintf(&v.Log, "impact: %s: the whole command runs\n", why)
 		return v.run(ctx, in, command)
@@ -463,23 +506,22 @@ func (v *Verdict) runSuite(ctx context.Context, in Input, command string) (*test
 		if rec == nil {
 			continue
 		}
-		passed, skipped := 0, 0
+		n := map[testrun.Status]int{}
 		for _, t := range rec.Tests {
 			tests = append(tests, testrun.Test{ID: t.ID, Status: t.Status})
-			if t.Status == testrun.Passed {
-				passed++
-			} else {
-				skipped++
-			}
+			n[t.Status]++
 		}
-		fmt.Fprintf(&v.Log, "reused: same inputs as %.12s: package %s, %d passed, %d skipped\n", cmp.Or(rec.Commit, "an earlier run"), p.path, passed, skipped)
+		from := cmp.Or(rec.Commit, "an earlier run")
+		if rec.Failed {
+			fmt.Fprintf(&v.Log, "reused: same inputs as %.12s: package %s failed, %d passed, %d failed; each test of the baseline in it that did not pass is owed to another task\n", from, p.path, n[testrun.Passed], n[testrun.Failed])
+			continue
+		}
+		fmt.Fprintf(&v.Log, "reused: same inputs as %.12s: package %s, %d passed, %d skipped\n", from, p.path, n[testrun.Passed], len(rec.Tests)-n[testrun.Passed])
 	}
 	if len(plan.run) == 0 {
-		fmt.Fprintf(&v.Log, "impact: all %d packages of %s have a sealed pass of the same inputs: nothing runs\n", len(plan.pkgs), command)
+		fmt.Fprintf(&v.Log, "impact: all %d packages of %s have a sealed record of the same inputs: nothing runs\n", len(plan.pkgs), command)
 		res := &testrun.Result{Runner: testrun.Go, Command: command, Tests: tests, Packages: map[string]testrun.Status{}}
-		for _, p := range plan.pkgs {
-			res.Packages[p.path] = testrun.Passed
-		}
+		plan.reusedStatus(res.Packages)
 		res.Class, res.Reason = testrun.Classify(res, nil)
 		return res, nil
 	}
@@ -511,16 +553,15 @@ func (v *Verdict) runSuite(ctx context.Context, in Input, command string) (*test
 	for k, s := range res.Packages {
 		merged.Packages[k] = s
 	}
-	for path := range plan.reused {
-		merged.Packages[path] = testrun.Passed
-	}
+	plan.reusedStatus(merged.Packages)
 	merged.Class, merged.Reason = testrun.Classify(&merged, nil)
 	return &merged, nil
 }
 
-// record seals the results of the packages of the plan that ran and passed: the package
-// ended as passed (canaries counted out) or had no test files, and none of its tests
-// failed. A run that timed out records nothing.
+// record seals the results of the packages of the plan that ran: each package that ended
+// as passed (canaries counted out) or had no test files, and none of whose tests failed,
+// as a pass; each that failed, as a failure. A run that timed out records nothing, nor does
+// a package that did neither (all its tests skipped).
 func (v *Verdict) record(in Input, plan *impactPlan, res *testrun.Result) {
 	if res.TimedOut {
 		return
@@ -538,12 +579,13 @@ func (v *Verdict) record(in Input, plan *impactPlan, res *testrun.Result) {
 	n := 0
 	for _, p := range plan.run {
 		st := res.Packages[p.path]
-		if failed[p.path] || !(st == testrun.Passed || st == testrun.Skipped && p.noTests) {
+		fail := failed[p.path] || st == testrun.Failed
+		if !fail && !(st == testrun.Passed || st == testrun.Skipped && p.noTests) {
 			continue
 		}
 		rec := &pkgRecord{
 			Package: p.path, Input: p.key, Commit: in.Impact.Commit, Command: plan.g.Command,
-			Created: time.Now().UTC().Truncate(time.Second), Tests: byPkg[p.path],
+			Created: time.Now().UTC().Truncate(time.Second), Failed: fail, Tests: byPkg[p.path],
 		}
 		if rec.Tests == nil {
 			rec.Tests = []recordedTest{}
@@ -554,5 +596,16 @@ func (v *Verdict) record(in Input, plan *impactPlan, res *testrun.Result) {
 		}
 		n++
 	}
-	fmt.Fprintf(&v.Log, "impact: recorded the pass of %d of the %d packages that ran, sealed\n", n, len(plan.run))
+	fmt.Fprintf(&v.Log, "impact: recorded the result of %d of the %d packages that ran, sealed\n", n, len(plan.run))
+}
+
+// reusedStatus sets the status of each reused package in pkgs: failed or passed, as its
+// record has it.
+func (p *impactPlan) reusedStatus(pkgs map[string]testrun.Status) {
+	for path, rec := range p.reused {
+		pkgs[path] = testrun.Passed
+		if rec.Failed {
+			pkgs[path] = testrun.Failed
+		}
+	}
 }

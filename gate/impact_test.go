@@ -172,7 +172,7 @@ func TestImpactRefusesEditedRecords(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(root, "p13", "p13.go"), []byte("package p13\n\n// Value is wrong.\nfunc Value() int { return 0 }\n"), 0o644)
 	in := Input{Root: root, Env: PinnedEnv(os.Environ()), Impact: im}
-	plan, why := in.planImpact(context.Background(), "go test ./...")
+	plan, why := in.planImpact(context.Background(), "go test ./...", false)
 	if plan == nil || len(plan.run) != 1 {
 		t.Fatalf("plan: %v (%s), want p13 to run", plan, why)
 	}
@@ -244,4 +244,106 @@ func TestPlainGoTest(t *testing.T) {
 			t.Errorf("%q: narrowed to %q, want %q", tt.command, got, tt.only)
 		}
 	}
+}
+
+// TestImpactReusesFailuresThatDecideNothing: a package that fails only by tests owed to
+// another TEST task is not run again on the same inputs (a parallel run's GREEN gates
+// would otherwise run every other task's RED tests at each gate); a recorded failure that
+// would decide anything runs again: once the test is no longer owed, when the package
+// holds the task's own RED test, and when the failure was chance's (a flaky test), which
+// passes on the run again. VERIFY never reuses a failure.
+func TestImpactReusesFailuresThatDecideNothing(t *testing.T) {
+	root := manyModule(t, 6)
+	flake := filepath.Join(t.TempDir(), "flake")
+	add := func(rel, text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(root, rel), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("p03/owed_test.go", "package p03\n\nimport \"testing\"\n\nfunc TestOwed(t *testing.T) { t.Fatal(\"Owed() is another task's\") }\n")
+	add("p04/flaky_test.go", fmt.Sprintf("package p04\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestFlaky(t *testing.T) {\n\tif _, err := os.Stat(%q); err == nil {\n\t\tt.Fatal(\"chance\")\n\t}\n}\n", flake))
+	key, err := seal.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	im := &Impact{Dir: filepath.Join(t.TempDir(), "impact"), Key: key, Commit: "c0ffee000002"}
+	const owedID, flakyID = "example.com/many/p03.TestOwed", "example.com/many/p04.TestFlaky"
+	owed := true
+	green := func(baseline []string, deps ...*Manifest) *Verdict {
+		t.Helper()
+		in := Input{
+			Root: root, AttemptDir: t.TempDir(), Task: "TASK-002", Attempt: 1,
+			TestCommand: "go test ./...", FullCommand: "go test ./...", Globs: globs,
+			Timeout: 5 * time.Minute, Env: PinnedEnv(os.Environ()), Baseline: baseline,
+			Owed: func(id string) bool { return owed && id == owedID }, Deps: deps,
+			Impact: im, Key: key,
+		}
+		v, err := Green(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	check := func(step string, v *Verdict, pass bool, ran []string) {
+		t.Helper()
+		if v.Pass != pass {
+			t.Errorf("%s: pass %v (%s), want %v\n%s", step, v.Pass, v.Reason, pass, v.Log.String())
+		}
+		if got := ranCommands(v.Log.String()); !slices.Equal(got, ran) {
+			t.Errorf("%s: ran %q, want %q\n%s", step, got, ran, v.Log.String())
+		}
+	}
+
+	first := green(nil)
+	check("first run", first, true, []string{"go test ./..."})
+	baseline := append(first.Full.Passed(), owedID)
+
+	v := green(baseline)
+	check("same tree, the failure owed", v, true, nil)
+	if !strings.Contains(v.Log.String(), "package example.com/many/p03 failed, 2 passed, 1 failed") {
+		t.Errorf("gate.log does not say p03's failure was reused:\n%s", v.Log.String())
+	}
+	if !slices.Contains(v.Full.Failed(), owedID) || !slices.Contains(v.Full.Passed(), "example.com/many/p03.TestValue") {
+		t.Errorf("the reused failure is not in the run's result: failed %v", v.Full.Failed())
+	}
+
+	red := &Manifest{Task: "TASK-T02", FailingTests: []string{owedID}, TestFiles: []string{"p03/owed_test.go"}}
+	v = green(baseline, red)
+	check("the package holds the task's RED test", v, false, []string{"go test ./p03"})
+	if v.FailingTest != owedID {
+		t.Errorf("failing test %q, want %s", v.FailingTest, owedID)
+	}
+
+	owed = false
+	v = green(baseline)
+	check("the test no longer owed", v, false, []string{"go test ./p03"})
+	if v.Type != TypeRegression || v.FailingTest != owedID {
+		t.Errorf("the test no longer owed: type %q, failing %q; want a regression of %s", v.Type, v.FailingTest, owedID)
+	}
+
+	// A failure of chance: recorded, and run again at the next gate, where it passes.
+	owed = true
+	add("p04/p04.go", "package p04\n\nimport (\n\t\"example.com/many/base\"\n)\n\n// Value is the package's value, written again.\nfunc Value() int { return base.One() + 4 }\n")
+	if err := os.WriteFile(flake, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v = green(baseline)
+	check("a flaky failure", v, false, []string{"go test ./p04"})
+	if v.FailingTest != flakyID {
+		t.Errorf("failing test %q, want %s\n%s", v.FailingTest, flakyID, v.Log.String())
+	}
+	os.Remove(flake)
+	v = green(baseline)
+	check("the flaky test again", v, true, []string{"go test ./p04"})
+
+	// VERIFY runs a recorded failure again, whatever it is owed.
+	in := Input{Root: root, AttemptDir: t.TempDir(), Task: "TASK-V01", Attempt: 1, TestCommand: "go test ./...",
+		Globs: globs, Timeout: 5 * time.Minute, Env: PinnedEnv(os.Environ()), Impact: im, Key: key,
+		Owed: func(string) bool { return true }}
+	vv, err := Verify(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("VERIFY", vv, false, []string{"go test ./p03"})
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/testrun"
 	"github.com/orchestrator/orchestrator/worktree"
@@ -157,7 +158,12 @@ func (r *runner) measureBaseline(ctx context.Context, head, why string) error {
 		return nil
 	}
 	r.report.event("", "baseline", why+": running "+cmd+" on "+head[:min(12, len(head))])
-	b, err := testrun.MakeBaseline(ctx, root, cmd, r.o.Config.TestGlobs, r.o.Config.TaskTimeout.Duration, r.runOptions(s.Dir, root, cmd)...)
+	in := r.gateInput(gate.Input{Root: root, Timeout: r.o.Config.TaskTimeout.Duration}, s.Dir)
+	if k := sealKey(); k != nil {
+		// The packages' results, sealed for the gates that follow (SPEC §7.3).
+		in.Impact = &gate.Impact{Dir: r.impactDir(), Key: k, Commit: head}
+	}
+	b, err := gate.MakeBaseline(ctx, in, cmd, r.o.Config.TestGlobs)
 	if err == nil {
 		b.Commit = head
 		if old != nil {

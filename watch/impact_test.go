@@ -2,8 +2,8 @@ package watch_test
 
 // End-to-end tests of the GREEN gate that runs only what a change can reach (SPEC §7.3,
 // issue 26): a Go module of 20 packages, BUILD tasks in the sandbox, each changing one
-// package. The first GREEN runs the whole suite and seals each package's pass; the next
-// runs the changed package alone, the others' tests reused by name; a candidate whose code
+// package. The start's baseline runs the whole suite and seals each package's result; each
+// GREEN runs the changed package alone, the others' tests reused by name; a candidate whose code
 // plants results in the Go build cache and in the orchestrator's state, for packages it did
 // not touch, changes nothing: its broken package runs and fails, and every record of the
 // state is still one the orchestrator sealed.
@@ -98,6 +98,7 @@ func TestImpactGreenRunsTheChangedPackage(t *testing.T) {
 	t.Cleanup(func() { os.Remove(filepath.Join(cache, "go-build", planted)) })
 	writeFile(t, filepath.Join(cheat, "g11", "g11.go"), fmt.Sprintf(impactCheat, planted, state))
 	r.commitAll()
+	base := head(r.repo)
 	r.sandboxed(filepath.Dir(r.starts), honest1, honest2, cheat)
 	home := t.TempDir()
 	code, out := r.runWith([]string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
@@ -118,9 +119,12 @@ func TestImpactGreenRunsTheChangedPackage(t *testing.T) {
 			t.Fatalf("%s is %q, want completed (exit %d)%s\n%s", id, got, code, r.describeAttempts(id), out)
 		}
 	}
-	// The first GREEN had no record: everything ran.
-	if got := ran(gateLog("TASK-001")); strings.Join(got, "|") != "go test ./..." {
-		t.Errorf("TASK-001 ran %q, want the whole suite\n%s", got, gateLog("TASK-001"))
+	// The start's baseline sealed each package's result: the first GREEN ran g05 alone.
+	if got := ran(gateLog("TASK-001")); strings.Join(got, "|") != "go test ./g05" {
+		t.Errorf("TASK-001 ran %q, want go test ./g05\n%s", got, gateLog("TASK-001"))
+	}
+	if n := strings.Count(gateLog("TASK-001"), "reused: same inputs as "+base[:12]); n != 19 {
+		t.Errorf("TASK-001 reused %d packages of the baseline's run, want 19\n%s", n, gateLog("TASK-001"))
 	}
 	// The honest twin: g07 alone ran, the 19 other packages' tests reused by name.
 	log2 := gateLog("TASK-002")

@@ -228,7 +228,7 @@ func (r *runner) gateFor(ctx context.Context, a *attempt, commit string, changed
 	}
 	in = r.gateInput(in, s.Dir)
 	if k := sealKey(); k != nil {
-		// GREEN and VERIFY run only the Go packages whose inputs have no sealed pass.
+		// GREEN and VERIFY run only the Go packages whose inputs have no sealed record.
 		in.Impact = &gate.Impact{Dir: r.impactDir(), Key: k, Commit: commit}
 	}
 	in.Restore = func() error {
@@ -440,11 +440,4 @@ func (r *runner) gateInput(in gate.Input, checkout string) gate.Input {
 		in.Jail, in.Env, in.Checkout = r.gateJail, r.gateJail.Env, checkout
 	}
 	return in
-}
-
-// runOptions are the test-run options of a command run outside the gate proper (the
-// start's baseline): the same sandbox and environment.
-func (r *runner) runOptions(checkout, dir, command string) []testrun.Option {
-	in := r.gateInput(gate.Input{Root: dir}, checkout)
-	return gate.RunOptions(in, command)
 }
