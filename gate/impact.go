@@ -513,7 +513,11 @@ func (v *Verdict) runSuite(ctx context.Context, in Input, command string, failur
 		}
 		from := cmp.Or(rec.Commit, "an earlier run")
 		if rec.Failed {
-			fmt.Fprintf(&v.Log, "reused: same inputs as %.12s: package %s failed, %d passed, %d failed; each test of the baseline in it that did not pass is owed to another task\n", from, p.path, n[testrun.Passed], n[testrun.Failed])
+			how := fmt.Sprintf("%d passed, %d failed", n[testrun.Passed], n[testrun.Failed])
+			if len(rec.Tests) == 0 {
+				how = "before any of its tests ran"
+			}
+			fmt.Fprintf(&v.Log, "reused: same inputs as %.12s: package %s failed: %s; each test of the baseline in it that did not pass is owed to another task\n", from, p.path, how)
 			continue
 		}
 		fmt.Fprintf(&v.Log, "reused: same inputs as %.12s: package %s, %d passed, %d skipped\n", from, p.path, n[testrun.Passed], len(rec.Tests)-n[testrun.Passed])

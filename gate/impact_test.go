@@ -301,7 +301,7 @@ func TestImpactReusesFailuresThatDecideNothing(t *testing.T) {
 
 	v := green(baseline)
 	check("same tree, the failure owed", v, true, nil)
-	if !strings.Contains(v.Log.String(), "package example.com/many/p03 failed, 2 passed, 1 failed") {
+	if !strings.Contains(v.Log.String(), "package example.com/many/p03 failed: 2 passed, 1 failed") {
 		t.Errorf("gate.log does not say p03's failure was reused:\n%s", v.Log.String())
 	}
 	if !slices.Contains(v.Full.Failed(), owedID) || !slices.Contains(v.Full.Passed(), "example.com/many/p03.TestValue") {
