@@ -105,22 +105,13 @@ func TestImpactGreenRunsTheChangedPackage(t *testing.T) {
 		"ORCHESTRATOR_GATE_CACHE=" + cache, "GOCACHE=" + goCache(t)}, "watch", "--once")
 
 	gateLog := func(id string) string { return r.read(".orchestrator/runs/" + id + "/1/gate.log") }
-	ran := func(log string) []string {
-		var out []string
-		for _, l := range strings.Split(log, "\n") {
-			if c, ok := strings.CutPrefix(l, "$ "); ok {
-				out = append(out, c)
-			}
-		}
-		return out
-	}
 	for _, id := range []string{"TASK-001", "TASK-002"} {
 		if got := r.statuses()[id]; got != "completed" {
 			t.Fatalf("%s is %q, want completed (exit %d)%s\n%s", id, got, code, r.describeAttempts(id), out)
 		}
 	}
 	// The start's baseline sealed each package's result: the first GREEN ran g05 alone.
-	if got := ran(gateLog("TASK-001")); strings.Join(got, "|") != "go test ./g05" {
+	if got := ranCommands(gateLog("TASK-001")); strings.Join(got, "|") != "go test ./g05" {
 		t.Errorf("TASK-001 ran %q, want go test ./g05\n%s", got, gateLog("TASK-001"))
 	}
 	if n := strings.Count(gateLog("TASK-001"), "reused: same inputs as "+base[:12]); n != 19 {
@@ -128,7 +119,7 @@ func TestImpactGreenRunsTheChangedPackage(t *testing.T) {
 	}
 	// The honest twin: g07 alone ran, the 19 other packages' tests reused by name.
 	log2 := gateLog("TASK-002")
-	if got := ran(log2); strings.Join(got, "|") != "go test ./g07" {
+	if got := ranCommands(log2); strings.Join(got, "|") != "go test ./g07" {
 		t.Errorf("TASK-002 ran %q, want go test ./g07\n%s", got, log2)
 	}
 	if n := strings.Count(log2, "reused: same inputs as "); n != 19 {
@@ -148,7 +139,7 @@ func TestImpactGreenRunsTheChangedPackage(t *testing.T) {
 		t.Fatalf("the cheating implementer's task completed\n%s\n%s", gateLog("TASK-003"), out)
 	}
 	log3 := gateLog("TASK-003")
-	if got := ran(log3); strings.Join(got, "|") != "go test ./g11" {
+	if got := ranCommands(log3); strings.Join(got, "|") != "go test ./g11" {
 		t.Errorf("TASK-003 ran %q, want go test ./g11\n%s", got, log3)
 	}
 	if !strings.Contains(log3, "decision: fail (regression)") || !strings.Contains(log3, "example.com/shop/g11.TestValue") {
@@ -174,4 +165,15 @@ func TestImpactGreenRunsTheChangedPackage(t *testing.T) {
 			t.Errorf("record %s: %v", filepath.Base(f), err)
 		}
 	}
+}
+
+// ranCommands returns the test commands a gate.log shows run.
+func ranCommands(log string) []string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if c, ok := strings.CutPrefix(l, "$ "); ok {
+			out = append(out, c)
+		}
+	}
+	return out
 }

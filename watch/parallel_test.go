@@ -113,6 +113,19 @@ func TestValue_%s(t *testing.T) {
 			t.Errorf("the baseline lacks %s", want)
 		}
 	}
+	// Each part's package is run by the BUILD tasks' GREEN gates at most twice: once with
+	// its RED test waiting for its BUILD (a failure sealed then, and reused by every later
+	// gate, since it decides nothing for them), once with its own BUILD's code. The fixture's
+	// packages, sealed by the start's baseline, not at all.
+	runs := 0
+	for i := 1; i <= pairs; i++ {
+		for _, c := range ranCommands(r.read(fmt.Sprintf(".orchestrator/runs/TASK-%03d/1/gate.log", i))) {
+			runs += len(strings.Fields(c)) - 2 // go test PKG...
+		}
+	}
+	if runs > 2*pairs {
+		t.Errorf("the GREEN gates ran %d packages in all, want at most %d", runs, 2*pairs)
+	}
 	onlyPersonsTree(r.repo)
 	r.noneLeft()
 }
