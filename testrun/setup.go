@@ -540,17 +540,29 @@ func setupFor(err error, command string) error {
 	return err
 }
 
+// probeEnvHash hashes env for probesPassed, less the -overlay flags of GOFLAGS: an overlay
+// changes only what a build reads, and no probe builds anything, while the gate gives each
+// RED probe run an overlay of its own (a new file each time).
+func probeEnvHash(env []string) string {
+	h := sha256.New()
+	for _, kv := range env {
+		if flags, ok := strings.CutPrefix(kv, "GOFLAGS="); ok {
+			kv = "GOFLAGS=" + strings.Join(slices.DeleteFunc(strings.Fields(flags), func(f string) bool {
+				return strings.HasPrefix(f, "-overlay=") || strings.HasPrefix(f, "--overlay=")
+			}), " ")
+		}
+		h.Write([]byte(kv))
+		h.Write([]byte{0})
+	}
+	return fmt.Sprintf("%x", h.Sum(nil))
+}
+
 // probe runs a runner's check (program where with args, in dir) unless it passed before
 // in this process with the same environment. Its *SetupError names no command: setupFor
 // fills it in.
 func (c *SetupCheck) probe(ctx context.Context, pr probe, where, dir string, args []string, local string) error {
 	if c.envHash == "" {
-		h := sha256.New()
-		for _, kv := range c.env() {
-			h.Write([]byte(kv))
-			h.Write([]byte{0})
-		}
-		c.envHash = fmt.Sprintf("%x", h.Sum(nil))
+		c.envHash = probeEnvHash(c.env())
 	}
 	key := local + "\x00" + c.envHash
 	if _, ok := probesPassed.Load(key); ok {

@@ -252,3 +252,41 @@ func TestLookupRemembered(t *testing.T) {
 		t.Errorf("a program of a PATH into the checkout was remembered: %v", v)
 	}
 }
+
+// TestProbeRememberedWhateverTheOverlay: the runner's probe (`go version`) runs once for
+// commands whose environments differ only by GOFLAGS' -overlay, as each RED probe run's
+// does; any other difference in the environment, another flag of GOFLAGS among them,
+// probes again.
+func TestProbeRememberedWhateverTheOverlay(t *testing.T) {
+	ctx := context.Background()
+	dir, bin := t.TempDir(), t.TempDir()
+	calls := filepath.Join(t.TempDir(), "calls")
+	writeFile(t, filepath.Join(bin, "go"), []byte("#!/bin/sh\necho \"$*\" >> "+calls+"\nexit 0\n"))
+	if err := os.Chmod(filepath.Join(bin, "go"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "go.mod"), []byte("module example.com/probe\n"))
+	env := func(flags string) []string {
+		return []string{"PATH=" + bin + ":/usr/bin:/bin", "GOFLAGS=" + flags, "PROBE_TEST=" + t.Name()}
+	}
+	probes := func() int {
+		b, _ := os.ReadFile(calls)
+		return strings.Count(string(b), "version")
+	}
+	for i, c := range []struct {
+		flags string
+		want  int
+	}{
+		{"-vet=off -overlay=/tmp/a/overlay.json", 1},
+		{"-vet=off -overlay=/tmp/b/overlay.json", 1},
+		{"-vet=off", 1},
+		{"-vet=off -mod=mod -overlay=/tmp/c/overlay.json", 2},
+	} {
+		if err := CheckSetup(ctx, dir, "go test ./...", env(c.flags)); err != nil {
+			t.Fatalf("check %d: %v", i, err)
+		}
+		if got := probes(); got != c.want {
+			t.Errorf("after GOFLAGS=%q: %d probes, want %d", c.flags, got, c.want)
+		}
+	}
+}
