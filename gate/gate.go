@@ -589,14 +589,14 @@ func Green(ctx context.Context, in Input) (*Verdict, error) {
 	named := false // some runner reported test names (not an exit-code-only command)
 	var full *testrun.Result
 	for _, c := range commands {
-		run := v.run
+		var res *testrun.Result
+		var err error
 		if c == in.FullCommand {
 			// A failure that decides nothing is reused: the whole run is judged by name.
-			run = func(ctx context.Context, in Input, c string) (*testrun.Result, error) {
-				return v.runSuite(ctx, in, c, true)
-			}
+			res, err = v.runSuite(ctx, in, c, true)
+		} else {
+			res, err = v.run(ctx, in, c)
 		}
-		res, err := run(ctx, in, c)
 		if err != nil {
 			return v.notRun(TypeBuildFails, err)
 		}

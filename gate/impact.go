@@ -103,11 +103,35 @@ type impactPlan struct {
 const listFields = "ImportPath,Dir,Standard,DepOnly,ForTest,Deps,TestGoFiles,XTestGoFiles,Incomplete,Error,DepsErrors,Module"
 
 // planImpact reads what command's run can reuse: the input key of each package the
-// command tests, and the sealed records under those keys, a pass's, or with failures a
-// failure's that decides nothing. It returns nil and why when the keys cannot be known
-// (not a plain go test, go list failed, a package whose source the key cannot cover), or
-// when a record's seal fails: then everything runs.
+// command tests (impactKeys), and the sealed records under those keys, a pass's, or with
+// failures a failure's that decides nothing. It returns nil and why when the keys cannot
+// be known, or when a record's seal fails: then everything runs.
 func (in Input) planImpact(ctx context.Context, command string, failures bool) (*impactPlan, string) {
+	plan, why := in.impactKeys(ctx, command)
+	if plan == nil {
+		return nil, why
+	}
+	plan.reused = map[string]*pkgRecord{}
+	for _, p := range plan.pkgs {
+		rec, err := in.Impact.read(p)
+		var edited *seal.EditedError
+		switch {
+		case errors.As(err, &edited):
+			return nil, fmt.Sprintf("%v; no record of earlier runs is used", err)
+		case err != nil, rec.Failed && !(failures && in.failureDecidesNothing(p, rec, plan.module)):
+			plan.run = append(plan.run, p)
+		default:
+			plan.reused[p.path] = rec
+		}
+	}
+	return plan, ""
+}
+
+// impactKeys lists the packages command tests with go list, run as the gate runs its
+// commands, and computes their input keys (keys), reading no record. It returns nil and
+// why when the keys cannot be known (not a plain go test, go list failed, a package whose
+// source the key cannot cover).
+func (in Input) impactKeys(ctx context.Context, command string) (*impactPlan, string) {
 	g, ok := testrun.PlainGoTest(command)
 	if !ok {
 		return nil, "the command is not a plain go test over package patterns"
@@ -133,24 +157,7 @@ func (in Input) planImpact(ctx context.Context, command string, failures bool) (
 		}
 		listed = append(listed, p)
 	}
-	plan, why := in.keys(g, listed)
-	if plan == nil {
-		return nil, why
-	}
-	plan.reused = map[string]*pkgRecord{}
-	for _, p := range plan.pkgs {
-		rec, err := in.Impact.read(p)
-		var edited *seal.EditedError
-		switch {
-		case errors.As(err, &edited):
-			return nil, fmt.Sprintf("%v; no record of earlier runs is used", err)
-		case err != nil, rec.Failed && !(failures && in.failureDecidesNothing(p, rec, plan.module)):
-			plan.run = append(plan.run, p)
-		default:
-			plan.reused[p.path] = rec
-		}
-	}
-	return plan, ""
+	return in.keys(g, listed)
 }
 
 // failureDecidesNothing reports whether the record of package p's failure can stand for a
@@ -443,9 +450,6 @@ func (im *Impact) read(p testedPkg) (*pkgRecord, error) {
 	if rec.Package != p.path || rec.Input != p.key {
 		return nil, seal.Edited(path, seal.ErrBroken) // sealed, but another's: copied here
 	}
-	for _, t := range rec.Tests {
-		rec.Failed = rec.Failed || t.Status == testrun.Failed
-	}
 	return &rec, nil
 }
 
@@ -562,13 +566,24 @@ func (v *Verdict) runSuite(ctx context.Context, in Input, command string, failur
 	return &merged, nil
 }
 
-// record seals the results of the packages of the plan that ran: each package that ended
-// as passed (canaries counted out) or had no test files, and none of whose tests failed,
-// as a pass; each that failed, as a failure. A run that timed out records nothing, nor does
-// a package that did neither (all its tests skipped).
+// record seals the results of the packages of the plan that ran, and says in gate.log
+// how many it sealed (seal).
 func (v *Verdict) record(in Input, plan *impactPlan, res *testrun.Result) {
+	n, err := in.Impact.seal(plan, res)
+	if err != nil {
+		fmt.Fprintf(&v.Log, "impact: could not record: %v\n", err)
+	}
+	fmt.Fprintf(&v.Log, "impact: recorded the result of %d of the %d packages that ran, sealed\n", n, len(plan.run))
+}
+
+// seal writes the sealed record of each package of plan.run from res, the run that ran
+// them: a package that ended as passed (canaries counted out) or had no test files, and
+// none of whose tests failed, as a pass; one that failed, as a failure. A run that timed
+// out records nothing, nor does a package that did neither (all its tests skipped). It
+// returns how many it wrote, and the errors of those it could not.
+func (im *Impact) seal(plan *impactPlan, res *testrun.Result) (int, error) {
 	if res.TimedOut {
-		return
+		return 0, nil
 	}
 	byPkg := map[string][]recordedTest{}
 	failed := map[string]bool{}
@@ -581,6 +596,7 @@ func (v *Verdict) record(in Input, plan *impactPlan, res *testrun.Result) {
 		failed[pkg] = failed[pkg] || t.Status == testrun.Failed
 	}
 	n := 0
+	var errs []error
 	for _, p := range plan.run {
 		st := res.Packages[p.path]
 		fail := failed[p.path] || st == testrun.Failed
@@ -588,19 +604,19 @@ func (v *Verdict) record(in Input, plan *impactPlan, res *testrun.Result) {
 			continue
 		}
 		rec := &pkgRecord{
-			Package: p.path, Input: p.key, Commit: in.Impact.Commit, Command: plan.g.Command,
+			Package: p.path, Input: p.key, Commit: im.Commit, Command: plan.g.Command,
 			Created: time.Now().UTC().Truncate(time.Second), Failed: fail, Tests: byPkg[p.path],
 		}
 		if rec.Tests == nil {
 			rec.Tests = []recordedTest{}
 		}
-		if err := in.Impact.write(p, rec); err != nil {
-			fmt.Fprintf(&v.Log, "impact: could not record %s: %v\n", p.path, err)
+		if err := im.write(p, rec); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p.path, err))
 			continue
 		}
 		n++
 	}
-	fmt.Fprintf(&v.Log, "impact: recorded the result of %d of the %d packages that ran, sealed\n", n, len(plan.run))
+	return n, errors.Join(errs...)
 }
 
 // reusedStatus sets the status of each reused package in pkgs: failed or passed, as its

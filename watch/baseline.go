@@ -163,7 +163,10 @@ func (r *runner) measureBaseline(ctx context.Context, head, why string) error {
 		// The packages' results, sealed for the gates that follow (SPEC §7.3).
 		in.Impact = &gate.Impact{Dir: r.impactDir(), Key: k, Commit: head}
 	}
-	b, err := gate.MakeBaseline(ctx, in, cmd, r.o.Config.TestGlobs)
+	b, unsealed, err := gate.MakeBaseline(ctx, in, cmd, r.o.Config.TestGlobs)
+	if unsealed != nil {
+		r.report.event("", "warning", "baseline: the packages' results were not all sealed, so the first gates run them again: "+unsealed.Error())
+	}
 	if err == nil {
 		b.Commit = head
 		if old != nil {
