@@ -12,7 +12,9 @@ import (
 // tells the truth about the worktree, as the one built from the base does: clean when the
 // worktree is the base, the difference when it holds later work (a re-emit attempt's
 // worktree holds the attempt before's candidate), and when the index is unusable (missing,
-// not an index) the index is built from the base instead.
+// not an index) the index is built from the base instead. An index said to be the base's
+// (OwnGit.IndexIsBase: a worker's lane just reset to it) is taken as it is, and an agent's
+// change to the worktree still shows.
 func TestOwnGitIndex(t *testing.T) {
 	root := t.TempDir()
 	git := func(dir string, args ...string) string {
@@ -47,22 +49,24 @@ func TestOwnGitIndex(t *testing.T) {
 	os.WriteFile(garbage, []byte("not an index"), 0o644)
 
 	tests := []struct {
-		name  string
-		at    string // the commit the worktree and its index hold
-		index string
-		want  string
+		name   string
+		at     string // the commit the worktree and its index hold
+		index  string
+		isBase bool
+		want   string
 	}{
-		{"slot index at the base", base, filepath.Join(root, ".git", "index"), ""},
-		{"slot index at later work", later, filepath.Join(root, ".git", "index"), " M main.go\n?? new.go"},
-		{"no index", base, "", ""},
-		{"missing index", base, filepath.Join(root, "nothing"), ""},
-		{"not an index", later, garbage, " M main.go\n?? new.go"},
+		{"slot index at the base", base, filepath.Join(root, ".git", "index"), false, ""},
+		{"slot index said to be the base's", base, filepath.Join(root, ".git", "index"), true, ""},
+		{"slot index at later work", later, filepath.Join(root, ".git", "index"), false, " M main.go\n?? new.go"},
+		{"no index", base, "", false, ""},
+		{"missing index", base, filepath.Join(root, "nothing"), false, ""},
+		{"not an index", later, garbage, false, " M main.go\n?? new.go"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			git(root, "checkout", "-q", "--detach", tt.at)
 			git(root, "update-index", "-q", "--refresh")
-			g := &OwnGit{Dir: filepath.Join(t.TempDir(), "agent-git"), Objects: filepath.Join(root, ".git", "objects"), Base: base, Index: tt.index}
+			g := &OwnGit{Dir: filepath.Join(t.TempDir(), "agent-git"), Objects: filepath.Join(root, ".git", "objects"), Base: base, Index: tt.index, IndexIsBase: tt.isBase}
 			if err := g.Make(root); err != nil {
 				t.Fatal(err)
 			}
@@ -72,6 +76,15 @@ func TestOwnGitIndex(t *testing.T) {
 			}
 			if got := git(root, "--git-dir="+g.Dir, "rev-parse", "HEAD"); got != base {
 				t.Errorf("the agent's HEAD is %s, want the base %s", got, base)
+			}
+			if tt.want == "" {
+				// The agent's own change, seen by its git however its index was made.
+				write("lib.go", "package main\n\nfunc f() { println() }\n")
+				got := git(root, "--git-dir="+g.Dir, "--work-tree="+root, "status", "--porcelain")
+				git(root, "checkout", "-q", "--", "lib.go")
+				if got != " M lib.go" {
+					t.Errorf("after the agent's change, its git status:\n%s\nwant:\n M lib.go", got)
+				}
 			}
 		})
 	}

@@ -95,6 +95,9 @@ type OwnGit struct {
 	// whose file times spare git reading every file of the worktree again to find it
 	// clean. "" builds the index from Base alone.
 	Index string
+	// IndexIsBase says that Index is Base's exactly (its worktree was just reset to Base
+	// with it): the copy is the agent's index as it is, with no read-tree to make it so.
+	IndexIsBase bool
 }
 
 // gitFile is the .git file that names the own git folder, beside it (not in it: the agent
@@ -142,6 +145,9 @@ func (g *OwnGit) Make(work string) error {
 	index := filepath.Join(g.Dir, "index")
 	if g.Index != "" {
 		if err := copyIndex(g.Index, index); err == nil {
+			if g.IndexIsBase {
+				return nil
+			}
 			if _, err := git("read-tree", "-m", g.Base); err == nil {
 				return nil
 			}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/orchestrator/orchestrator/agents"
@@ -37,6 +38,9 @@ func AgentRunner(o AgentOptions) RunFunc {
 	if o.Grace <= 0 {
 		o.Grace = 5 * time.Second
 	}
+	// The worker's toolchains, found once (`go env` is a process of its own): the worker's
+	// environment does not change while it runs.
+	toolchains := sync.OnceValue(func() []string { return gate.Toolchains(os.Environ()) })
 	return func(ctx context.Context, job Job, ws Workspace) (RunResult, error) {
 		root, err := projectIn(ws.Dir, job.Sub)
 		if err != nil {
@@ -52,7 +56,7 @@ func AgentRunner(o AgentOptions) RunFunc {
 		)
 		var sb *agents.Sandbox
 		if o.Sandbox {
-			sb = sandboxOf(job, ws)
+			sb = sandboxOf(job, ws, toolchains())
 		}
 		p, err := agents.Start(agents.StartOptions{Command: job.Argv, Dir: root, Prompt: job.Prompt, Env: env, LogPath: ws.Log, Sandbox: sb})
 		if err != nil {
@@ -87,7 +91,7 @@ func projectIn(dir, sub string) (string, error) {
 }
 
 // sandboxOf is the agent's jail on a worker.
-func sandboxOf(job Job, ws Workspace) *agents.Sandbox {
+func sandboxOf(job Job, ws Workspace, toolchains []string) *agents.Sandbox {
 	var pass []string
 	for _, kv := range job.Env {
 		if name, _, ok := strings.Cut(kv, "="); ok {
@@ -99,14 +103,14 @@ func sandboxOf(job Job, ws Workspace) *agents.Sandbox {
 		Writable: []string{ws.Markers},
 		// The worker's toolchains under its home folder (Go's module cache, pyenv's, rustup's),
 		// which the hidden home would hide, as the watch's agents see the watch's.
-		ReadOnly: append([]string{ws.Objects}, gate.Toolchains(os.Environ())...),
+		ReadOnly: append([]string{ws.Objects}, toolchains...),
 		Hide:     ws.Hide,
 		Program:  agents.ProgramOf(job.Agent, job.Argv),
 		Pass:     pass,
 		Config:   filepath.Join(ws.Attempt, "agent-state"),
 		// Its index starts from the worker's copy of the checkout's, whose file times spare
 		// reading every file (agents.OwnGit.Index).
-		Git: &agents.OwnGit{Dir: filepath.Join(ws.Attempt, "agent-git"), Objects: ws.Objects, Base: job.Base, Index: filepath.Join(ws.Attempt, "index")},
+		Git: &agents.OwnGit{Dir: filepath.Join(ws.Attempt, "agent-git"), Objects: ws.Objects, Base: job.Base, Index: filepath.Join(ws.Attempt, "index"), IndexIsBase: true},
 	}
 	if home, err := os.UserHomeDir(); err == nil {
 		sb.Home = home

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/orchestrator/orchestrator/gate"
 )
 
 // TestWorkerSandboxShowsToolchains: an agent on a worker sees the worker's toolchains that
@@ -27,7 +29,7 @@ func TestWorkerSandboxShowsToolchains(t *testing.T) {
 	t.Setenv("HOME", home)
 	t.Setenv("PATH", bin+string(filepath.ListSeparator)+os.Getenv("PATH"))
 	ws := Workspace{Dir: t.TempDir(), Markers: t.TempDir(), Objects: t.TempDir(), Attempt: t.TempDir()}
-	sb := sandboxOf(Job{Attempt: AttemptID{"TASK-001", 1}, Agent: "exec", Argv: []string{"true"}}, ws)
+	sb := sandboxOf(Job{Attempt: AttemptID{"TASK-001", 1}, Agent: "exec", Argv: []string{"true"}}, ws, gate.Toolchains(os.Environ()))
 	if !slices.ContainsFunc(sb.ReadOnly, func(p string) bool { return strings.HasPrefix(p, filepath.Join(home, ".cargo")) }) {
 		t.Errorf("the worker's cargo under its home is not readable in the agent's sandbox: %v", sb.ReadOnly)
 	}

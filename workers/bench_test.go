@@ -70,7 +70,7 @@ func benchTransfer(b *testing.B, files int, first bool) {
 	for i := range b.N {
 		b.StopTimer()
 		if first {
-			d.lastBase = ""
+			d.anchor, d.sinceAnchor = "", 0
 			_ = d.bases.Delete(ctx, base)
 			newCache()
 		} else {

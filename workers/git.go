@@ -32,6 +32,17 @@ type gitRepo struct {
 	gitDir   string // --git-dir, "" for none
 	workTree string // --work-tree, "" for none
 	env      []string
+	format   string // the object format, once known (objectFormat)
+}
+
+// objectFormat returns the repository's object format (sha1, sha256), asking git unless
+// g knows it.
+func (g gitRepo) objectFormat(ctx context.Context) (string, error) {
+	if g.format != "" {
+		return g.format, nil
+	}
+	out, err := g.run(ctx, nil, "rev-parse", "--show-object-format")
+	return strings.TrimSpace(out), err
 }
 
 // cmd returns the git command for args.
@@ -131,15 +142,15 @@ const bundleRef = "refs/orchestrator/bundle"
 // written here because git bundle create wants a ref for its tip, and the authority's
 // refs are not ours to add to.
 func (g gitRepo) writeBundle(ctx context.Context, w io.Writer, tip, prereq string) error {
-	format, err := g.run(ctx, nil, "rev-parse", "--show-object-format")
+	format, err := g.objectFormat(ctx)
 	if err != nil {
 		return err
 	}
 	var head strings.Builder
-	if f := strings.TrimSpace(format); f == "sha1" {
+	if format == "sha1" {
 		head.WriteString("# v2 git bundle\n")
 	} else {
-		head.WriteString("# v3 git bundle\n@object-format=" + f + "\n")
+		head.WriteString("# v3 git bundle\n@object-format=" + format + "\n")
 	}
 	revs := tip + "\n"
 	if prereq != "" {

@@ -94,7 +94,8 @@ type Worker struct {
 	beats   jetstream.KeyValue
 	ackWait time.Duration
 
-	fetchMu sync.Mutex // one bundle chain fetched at a time
+	fetchMu sync.Mutex      // one bundle chain fetched at a time; guards have
+	have    map[string]bool // bases known to be in the cache repository
 	fetched atomic.Int64
 
 	mu      sync.Mutex
@@ -164,6 +165,7 @@ func (w *Worker) Serve(ctx context.Context) error {
 func (w *Worker) prepareCache(ctx context.Context) error {
 	gitDir := filepath.Join(w.CacheDir, "repo.git")
 	w.repo = gitRepo{gitDir: gitDir}
+	w.have = map[string]bool{}
 	if _, err := os.Stat(gitDir); err != nil {
 		if _, err := (gitRepo{}).run(ctx, nil, "init", "-q", "--bare", gitDir); err != nil {
 			return err
@@ -178,7 +180,11 @@ func (w *Worker) prepareCache(ctx context.Context) error {
 	}
 	// The lanes' checkouts are made again as jobs come.
 	os.RemoveAll(filepath.Join(w.CacheDir, "lanes"))
-	_, err := w.repo.run(ctx, nil, "worktree", "prune")
+	if _, err := w.repo.run(ctx, nil, "worktree", "prune"); err != nil {
+		return err
+	}
+	var err error
+	w.repo.format, err = w.repo.objectFormat(ctx)
 	return err
 }
 
@@ -388,8 +394,11 @@ func baseRef(c string) string { return "refs/bases/" + c }
 func (w *Worker) ensureBase(ctx context.Context, base string) error {
 	w.fetchMu.Lock()
 	defer w.fetchMu.Unlock()
+	if w.have[base] {
+		return nil
+	}
 	var chain []string
-	for c := base; c != "" && w.repo.commit(ctx, c) == ""; {
+	for c := base; c != "" && !w.have[c] && w.repo.commit(ctx, c) == ""; {
 		if len(chain) > 10000 {
 			return fmt.Errorf("base %s: bundle chain too long", short(base))
 		}
@@ -424,6 +433,7 @@ func (w *Worker) ensureBase(ctx context.Context, base string) error {
 			return err
 		}
 	}
+	w.have[base] = true
 	return nil
 }
 

@@ -706,3 +706,78 @@ func checkTaken(t *testing.T, repo string, ev events, a AttemptID, o Outcome, ba
 		t.Errorf("a ref was set: %s", ref)
 	}
 }
+
+// TestAnchoredBundles: each base is bundled against the anchor, not the base before it,
+// so that a worker some landings behind fetches one bundle, not one for each landing; the
+// anchor moves every anchorEvery bases, so that no bundle grows without end, and a worker
+// with an empty cache fetches the anchors' chain.
+func TestAnchoredBundles(t *testing.T) {
+	ctx := context.Background()
+	srv := serve(t)
+	repo, base0 := newRepo(t, map[string]string{"a.txt": "a\n"})
+	d, _ := dispatch(t, srv, repo, 5*time.Second)
+	bases := []string{base0}
+	for i := 1; i <= anchorEvery+1; i++ {
+		bases = append(bases, commitFiles(t, repo, map[string]string{fmt.Sprintf("f%02d.txt", i): fmt.Sprintf("landing %d\n", i)}))
+	}
+	size := map[string]int64{}
+	for i, b := range bases {
+		if err := d.bundleBase(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		info, err := d.bases.GetInfo(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size[b] = int64(info.Size)
+		want := base0
+		switch {
+		case i == 0:
+			want = ""
+		case i > anchorEvery:
+			want = bases[anchorEvery]
+		}
+		if got := info.Metadata[prerequisiteKey]; got != want {
+			t.Errorf("base %d's bundle names prerequisite %q, want %q", i, got, want)
+		}
+	}
+	worker := func() *Worker {
+		nc, err := nats.Connect(srv.URL(), nats.UserInfo(WorkerUser, testToken))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		w := &Worker{Name: "w", CacheDir: t.TempDir()}
+		if _, err := w.attach(ctx, nc); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.prepareCache(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	fetch := func(w *Worker, base string) int64 {
+		t.Helper()
+		before := w.fetched.Load()
+		if err := w.ensureBase(ctx, base); err != nil {
+			t.Fatal(err)
+		}
+		if c := w.repo.commit(ctx, base); c != base {
+			t.Fatalf("the worker's cache lacks base %s after fetching it", base)
+		}
+		return w.fetched.Load() - before
+	}
+	behind := worker()
+	fetch(behind, bases[3])
+	if got := fetch(behind, bases[10]); got != size[bases[10]] {
+		t.Errorf("a worker seven landings behind fetched %d bytes, want the one bundle of %d", got, size[bases[10]])
+	}
+	if got := fetch(behind, bases[10]); got != 0 {
+		t.Errorf("a worker fetched %d bytes of a base it has", got)
+	}
+	last := bases[anchorEvery+1]
+	want := size[last] + size[bases[anchorEvery]] + size[base0]
+	if got := fetch(worker(), last); got != want {
+		t.Errorf("a new worker fetched %d bytes, want the three bundles of the anchors' chain, %d", got, want)
+	}
+}
