@@ -15,14 +15,7 @@ import (
 // canaries judged, or the person's own. unsealed says which results could not be sealed:
 // the baseline stands without them.
 func MakeBaseline(ctx context.Context, in Input, command string, globs []string) (b *testrun.Baseline, unsealed, err error) {
-	var plan *impactPlan
-	if in.Impact != nil && in.Impact.Key != nil && in.Impact.Dir != "" {
-		// The keys of the bytes as they are before the suite's code runs; where they
-		// cannot be known, nothing is sealed.
-		if plan, _ = in.impactKeys(ctx, command); plan != nil {
-			plan.run = plan.pkgs
-		}
-	}
+	s := PlanBaselineSeal(ctx, in, command)
 	res, err := testrun.Run(ctx, in.Root, command, in.Timeout, in.runOptions(command)...)
 	if err != nil {
 		return nil, nil, err
@@ -33,8 +26,38 @@ func MakeBaseline(ctx context.Context, in Input, command string, globs []string)
 	if b, err = testrun.NewBaseline(in.Root, res, globs); err != nil {
 		return nil, nil, err
 	}
-	if plan != nil {
-		_, unsealed = in.Impact.seal(plan, res)
+	return b, s.Seal(res), nil
+}
+
+// A BaselineSeal seals the packages' results of a baseline's run (MakeBaseline, or
+// `orchestrator baseline` in the person's tree) for the gates that follow it.
+type BaselineSeal struct {
+	impact *Impact
+	plan   *impactPlan
+}
+
+// PlanBaselineSeal takes, before a baseline's run of command in in.Root, the input key of
+// each package the run tests: the keys of the bytes as they are before the suite's code
+// runs. It returns nil, which seals nothing, without in.Impact or where the keys cannot be
+// known (a command that is not a plain go test, a module go list cannot describe).
+func PlanBaselineSeal(ctx context.Context, in Input, command string) *BaselineSeal {
+	if in.Impact == nil || in.Impact.Key == nil || in.Impact.Dir == "" {
+		return nil
 	}
-	return b, unsealed, nil
+	plan, _ := in.impactKeys(ctx, command)
+	if plan == nil {
+		return nil
+	}
+	plan.run = plan.pkgs
+	return &BaselineSeal{impact: in.Impact, plan: plan}
+}
+
+// Seal seals the result res holds of each package planned; its error says which results
+// could not be sealed (the baseline stands without them).
+func (s *BaselineSeal) Seal(res *testrun.Result) error {
+	if s == nil {
+		return nil
+	}
+	_, err := s.impact.seal(s.plan, res)
+	return err
 }

@@ -235,7 +235,7 @@ func (in Input) keys(g *testrun.GoTest, listed []listedPkg) (*impactPlan, string
 			owners[p.Dir] = true
 		}
 	}
-	trees, common, err := hashTrees(modDir, owners)
+	trees, common, err := hashTrees(modDir, owners, filepath.Join(in.Root, stateFolder))
 	if err != nil {
 		return nil, fmt.Sprintf("hash the module's files: %v", err)
 	}
@@ -303,20 +303,30 @@ func (in Input) keys(g *testrun.GoTest, listed []listedPkg) (*impactPlan, string
 	return plan, ""
 }
 
+// stateFolder is the orchestrator's folder in a project (queue.Layout.Dir).
+const stateFolder = ".orchestrator"
+
 // hashTrees hashes the files under modDir: each file goes to the nearest folder of owners
-// that holds it, else to the common hash; folders of another module (their own go.mod)
-// and .git are left out. go.mod, go.sum and go.work are always common. A symbolic link is
-// hashed as the path it names.
-func hashTrees(modDir string, owners map[string]bool) (map[string]string, string, error) {
+// that holds it, else to the common hash; folders of another module (their own go.mod),
+// .git (a folder, or a worktree's file, which names a folder of its own in each
+// checkout) and state, the project's orchestrator folder, are left out. go.mod, go.sum
+// and go.work are always common. A symbolic link is hashed as the path it names.
+func hashTrees(modDir string, owners map[string]bool, state string) (map[string]string, string, error) {
 	lines := map[string][]string{}
 	err := filepath.WalkDir(modDir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() {
-			if p != modDir && (d.Name() == ".git" || fileExists(filepath.Join(p, "go.mod"))) {
+			// The orchestrator's own folder is no input: no candidate may change it (SPEC
+			// §7.1), and its task queue, whose Status cells land with each task's work,
+			// would make every landing a change of every package.
+			if p != modDir && (d.Name() == ".git" || p == state || fileExists(filepath.Join(p, "go.mod"))) {
 				return filepath.SkipDir
 			}
+			return nil
+		}
+		if d.Name() == ".git" {
 			return nil
 		}
 		rel, _ := filepath.Rel(modDir, p)

@@ -113,11 +113,20 @@ func TestImpactRunsWhatTheChangeReaches(t *testing.T) {
 	}{
 		{"first run: everything", func() {}, []string{"go test ./..."}, 0},
 		{"same tree: nothing", func() {}, nil, 20},
+		{"the orchestrator's queue: nothing", func() {
+			os.MkdirAll(filepath.Join(root, ".orchestrator"), 0o755)
+			os.WriteFile(filepath.Join(root, ".orchestrator", "task_queue.md"), []byte("| Status | completed |\n"), 0o644)
+		}, nil, 20},
+		{"another checkout's .git file: nothing", func() {
+			os.WriteFile(filepath.Join(root, ".git"), []byte("gitdir: /elsewhere/worktrees/gate-2\n"), 0o644)
+		}, nil, 20},
 		{"one package: it and its importers", func() { edit("p05/p05.go", "+ 5", "+ 2 + 3") },
 			[]string{"go test ./p05 ./p06 ./p07"}, 17},
 		{"testdata of one package", func() { os.WriteFile(filepath.Join(root, "p09/testdata/more.txt"), []byte("x"), 0o644) },
 			[]string{"go test ./p09"}, 19},
 		{"the leaf all import: all", func() { edit("base/base.go", "return 1", "return 2 - 1") },
+			[]string{"go test ./..."}, 0},
+		{"a file of no package: all", func() { os.WriteFile(filepath.Join(root, "notes.txt"), []byte("read by any test\n"), 0o644) },
 			[]string{"go test ./..."}, 0},
 	}
 	for _, st := range steps {

@@ -52,6 +52,7 @@ func TestValue(t *testing.T) {
 const impactCheat = `package g11
 
 import (
+	"os/exec"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -176,4 +177,34 @@ func ranCommands(log string) []string {
 		}
 	}
 	return out
+}
+
+// TestImpactAfterBaselineByHand: `orchestrator baseline`, run by hand in the person's tree
+// before `watch`, seals each package's result as the watch's own baseline does, so that
+// the first GREEN gate runs the one package its change reaches (before, it ran them all).
+func TestImpactAfterBaselineByHand(t *testing.T) {
+	t.Parallel()
+	honest := t.TempDir()
+	writeFile(t, filepath.Join(honest, "g05", "more.go"), "package g05\n\n// More is more.\nfunc More() int { return 5 }\n")
+	r := newRealRepo(t, "gomod", goTest, []realTask{
+		{id: "TASK-001", category: "backend", agent: "honest", exempt: true},
+	}, map[string][]string{"honest": slowAgent("implementer", 0, 0, honest)}, "")
+	impactPackages(r)
+	r.commitAll()
+	base := head(r.repo)
+	env := []string{"GOCACHE=" + goCache(t)}
+	if code, out := r.runWith(env, "baseline"); code != 0 {
+		t.Fatalf("baseline: exit %d\n%s", code, out)
+	}
+	code, out := r.runWith(env, "watch", "--once")
+	if got := r.statuses()["TASK-001"]; got != "completed" {
+		t.Fatalf("TASK-001 is %q, want completed (exit %d)%s\n%s", got, code, r.describeAttempts("TASK-001"), out)
+	}
+	log := r.read(".orchestrator/runs/TASK-001/1/gate.log")
+	if got := ranCommands(log); strings.Join(got, "|") != "go test ./g05" {
+		t.Errorf("the first GREEN ran %q, want go test ./g05\n%s", got, log)
+	}
+	if n := strings.Count(log, "reused: same inputs as "+base[:12]); n != 19 {
+		t.Errorf("the first GREEN reused %d packages of the baseline by hand, want 19\n%s", n, log)
+	}
 }

@@ -153,7 +153,20 @@ func runBaseline(ctx context.Context, opts *baselineOptions) error {
 	if err != nil {
 		return err
 	}
-	runOpts := gate.RunOptions(gate.Input{Root: l.Root, Env: gate.PinnedEnv(os.Environ()), Jail: jail}, command)
+	in := gate.Input{Root: l.Root, Env: gate.PinnedEnv(os.Environ()), Jail: jail}
+	// In a git repository, the packages' results are sealed as the watch's own baseline
+	// seals them (SPEC §7.3): the first gates after it run only what a change reaches.
+	// Their keys are of the files as they are here, whatever is committed.
+	repo, err := worktree.Open(ctx, l.Root)
+	head := ""
+	if err == nil {
+		head, _ = repo.Head(ctx)
+		if key, err := repo.Key(); err == nil {
+			in.Impact = &gate.Impact{Dir: filepath.Join(repo.State(), "impact"), Key: key, Commit: head}
+		}
+	}
+	sealer := gate.PlanBaselineSeal(ctx, in, command)
+	runOpts := gate.RunOptions(in, command)
 	if jail != nil {
 		p, env := jail.ForCommand(command, l.Root, l.Root, gate.EnvFor(jail.Env, l.Root))
 		p.Mask = append(p.Mask, gitDirs...)
@@ -176,10 +189,9 @@ func runBaseline(ctx context.Context, opts *baselineOptions) error {
 	}
 	// The commit it holds for: watch measures it again once the branch no longer
 	// descends from it (SPEC §7.5).
-	if repo, err := worktree.Open(ctx, l.Root); err == nil {
-		if head, err := repo.Head(ctx); err == nil {
-			b.Commit = head
-		}
+	b.Commit = head
+	if err := sealer.Seal(res); err != nil {
+		fmt.Fprintf(opts.Stderr, "orchestrator: the packages' results were not all sealed, so the first gates run them again: %v\n", err)
 	}
 	path := filepath.Join(l.Dir(), "baseline.json")
 	if err := b.Write(path); err != nil {
