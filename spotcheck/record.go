@@ -109,7 +109,7 @@ func ReadMutation(key *seal.Key, state, task string) (*MutationResult, error) {
 
 // EditedRecords checks every spot-check record of the orchestrator's state with key and
 // returns those that are not evidence, each an *seal.EditedError naming its file.
-func EditedRecords(key *seal.Key, state string) []error {
+func EditedRecords(key *seal.Key, state string, audit *seal.Audit) []error {
 	entries, _ := os.ReadDir(filepath.Join(state, "qa"))
 	var out []error
 	for _, e := range entries {
@@ -117,12 +117,14 @@ func EditedRecords(key *seal.Key, state string) []error {
 		if e.IsDir() || strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json") {
 			continue
 		}
-		var err error
-		if task, ok := strings.CutSuffix(name, ".spotcheck.json"); ok {
-			_, err = ReadDecision(key, state, task)
-		} else {
-			_, err = ReadMutation(key, state, strings.TrimSuffix(name, ".json"))
-		}
+		err := audit.Check(filepath.Join(state, "qa", name), func() (err error) {
+			if task, ok := strings.CutSuffix(name, ".spotcheck.json"); ok {
+				_, err = ReadDecision(key, state, task)
+			} else {
+				_, err = ReadMutation(key, state, strings.TrimSuffix(name, ".json"))
+			}
+			return err
+		})
 		var ee *seal.EditedError
 		if errors.As(err, &ee) {
 			out = append(out, ee)

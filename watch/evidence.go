@@ -42,17 +42,21 @@ func EditedState(ctx context.Context, l queue.Layout) ([]string, error) {
 	if _, err := repo.Key(); err != nil {
 		return nil, err
 	}
-	return editedRecords(ctx, repo), nil
+	return editedRecords(ctx, repo, nil), nil
 }
 
 // editedRecords audits every sealed record of the repository's orchestrator state, and
-// the landings of its integration branch.
-func editedRecords(ctx context.Context, repo *worktree.Repo) []string {
+// the landings of its integration branch. audit, if not nil, spares reading again the
+// records it found sealed and that have not changed since.
+func editedRecords(ctx context.Context, repo *worktree.Repo, audit *seal.Audit) []string {
 	k := sealKey()
 	var errs []error
-	errs = append(errs, repo.EditedMarks()...)
+	errs = append(errs, repo.EditedMarks(audit)...)
 	if path := filepath.Join(repo.State(), "baseline.json"); exists(path) {
-		if _, err := testrun.ReadSealedBaseline(path, k); err != nil {
+		if err := audit.Check(path, func() error {
+			_, err := testrun.ReadSealedBaseline(path, k)
+			return err
+		}); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -66,21 +70,27 @@ func editedRecords(ctx context.Context, repo *worktree.Repo) []string {
 				continue
 			}
 			dir := filepath.Join(runs, t.Name(), at.Name())
-			if exists(filepath.Join(dir, "result.json")) {
-				if _, err := openResult(k, dir); err != nil {
+			if path := filepath.Join(dir, "result.json"); exists(path) {
+				if err := audit.Check(path, func() error {
+					_, err := openResult(k, dir)
+					return err
+				}); err != nil {
 					errs = append(errs, err)
 				}
 			}
 			for _, name := range []string{"handoff-red.json", "handoff-green.json"} {
 				if path := filepath.Join(dir, name); exists(path) {
-					if _, err := gate.OpenManifest(k, path, t.Name(), n); err != nil {
+					if err := audit.Check(path, func() error {
+						_, err := gate.OpenManifest(k, path, t.Name(), n)
+						return err
+					}); err != nil {
 						errs = append(errs, err)
 					}
 				}
 			}
 		}
 	}
-	errs = append(errs, spotcheck.EditedRecords(k, repo.State())...)
+	errs = append(errs, spotcheck.EditedRecords(k, repo.State(), audit)...)
 	errs = append(errs, repo.EditedLandings(ctx)...)
 	var out []string
 	for _, err := range errs {
@@ -110,7 +120,7 @@ func exists(path string) bool {
 // reportEdited says once per record, as a warning, that orchestrator state was edited
 // outside the orchestrator: at the start of a run and after each attempt.
 func (r *runner) reportEdited(ctx context.Context) {
-	for _, rec := range editedRecords(ctx, r.repo) {
+	for _, rec := range editedRecords(ctx, r.repo, &r.audit) {
 		if r.edited[rec] {
 			continue
 		}

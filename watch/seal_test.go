@@ -8,6 +8,7 @@ package watch_test
 // Beside each cheat, the honest twin lands and `status` shows it verified.
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -229,5 +230,40 @@ func TestExposedKeyRefused(t *testing.T) {
 	}
 	if code, out := run("watch", "--once"); code != 0 {
 		t.Errorf("private key: exit %d, want 0\n%s", code, out)
+	}
+}
+
+// TestEditOfAnAuditedRecordReported: the watch's audit after each attempt remembers the
+// records it found sealed and does not read them again while their files are unchanged
+// (seal.Audit); a record it remembers that an agent then edits is read again and
+// reported all the same. TASK-002's agent works two seconds, so that the audit after it
+// remembers TASK-001's record; TASK-003's agent edits that record.
+func TestEditOfAnAuditedRecordReported(t *testing.T) {
+	t.Parallel()
+	work := func(n int) string {
+		return fmt.Sprintf("cat > money/extra%[1]d.go <<'EOF'\npackage money\n\n// Extra%[1]d is kept for a later task.\nfunc Extra%[1]d() int { return %[1]d }\nEOF\n", n)
+	}
+	r := newRealRepo(t, "gomod", goTest, []realTask{
+		{id: "TASK-001", category: "backend", agent: "first", exempt: true},
+		{id: "TASK-002", category: "backend", agent: "slow", deps: "TASK-001", exempt: true},
+		{id: "TASK-003", category: "backend", agent: "editor", deps: "TASK-002", exempt: true},
+	}, map[string][]string{
+		"first": scriptAgent(work(1)),
+		"slow":  scriptAgent("sleep 2\n" + work(2)),
+		"editor": scriptAgent(`sed -i 's/"attempt": 1/"attempt":  1/' ` + stateDir + `/runs/TASK-001/1/result.json
+` + work(3)),
+	}, "")
+	code, out := r.run("watch", "--once")
+	for _, id := range []string{"TASK-001", "TASK-002"} {
+		if st := r.statuses()[id]; st != "completed" {
+			t.Fatalf("%s is %q, want completed (exit %d)%s\n%s", id, st, code, r.describeAttempts(id), out)
+		}
+	}
+	const edited = ".git/orchestrator/runs/TASK-001/1/result.json"
+	if !strings.Contains(out, "edited outside the orchestrator") || !strings.Contains(out, edited) {
+		t.Errorf("watch does not say %s was edited outside the orchestrator:\n%s", edited, out)
+	}
+	if strings.Count(out, edited) != 1 {
+		t.Errorf("watch names %s %d times, want once:\n%s", edited, strings.Count(out, edited), out)
 	}
 }

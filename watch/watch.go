@@ -23,6 +23,7 @@ import (
 	"github.com/orchestrator/orchestrator/markers"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/retry"
+	"github.com/orchestrator/orchestrator/seal"
 	"github.com/orchestrator/orchestrator/testrun"
 	"github.com/orchestrator/orchestrator/worktree"
 )
@@ -297,8 +298,10 @@ type runner struct {
 	begun bool
 	// ancestry caches which attempt bases are in the history of which (inHistory).
 	ancestry map[[2]string]bool
-	// edited are the records whose broken seal the run has reported (reportEdited).
+	// edited are the records whose broken seal the run has reported (reportEdited), and
+	// audit what its audits found sealed and need not read again while unchanged.
 	edited map[string]bool
+	audit  seal.Audit
 	// remote is the run's side of the workers when agents run on them (remote.go), and
 	// workerStarts hears which worker took an attempt; both nil otherwise.
 	remote       *remoteSide

@@ -341,7 +341,7 @@ func (r *Repo) openVerified(task, path string, b []byte) (string, error) {
 
 // EditedMarks returns the verified marks whose seal is missing or does not match, as
 // *seal.EditedError values naming them.
-func (r *Repo) EditedMarks() []error {
+func (r *Repo) EditedMarks(audit *seal.Audit) []error {
 	entries, err := os.ReadDir(filepath.Join(r.state, "verified"))
 	if err != nil {
 		return nil
@@ -352,11 +352,14 @@ func (r *Repo) EditedMarks() []error {
 			continue
 		}
 		path := filepath.Join(r.state, "verified", e.Name())
-		b, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		if _, err := r.openVerified(e.Name(), path, b); err != nil {
+		if err := audit.Check(path, func() error {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return nil // gone meanwhile
+			}
+			_, err = r.openVerified(e.Name(), path, b)
+			return err
+		}); err != nil {
 			out = append(out, err)
 		}
 	}

@@ -27,7 +27,7 @@ func TestVerifiedMarkSealed(t *testing.T) {
 	if r.IsVerified("TASK-001", "0123456789abcdef0123456789abcdef01234567") {
 		t.Error("verified at another commit")
 	}
-	if errs := r.EditedMarks(); len(errs) != 0 {
+	if errs := r.EditedMarks(nil); len(errs) != 0 {
 		t.Errorf("honest mark reported edited: %v", errs)
 	}
 	dir := filepath.Join(r.State(), "verified")
@@ -57,7 +57,7 @@ func TestVerifiedMarkSealed(t *testing.T) {
 			if r.IsVerified(tt.task, commit) {
 				t.Error("IsVerified says yes")
 			}
-			if errs := r.EditedMarks(); len(errs) != 1 || !strings.Contains(errs[0].Error(), path) {
+			if errs := r.EditedMarks(nil); len(errs) != 1 || !strings.Contains(errs[0].Error(), path) {
 				t.Errorf("EditedMarks = %v, want the one naming %s", errs, path)
 			}
 		})
