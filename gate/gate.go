@@ -175,6 +175,20 @@ func (v *Verdict) pass(format string, args ...any) *Verdict {
 	return v
 }
 
+// commandPrefix starts the line of gate.log that names a command the gate runs.
+const commandPrefix = "$ "
+
+// RanCommands returns the commands a gate.log shows the gate running, in order.
+func RanCommands(log string) []string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if c, ok := strings.CutPrefix(l, commandPrefix); ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // run runs a test command and logs it.
 func (v *Verdict) run(ctx context.Context, in Input, command string) (*testrun.Result, error) {
 	if len(v.Runs) > 0 && in.Restore != nil {
@@ -183,7 +197,7 @@ func (v *Verdict) run(ctx context.Context, in Input, command string) (*testrun.R
 		}
 		v.Log.WriteString("checkout: restored to the candidate's commit\n")
 	}
-	fmt.Fprintf(&v.Log, "$ %s\n", command)
+	v.Log.WriteString(commandPrefix + command + "\n")
 	if in.Jail != nil {
 		fmt.Fprintf(&v.Log, "sandbox: %s\n", in.Jail.Describe(cmp.Or(in.Checkout, in.Root)))
 	} else {

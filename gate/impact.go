@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/seal"
 	"github.com/orchestrator/orchestrator/testrun"
 )
@@ -235,7 +236,7 @@ func (in Input) keys(g *testrun.GoTest, listed []listedPkg) (*impactPlan, string
 			owners[p.Dir] = true
 		}
 	}
-	trees, common, err := hashTrees(modDir, owners, filepath.Join(in.Root, stateFolder))
+	trees, common, err := hashTrees(modDir, owners, queue.Layout{Root: in.Root}.Dir())
 	if err != nil {
 		return nil, fmt.Sprintf("hash the module's files: %v", err)
 	}
@@ -302,9 +303,6 @@ func (in Input) keys(g *testrun.GoTest, listed []listedPkg) (*impactPlan, string
 	}
 	return plan, ""
 }
-
-// stateFolder is the orchestrator's folder in a project (queue.Layout.Dir).
-const stateFolder = ".orchestrator"
 
 // hashTrees hashes the files under modDir: each file goes to the nearest folder of owners
 // that holds it, else to the common hash; folders of another module (their own go.mod),

@@ -69,17 +69,6 @@ func impactGreen(tb testing.TB, root string, im *Impact, baseline []string) *Ver
 	return v
 }
 
-// ranCommands returns the test commands gate.log shows run.
-func ranCommands(log string) []string {
-	var out []string
-	for _, l := range strings.Split(log, "\n") {
-		if c, ok := strings.CutPrefix(l, "$ "); ok {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
 // TestImpactRunsWhatTheChangeReaches: on a module of 20 packages, the first GREEN runs
 // them all and seals each package's pass; the same tree again runs nothing; a change to
 // one package runs it and its importers; to its testdata/, that package; to the leaf all
@@ -136,7 +125,7 @@ func TestImpactRunsWhatTheChangeReaches(t *testing.T) {
 		if !v.Pass {
 			t.Fatalf("%s: GREEN failed: %s\n%s", st.name, v.Reason, log)
 		}
-		if got := ranCommands(log); !slices.Equal(got, st.want) {
+		if got := RanCommands(log); !slices.Equal(got, st.want) {
 			t.Errorf("%s: ran %q, want %q\n%s", st.name, got, st.want, log)
 		}
 		if got := strings.Count(log, "reused: same inputs as c0ffee000001: package "); got != st.reused {
@@ -200,7 +189,7 @@ func TestImpactRefusesEditedRecords(t *testing.T) {
 	if !strings.Contains(log, "its seal does not match its content") || !strings.Contains(log, filepath.Base(forgedPath)) {
 		t.Errorf("gate.log does not name the record whose seal failed:\n%s", log)
 	}
-	if got := ranCommands(log); !slices.Equal(got, []string{"go test ./..."}) {
+	if got := RanCommands(log); !slices.Equal(got, []string{"go test ./..."}) {
 		t.Errorf("ran %q, want the whole suite\n%s", got, log)
 	}
 	if strings.Contains(log, "reused:") {
@@ -209,8 +198,8 @@ func TestImpactRefusesEditedRecords(t *testing.T) {
 	// The honest twin: the record removed, only p13 runs, and it fails.
 	os.Remove(forgedPath)
 	v = impactGreen(t, root, im, baseline)
-	if v.Pass || !slices.Equal(ranCommands(v.Log.String()), []string{"go test ./p13"}) {
-		t.Errorf("without the forged record: pass %v, ran %q; want p13 alone, failing\n%s", v.Pass, ranCommands(v.Log.String()), v.Log.String())
+	if v.Pass || !slices.Equal(RanCommands(v.Log.String()), []string{"go test ./p13"}) {
+		t.Errorf("without the forged record: pass %v, ran %q; want p13 alone, failing\n%s", v.Pass, RanCommands(v.Log.String()), v.Log.String())
 	}
 	if v.FailingTest != "example.com/many/p13.TestValue" {
 		t.Errorf("failing test %q, want example.com/many/p13.TestValue", v.FailingTest)
@@ -299,7 +288,7 @@ func TestImpactReusesFailuresThatDecideNothing(t *testing.T) {
 		if v.Pass != pass {
 			t.Errorf("%s: pass %v (%s), want %v\n%s", step, v.Pass, v.Reason, pass, v.Log.String())
 		}
-		if got := ranCommands(v.Log.String()); !slices.Equal(got, ran) {
+		if got := RanCommands(v.Log.String()); !slices.Equal(got, ran) {
 			t.Errorf("%s: ran %q, want %q\n%s", step, got, ran, v.Log.String())
 		}
 	}

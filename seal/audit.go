@@ -1,6 +1,8 @@
 package seal
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"sync"
 	"syscall"
@@ -34,29 +36,34 @@ type fileStamp struct {
 	ctime, mtime int64
 }
 
-// stampOf returns the identity and times of the file at path.
-func stampOf(path string) (fileStamp, bool) {
+// stampOf returns the identity and times of the file at path; ok is false when they
+// cannot be known. An error is the file's absence.
+func stampOf(path string) (st fileStamp, ok bool, err error) {
 	fi, err := os.Lstat(path)
 	if err != nil {
-		return fileStamp{}, false
+		return fileStamp{}, false, err
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
+	sys, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
-		return fileStamp{}, false
+		return fileStamp{}, false, nil
 	}
 	return fileStamp{
-		dev: uint64(st.Dev), ino: st.Ino, size: st.Size,
-		ctime: time.Unix(st.Ctim.Unix()).UnixNano(), mtime: time.Unix(st.Mtim.Unix()).UnixNano(),
-	}, true
+		dev: uint64(sys.Dev), ino: sys.Ino, size: sys.Size,
+		ctime: time.Unix(sys.Ctim.Unix()).UnixNano(), mtime: time.Unix(sys.Mtim.Unix()).UnixNano(),
+	}, true, nil
 }
 
-// Check returns verify's error for the record at path, or nil without calling it when the
-// file is as it was when verify last passed for it.
+// Check returns verify's error for the record at path, or nil without calling it when
+// there is no file at path, or when the file is as it was when verify last passed for it.
+// A nil Audit checks every record that is there.
 func (a *Audit) Check(path string, verify func() error) error {
+	before, ok, err := stampOf(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // no record: nothing edited
+	}
 	if a == nil {
 		return verify()
 	}
-	before, ok := stampOf(path)
 	a.mu.Lock()
 	known, seen := a.good[path]
 	a.mu.Unlock()
@@ -69,7 +76,7 @@ func (a *Audit) Check(path string, verify func() error) error {
 		a.mu.Unlock()
 		return err
 	}
-	after, ok2 := stampOf(path)
+	after, ok2, _ := stampOf(path)
 	if ok && ok2 && after == before && time.Since(time.Unix(0, before.ctime)) > racyWindow {
 		a.mu.Lock()
 		if a.good == nil {

@@ -52,13 +52,13 @@ func editedRecords(ctx context.Context, repo *worktree.Repo, audit *seal.Audit) 
 	k := sealKey()
 	var errs []error
 	errs = append(errs, repo.EditedMarks(audit)...)
-	if path := filepath.Join(repo.State(), "baseline.json"); exists(path) {
-		if err := audit.Check(path, func() error {
-			_, err := testrun.ReadSealedBaseline(path, k)
-			return err
-		}); err != nil {
-			errs = append(errs, err)
-		}
+	// Check skips a record that is not there (seal.Audit).
+	baseline := filepath.Join(repo.State(), "baseline.json")
+	if err := audit.Check(baseline, func() error {
+		_, err := testrun.ReadSealedBaseline(baseline, k)
+		return err
+	}); err != nil {
+		errs = append(errs, err)
 	}
 	runs := stateRuns(repo)
 	tasks, _ := os.ReadDir(runs)
@@ -70,22 +70,19 @@ func editedRecords(ctx context.Context, repo *worktree.Repo, audit *seal.Audit) 
 				continue
 			}
 			dir := filepath.Join(runs, t.Name(), at.Name())
-			if path := filepath.Join(dir, "result.json"); exists(path) {
+			if err := audit.Check(filepath.Join(dir, "result.json"), func() error {
+				_, err := openResult(k, dir)
+				return err
+			}); err != nil {
+				errs = append(errs, err)
+			}
+			for _, name := range []string{"handoff-red.json", "handoff-green.json"} {
+				path := filepath.Join(dir, name)
 				if err := audit.Check(path, func() error {
-					_, err := openResult(k, dir)
+					_, err := gate.OpenManifest(k, path, t.Name(), n)
 					return err
 				}); err != nil {
 					errs = append(errs, err)
-				}
-			}
-			for _, name := range []string{"handoff-red.json", "handoff-green.json"} {
-				if path := filepath.Join(dir, name); exists(path) {
-					if err := audit.Check(path, func() error {
-						_, err := gate.OpenManifest(k, path, t.Name(), n)
-						return err
-					}); err != nil {
-						errs = append(errs, err)
-					}
 				}
 			}
 		}
@@ -110,11 +107,6 @@ func describeRecord(repo *worktree.Repo, ee *seal.EditedError) string {
 		name = rel
 	}
 	return fmt.Sprintf("%s (%v)", name, ee.Err)
-}
-
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }
 
 // reportEdited says once per record, as a warning, that orchestrator state was edited

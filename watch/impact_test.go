@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/seal"
 )
 
@@ -112,7 +113,7 @@ func TestImpactGreenRunsTheChangedPackage(t *testing.T) {
 		}
 	}
 	// The start's baseline sealed each package's result: the first GREEN ran g05 alone.
-	if got := ranCommands(gateLog("TASK-001")); strings.Join(got, "|") != "go test ./g05" {
+	if got := gate.RanCommands(gateLog("TASK-001")); strings.Join(got, "|") != "go test ./g05" {
 		t.Errorf("TASK-001 ran %q, want go test ./g05\n%s", got, gateLog("TASK-001"))
 	}
 	if n := strings.Count(gateLog("TASK-001"), "reused: same inputs as "+base[:12]); n != 19 {
@@ -120,7 +121,7 @@ func TestImpactGreenRunsTheChangedPackage(t *testing.T) {
 	}
 	// The honest twin: g07 alone ran, the 19 other packages' tests reused by name.
 	log2 := gateLog("TASK-002")
-	if got := ranCommands(log2); strings.Join(got, "|") != "go test ./g07" {
+	if got := gate.RanCommands(log2); strings.Join(got, "|") != "go test ./g07" {
 		t.Errorf("TASK-002 ran %q, want go test ./g07\n%s", got, log2)
 	}
 	if n := strings.Count(log2, "reused: same inputs as "); n != 19 {
@@ -140,7 +141,7 @@ func TestImpactGreenRunsTheChangedPackage(t *testing.T) {
 		t.Fatalf("the cheating implementer's task completed\n%s\n%s", gateLog("TASK-003"), out)
 	}
 	log3 := gateLog("TASK-003")
-	if got := ranCommands(log3); strings.Join(got, "|") != "go test ./g11" {
+	if got := gate.RanCommands(log3); strings.Join(got, "|") != "go test ./g11" {
 		t.Errorf("TASK-003 ran %q, want go test ./g11\n%s", got, log3)
 	}
 	if !strings.Contains(log3, "decision: fail (regression)") || !strings.Contains(log3, "example.com/shop/g11.TestValue") {
@@ -168,17 +169,6 @@ func TestImpactGreenRunsTheChangedPackage(t *testing.T) {
 	}
 }
 
-// ranCommands returns the test commands a gate.log shows run.
-func ranCommands(log string) []string {
-	var out []string
-	for _, l := range strings.Split(log, "\n") {
-		if c, ok := strings.CutPrefix(l, "$ "); ok {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
 // TestImpactAfterBaselineByHand: `orchestrator baseline`, run by hand in the person's tree
 // before `watch`, seals each package's result as the watch's own baseline does, so that
 // the first GREEN gate runs the one package its change reaches (before, it ran them all).
@@ -201,7 +191,7 @@ func TestImpactAfterBaselineByHand(t *testing.T) {
 		t.Fatalf("TASK-001 is %q, want completed (exit %d)%s\n%s", got, code, r.describeAttempts("TASK-001"), out)
 	}
 	log := r.read(".orchestrator/runs/TASK-001/1/gate.log")
-	if got := ranCommands(log); strings.Join(got, "|") != "go test ./g05" {
+	if got := gate.RanCommands(log); strings.Join(got, "|") != "go test ./g05" {
 		t.Errorf("the first GREEN ran %q, want go test ./g05\n%s", got, log)
 	}
 	if n := strings.Count(log, "reused: same inputs as "+base[:12]); n != 19 {

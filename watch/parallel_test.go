@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/orchestrator/orchestrator/gate"
 )
 
 // TestParallelHonestPairsLand (issue 26 item 1): eight independent honest TEST→BUILD pairs at
@@ -119,7 +121,7 @@ func TestValue_%s(t *testing.T) {
 	// packages, sealed by the start's baseline, not at all.
 	runs := 0
 	for i := 1; i <= pairs; i++ {
-		for _, c := range ranCommands(r.read(fmt.Sprintf(".orchestrator/runs/TASK-%03d/1/gate.log", i))) {
+		for _, c := range gate.RanCommands(r.read(fmt.Sprintf(".orchestrator/runs/TASK-%03d/1/gate.log", i))) {
 			runs += len(strings.Fields(c)) - 2 // go test PKG...
 		}
 	}

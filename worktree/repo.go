@@ -355,7 +355,7 @@ func (r *Repo) EditedMarks(audit *seal.Audit) []error {
 		if err := audit.Check(path, func() error {
 			b, err := os.ReadFile(path)
 			if err != nil {
-				return nil // gone meanwhile
+				return nil // unreadable, or gone meanwhile: not a mark to judge (as before)
 			}
 			_, err = r.openVerified(e.Name(), path, b)
 			return err
