@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/orchestrator/orchestrator/internal/ownproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -511,15 +512,25 @@ func BecomeSubreaper() error {
 
 // ReapOrphans ends and reaps every child of ours that is not in known: with
 // BecomeSubreaper, such a child is a descendant of an agent whose parent died, since every
-// process the orchestrator starts itself is either an agent (in known) or waited for
-// before the orchestrator goes on. One that carries name=value in its environment for one
-// of keep (a running attempt's folder) is that attempt's, and is left to it. It returns
-// the PIDs it ended. Call it only when no other process of ours is being started.
+// process the orchestrator starts itself is an agent (in known), a process that the loop
+// waits for before it goes on, or one that runs beside the loop and is kept in ownproc's
+// set from its start to its reaping (left alone, no start of one in between). One that
+// carries name=value in its environment for one of keep (a running attempt's folder) is
+// that attempt's, and is left to it. It returns the PIDs it ended. Call it from the loop,
+// which starts no other process meanwhile.
 func ReapOrphans(known map[int]bool, name string, keep []string) []int {
+	var ended []int
+	ownproc.Scan(func(own func(int) bool) {
+		ended = reapOrphans(known, own, name, keep)
+	})
+	return ended
+}
+
+func reapOrphans(known map[int]bool, own func(int) bool, name string, keep []string) []int {
 	self := os.Getpid()
 	var ended []int
 	for _, pid := range children(self) {
-		if known[pid] || hasEnv(pid, name, keep) {
+		if known[pid] || own(pid) || hasEnv(pid, name, keep) {
 			continue
 		}
 		st, err := readStat(pid)

@@ -2,6 +2,7 @@ package agents
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,13 +10,19 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/orchestrator/orchestrator/internal/ownproc"
 )
 
 // TestReapOrphansFindsEscapee: a process an agent started that left its group and lost
 // its parent (setsid, then the parent exits) becomes the child subreaper's child; the
 // kernel's lists of children name it as a read of every process's parent does, and
-// ReapOrphans ends it, while a child of ours that it knows is left alone. It runs in a
-// copy of the test binary, which alone becomes a subreaper.
+// ReapOrphans ends it, while a child of ours that it knows is left alone, and so are the
+// orchestrator's own processes that run beside its loop (ownproc): one that runs, and one
+// that has exited and waits to be reaped by its own Wait, which must get its exit status
+// (killed and reaped by the reaper, the patch's and the dispatcher's git failed). It runs
+// in a copy of the test binary, which alone becomes a subreaper.
 func TestReapOrphansFindsEscapee(t *testing.T) {
 	if os.Getenv("AGENTS_TEST_REAPER") == "1" {
 		if err := reaper(); err != nil {
@@ -44,6 +51,27 @@ func reaper() error {
 	}
 	defer known.Wait()
 	defer known.Process.Kill()
+	// The orchestrator's own processes, started by another goroutine than the reaper's:
+	// one runs, one has exited and is not reaped yet.
+	running := exec.Command("sleep", "60")
+	if err := ownproc.Start(running); err != nil {
+		return err
+	}
+	defer ownproc.Wait(running)
+	defer running.Process.Kill()
+	exited := exec.Command("sh", "-c", "exit 3")
+	if err := ownproc.Start(exited); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(time.Minute); ; {
+		if st, err := readStat(exited.Process.Pid); err == nil && st.state == 'Z' {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the own process %d never exited", exited.Process.Pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	// The cheat: a grandchild in a session of its own, whose parent exits at once.
 	agent := exec.Command("sh", "-c", `setsid sleep 60 </dev/null >/dev/null 2>&1 & echo $!`)
 	out, err := agent.StdoutPipe()
@@ -84,6 +112,13 @@ func reaper() error {
 	}
 	if !Alive(known.Process.Pid, mustStart(known.Process.Pid)) {
 		return fmt.Errorf("the known child %d was ended", known.Process.Pid)
+	}
+	if !Alive(running.Process.Pid, mustStart(running.Process.Pid)) {
+		return fmt.Errorf("the orchestrator's own running process %d was ended", running.Process.Pid)
+	}
+	var ee *exec.ExitError
+	if err := ownproc.Wait(exited); !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		return fmt.Errorf("the own process that exited: Wait says %v, want exit status 3", err)
 	}
 	return nil
 }

@@ -76,6 +76,11 @@ func TestValue_%s(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, want 0%s\n%s", code, why.String(), out)
 	}
+	ids := make([]string, len(tasks))
+	for i, tk := range tasks {
+		ids[i] = tk.id
+	}
+	r.nothingOwnReaped(t, out, ids...)
 	st := r.statuses()
 	for _, tk := range tasks {
 		if st[tk.id] != "completed" {

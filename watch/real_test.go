@@ -237,6 +237,24 @@ func (r *realRepo) attemptDirs(id string) []int {
 	return ns
 }
 
+// nothingOwnReaped fails when the run's output says it ended processes an agent left
+// behind, or an attempt's patch could not be made: in a run whose agents leave nothing,
+// what the reaper ended was the orchestrator's own (a git that runs beside the loop).
+func (r *realRepo) nothingOwnReaped(t testing.TB, out string, ids ...string) {
+	t.Helper()
+	if strings.Contains(out, "an agent left behind") {
+		t.Errorf("the run ended processes of its own as an agent's orphans:\n%s", out)
+	}
+	for _, id := range ids {
+		for _, n := range r.attemptDirs(id) {
+			b, _ := os.ReadFile(filepath.Join(r.root, ".orchestrator", "runs", id, strconv.Itoa(n), "changes.diff"))
+			if bytes.Contains(b, []byte("could not be made")) {
+				t.Errorf("%s attempt %d: %s", id, n, b)
+			}
+		}
+	}
+}
+
 // result reads attempt n's result.json ({} when it is missing or does not parse).
 func (r *realRepo) result(id string, n int) map[string]any {
 	res := map[string]any{}

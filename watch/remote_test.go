@@ -166,6 +166,7 @@ func TestRemoteWorkersLandOnceAndRefuseTheCheat(t *testing.T) {
 	}
 	code := w.wait(t, 4*time.Minute)
 	out := w.out.String()
+	r.nothingOwnReaped(t, out, "TASK-T01", "TASK-001", "TASK-002")
 
 	st := r.statuses()
 	for _, id := range []string{"TASK-T01", "TASK-001", "TASK-002"} {

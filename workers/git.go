@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/orchestrator/orchestrator/internal/ownproc"
 )
 
 // safeGit are the settings every git command of this package runs with, as package
@@ -74,7 +76,7 @@ func (g gitRepo) run(ctx context.Context, stdin io.Reader, args ...string) (stri
 	c.Stdin = stdin
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
-	if err := c.Run(); err != nil {
+	if err := ownproc.Run(c); err != nil {
 		return out.String(), fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(errb.String()))
 	}
 	return out.String(), nil
@@ -166,7 +168,7 @@ func (g gitRepo) writeBundle(ctx context.Context, w io.Writer, tip, prereq strin
 	c.Stdout = w
 	var errb bytes.Buffer
 	c.Stderr = &errb
-	if err := c.Run(); err != nil {
+	if err := ownproc.Run(c); err != nil {
 		return fmt.Errorf("git pack-objects: %v: %s", err, strings.TrimSpace(errb.String()))
 	}
 	return nil
@@ -213,7 +215,7 @@ func (g gitRepo) unbundleChecked(ctx context.Context, path string) (string, erro
 			c.Stdin = r
 			var errb bytes.Buffer
 			c.Stderr = &errb
-			if err := c.Run(); err != nil {
+			if err := ownproc.Run(c); err != nil {
 				return "", fmt.Errorf("git index-pack: %v: %s", err, strings.TrimSpace(errb.String()))
 			}
 			return tip, nil

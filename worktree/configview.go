@@ -1,8 +1,8 @@
 package worktree
 
 import (
+	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/orchestrator/orchestrator/internal/ownproc"
 )
 
 // A configView is the configuration git reads in one folder: its entries and the files
@@ -86,16 +88,12 @@ func listConfig(ctx context.Context, dir string, env []string) ([]configEntry, e
 	cmd := exec.CommandContext(ctx, "git", append(slices.Clone(safe), "config", "-z", "--list", "--show-origin")...)
 	cmd.Dir = dir
 	cmd.Env = gitEnv(env)
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr string
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			stderr = strings.TrimSpace(string(ee.Stderr))
-		}
-		return nil, &Error{Args: []string{"config", "--list", "--show-origin"}, Stderr: stderr, Err: err}
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := ownproc.Run(cmd); err != nil {
+		return nil, &Error{Args: []string{"config", "--list", "--show-origin"}, Stderr: strings.TrimSpace(stderr.String()), Err: err}
 	}
-	fields := strings.Split(string(out), "\x00")
+	fields := strings.Split(out.String(), "\x00")
 	var entries []configEntry
 	for i := 0; i+1 < len(fields); i += 2 {
 		origin, kv := fields[i], fields[i+1]

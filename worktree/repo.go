@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/orchestrator/orchestrator/internal/ownproc"
+
 	"github.com/orchestrator/orchestrator/seal"
 )
 
@@ -180,7 +182,9 @@ func run(ctx context.Context, dir string, env []string, stdin []byte, args ...st
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	// Its own process, which the reaper of agents' orphans leaves alone: the patch's git
+	// runs beside the loop.
+	if err := ownproc.Run(cmd); err != nil {
 		return stdout.String(), &Error{Args: args, Stderr: strings.TrimSpace(stderr.String()), Err: err}
 	}
 	return stdout.String(), nil
