@@ -18,11 +18,12 @@ func (r *runner) makeCandidate(ctx context.Context, a *attempt) error {
 	if a.slot == nil {
 		return errors.New("the attempt has no worktree")
 	}
-	remote := a.remote != nil && a.remote.candidate != ""
+	remote := a.remote != nil
 	var c string
 	var err error
 	if remote {
-		// Its agent ran on a worker: the candidate is the commit fetched from it (remote.go).
+		// Its agent ran on a worker: the candidate is the commit fetched from it (remote.go),
+		// or the base when none arrived (a timeout, an interrupt).
 		c, err = r.remoteCandidate(ctx, a)
 	} else {
 		c, err = a.slot.Commit(ctx, a.base, a.ref(), fmt.Sprintf("%s attempt %d (candidate)\n", a.id, a.n))

@@ -178,6 +178,9 @@ func (r *runner) land(ctx context.Context, a *attempt, message string, rejudge f
 		case err != nil:
 			return "", nil, err
 		}
+		if r.remote != nil {
+			r.remote.bundleAhead(commit) // the next jobs' base
+		}
 		return commit, nil, nil
 	}
 }

@@ -61,6 +61,10 @@ type remoteSide struct {
 
 	mu      sync.Mutex
 	waiting map[workers.AttemptID]*remoteRun
+	// bundleAhead bundles a new integration head for the workers beside the loop, as soon
+	// as a landing makes it: the next job on it, submitted a moment later, finds its
+	// bundle made or being made, rather than making it while its worker waits.
+	bundleAhead func(head string)
 }
 
 // A workerStart says that worker took attempt a's job.
@@ -257,6 +261,7 @@ func (r *runner) openWorkers(ctx context.Context) (func(), error) {
 		// this has not (its error is Submit's to report).
 		wg.Go(func() { _ = rs.d.BundleBase(rctx, head) })
 	}
+	rs.bundleAhead = func(head string) { wg.Go(func() { _ = rs.d.BundleBase(rctx, head) }) }
 	r.remote, r.workerStarts = rs, rs.started
 	return func() {
 		cancel()
@@ -363,8 +368,8 @@ func (r *runner) workerStarted(s workerStart) {
 // log in the attempt's agent.log, its exit code and output for the pre-checks, and the
 // candidate the dispatcher fetched, which makeCandidate takes (remoteCandidate). Nothing
 // of it is evidence: the stages after judge the candidate's tree, from their own
-// checkouts, as they judge a local one. The slot stays at the base: no stage after the
-// candidate reads it.
+// checkouts, as they judge a local one. The attempt's slot is a name (takeSlot): no stage
+// reads it.
 func (r *runner) endRemote(ctx context.Context, a *attempt) {
 	rr := a.remote
 	if rr == nil {
@@ -422,6 +427,9 @@ func (r *runner) endRemote(ctx context.Context, a *attempt) {
 // commits of their own.
 func (r *runner) remoteCandidate(ctx context.Context, a *attempt) (string, error) {
 	c := a.remote.candidate
+	if c == "" {
+		c = a.base // no outcome arrived: nothing of the agent's is here
+	}
 	if c != a.base {
 		parent, err := r.repo.Parent(ctx, c)
 		if err != nil {

@@ -363,8 +363,8 @@ func reemitDue(runs, id string, attempt int) bool {
 // re-emitted message is judged against the work it describes. When the integration head
 // moved meanwhile, it starts from the head like any attempt.
 func (r *runner) seedReemit(ctx context.Context, a *attempt) error {
-	if a.cycle == nil || !reemitDue(r.runs, a.id, a.n) {
-		return nil
+	if a.cycle == nil || !reemitDue(r.runs, a.id, a.n) || r.remote != nil {
+		return nil // a worker's agent starts from the job's base, in a checkout of its own
 	}
 	prev, ok := readResult(filepath.Join(r.runs, a.id, strconv.Itoa(a.n-1)))
 	if !ok || prev.Candidate == "" || prev.Base != a.base || prev.Candidate == prev.Base {

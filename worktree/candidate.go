@@ -43,6 +43,9 @@ func Paths(changes []Change) []string {
 // it. When the tree is base's own, nothing changed: it returns base itself and makes no
 // commit (ref is still set, to base).
 func (s *Slot) Commit(ctx context.Context, base, ref, message string) (string, error) {
+	if err := s.made(); err != nil {
+		return "", err
+	}
 	// A copy of the orchestrator's index, so that the slot's stays the checkout's (Reset
 	// relies on its file times).
 	tmp := s.index + ".candidate"
@@ -169,6 +172,9 @@ func (r *Repo) Ref(ctx context.Context, ref string) string {
 // `git ls-files --others`, read without a git process: the commit's folder through the
 // long-lived reader, the working tree from the disk (symbolic links not followed).
 func (s *Slot) Untracked(ctx context.Context, commit, dir string) ([]string, error) {
+	if err := s.made(); err != nil {
+		return nil, err
+	}
 	dir = strings.TrimSuffix(path.Clean(dir), "/")
 	tracked := map[string]bool{}
 	files, err := s.repo.listTreeAt(ctx, commit+":"+dir, dir+"/")

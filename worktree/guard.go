@@ -180,6 +180,9 @@ func (e *CheckoutError) Error() string {
 // change time, which the kernel sets on every write, rename or link and no process can set
 // back. So a reset that leaves most files alone costs a stat of those, not a hash.
 func (s *Slot) CheckCheckout(ctx context.Context, commit string) error {
+	if err := s.made(); err != nil {
+		return err
+	}
 	format, err := s.repo.objectFormat(ctx)
 	if err != nil {
 		return err

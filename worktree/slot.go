@@ -69,6 +69,25 @@ func (r *Repo) Slot(ctx context.Context, name string) (*Slot, error) {
 	return s, nil
 }
 
+// NamedSlot returns the slot called name without making or touching its worktree: the
+// desk of an attempt whose agent works elsewhere (on a worker), which needs the slot's name
+// for its record and nothing on the disk. Its methods that read or write the worktree
+// fail with ErrNoWorktree.
+func (r *Repo) NamedSlot(name string) *Slot {
+	return &Slot{repo: r, Name: name, Dir: filepath.Join(r.slotsDir(), name), index: filepath.Join(r.state, "index", name)}
+}
+
+// ErrNoWorktree is the error of a slot of NamedSlot asked to read or write its worktree.
+var ErrNoWorktree = errors.New("the slot has no worktree: its attempt's agent works elsewhere")
+
+// made returns ErrNoWorktree for a slot of NamedSlot.
+func (s *Slot) made() error {
+	if s.admin == "" {
+		return fmt.Errorf("slot %s: %w", s.Name, ErrNoWorktree)
+	}
+	return nil
+}
+
 // parkedDir is the folder of the parked slots (RemoveSlots): their files, kept between
 // runs, that git no longer knows as worktrees.
 func (r *Repo) parkedDir() string { return filepath.Join(r.slotsDir(), parked) }
@@ -168,6 +187,9 @@ func WriteGitFile(dir, admin string) error {
 // Reset makes the slot a pristine checkout of commit: tracked files as in commit, nothing
 // else (untracked and ignored files removed). Only the files that differ are written.
 func (s *Slot) Reset(ctx context.Context, commit string) error {
+	if err := s.made(); err != nil {
+		return err
+	}
 	// The .git file is git's way into the slot for the agent's own git commands; put it
 	// back in case the agent changed or removed it.
 	if err := WriteGitFile(s.Dir, s.admin); err != nil {

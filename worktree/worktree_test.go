@@ -418,3 +418,35 @@ func resetSlot(t *testing.T, r *Repo, name, commit string) *Slot {
 	}
 	return s
 }
+
+// TestNamedSlotTouchesNothing: the desk of an attempt whose agent works on a worker is a
+// slot by name alone: no worktree is made, git lists none, and each method that would
+// read or write one fails rather than run git on what is not there.
+func TestNamedSlotTouchesNothing(t *testing.T) {
+	ctx := context.Background()
+	dir, r := newGitRepo(t)
+	head := gitT(t, dir, "rev-parse", "HEAD")
+	s := r.NamedSlot("job-1")
+	if s.Name != "job-1" || s.Dir == "" {
+		t.Fatalf("named slot %+v", s)
+	}
+	for name, err := range map[string]error{
+		"Reset":         s.Reset(ctx, head),
+		"CheckCheckout": s.CheckCheckout(ctx, head),
+		"Commit":        func() error { _, err := s.Commit(ctx, head, "", "x"); return err }(),
+		"Untracked":     func() error { _, err := s.Untracked(ctx, head, "."); return err }(),
+	} {
+		if !errors.Is(err, ErrNoWorktree) {
+			t.Errorf("%s: %v, want ErrNoWorktree", name, err)
+		}
+	}
+	if _, err := os.Lstat(s.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the named slot's folder %s: %v, want none", s.Dir, err)
+	}
+	if list := gitT(t, dir, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
+		t.Errorf("git lists worktrees beside the repository's own:\n%s", list)
+	}
+	if r.HasSlot("job-1") {
+		t.Error("HasSlot says the named slot exists")
+	}
+}
