@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -127,5 +128,53 @@ func TestLaneStartsCleanForARealAgent(t *testing.T) {
 	}
 	if files := git(t, repo, "ls-tree", "-r", "--name-only", last.Candidate); files != ".gitignore\nREADME.md\nkeep.txt\nmine.txt\nseen.txt" {
 		t.Errorf("the second agent's candidate holds:\n%s", files)
+	}
+}
+
+// TestLanesReadyBeforeTheFirstJob: a worker that finds a base bundled when it starts makes
+// each lane's checkout of it before any job comes, so that its first jobs reset a
+// checkout rather than make one; the first job's agent then finds its base there.
+func TestLanesReadyBeforeTheFirstJob(t *testing.T) {
+	srv := serve(t)
+	repo, base := newRepo(t, map[string]string{"README.md": "hello\n"})
+	d, _ := dispatch(t, srv, repo, 5*time.Second)
+	if err := d.BundleBase(context.Background(), base); err != nil {
+		t.Fatal(err)
+	}
+	seen := make(chan string, 1)
+	w := &Worker{Name: "w1", URL: srv.URL(), Token: testToken, CacheDir: filepath.Join(t.TempDir(), "cache"), Jobs: 2,
+		Run: func(ctx context.Context, job Job, ws Workspace) (RunResult, error) {
+			b, _ := os.ReadFile(filepath.Join(ws.Dir, "README.md"))
+			seen <- string(b)
+			return RunResult{}, nil
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("worker: %v", err)
+		}
+	})
+	for i := range 2 {
+		readme := filepath.Join(w.CacheDir, "lanes", strconv.Itoa(i), "work", "README.md")
+		for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+			if _, err := os.Stat(readme); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("lane %d has no checkout of the base before its first job", i)
+			}
+		}
+	}
+	if err := d.Submit(context.Background(), Job{Attempt: AttemptID{Task: "TASK-001", N: 1}, Base: base, Agent: "exec", Argv: []string{"true"}, Timeout: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if o := next(t, d); o.Candidate != base {
+		t.Errorf("candidate %s, want the base %s (the agent changed nothing)", o.Candidate, base)
+	}
+	if got := <-seen; got != "hello\n" {
+		t.Errorf("the first job's agent found README.md %q, want its base's", got)
 	}
 }
