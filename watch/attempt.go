@@ -32,6 +32,9 @@ type attempt struct {
 	adapter agents.Adapter // nil for an adopted agent
 	argv    []string
 	testCmd string // the task's test command when the attempt started
+	// seed is the commit a re-emit attempt's agent on a worker starts from (seedReemit):
+	// the work of the attempt it re-emits, one commit on the base.
+	seed string
 	// depTests are the TEST tasks a BUILD task depends on: their RED manifests feed its gate.
 	depTests []string
 	// mirror is the readable copy of the attempt folder, under .orchestrator/runs; dir,

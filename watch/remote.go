@@ -316,7 +316,7 @@ func workerToken(dir, given string) (token string, made bool, err error) {
 func (r *runner) launchRemote(ctx context.Context, a *attempt, prompt, markerDir string) error {
 	rr := r.remote.wait(a, markerDir)
 	job := workers.Job{
-		Attempt: rr.id, Base: a.base, Prompt: prompt, Agent: a.agent, Argv: a.argv, Sub: filepath.ToSlash(r.sub),
+		Attempt: rr.id, Base: a.base, Seed: a.seed, Prompt: prompt, Agent: a.agent, Argv: a.argv, Sub: filepath.ToSlash(r.sub),
 		Env: r.jobEnv(a), Timeout: max(r.o.Config.TaskTimeout.Duration-time.Since(a.started), time.Second),
 	}
 	if err := r.remote.d.Submit(ctx, job); err != nil {

@@ -10,6 +10,7 @@ package watch_test
 // agents' files are given in TESTAGENT_WRITE (one line each), not in folders of /tmp.
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -20,6 +21,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/orchestrator/orchestrator/workers"
 )
 
 // remoteToken is the workers' token of the tests' servers, from the config.
@@ -384,4 +387,37 @@ func TestRemoteJobExhausted(t *testing.T) {
 		t.Errorf("TASK-002 landed %d times, want exactly once", n)
 	}
 	r.noneLeft()
+}
+
+// TestTDDReemitOnAWorker is TestTDDReemitKeepsWork with the cycle's agents on a worker: the
+// re-emit attempt's job names the first attempt's candidate as its seed, the worker's
+// checkout starts from it, and that work lands, as it does here. Without the seed the
+// re-emitted claim meets the base alone and AC1's test fails.
+func TestTDDReemitOnAWorker(t *testing.T) {
+	t.Parallel()
+	needWorkerSandbox(t)
+	const authority = "tdd-authority-password"
+	srv, err := workers.Serve(context.Background(), workers.ServeOptions{Addr: "127.0.0.1:0", StoreDir: t.TempDir(), Token: remoteToken, AuthorityToken: authority})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	r := newCycleRepo(t, "gomod", "go", goTest)
+	r.seenByWorkers(fmt.Sprintf("workers:\n  url: %s\n  credentials: %s:%s\n  token: %s\n  ack_wait: 2s\n", srv.URL(), workers.AuthorityUser, authority, remoteToken))
+	startWorker(t, srv.URL(), "w1")
+	r.honest()
+	r.agent("AC1", r.plan("implementer", "1=noblock:ac1", "2=slow:")...)
+	code, out := r.tdd()
+	if code != 0 {
+		t.Fatalf("exit %d, want 0%s\n%s", code, r.describeAttempts(r.id("AC1")), out)
+	}
+	r.wantStatuses(out, map[string]string{"AC1": "completed", "REFACTOR": "completed"})
+	if d := r.attemptDirs(r.id("AC1")); len(d) != 2 {
+		t.Errorf("AC1: attempts %v, want 2", d)
+	}
+	for _, n := range []int{1, 2} {
+		if w := r.result(r.id("AC1"), n)["worker"]; w != "w1" {
+			t.Errorf("AC1 attempt %d ran on %v, want worker w1", n, w)
+		}
+	}
 }

@@ -360,11 +360,12 @@ func reemitDue(runs, id string, attempt int) bool {
 
 // seedReemit gives the re-emit attempt of a format violation the work of the attempt it
 // re-emits: its worktree holds that attempt's candidate, on the same base, so that the
-// re-emitted message is judged against the work it describes. When the integration head
-// moved meanwhile, it starts from the head like any attempt.
+// re-emitted message is judged against the work it describes (on a worker, the job's seed
+// is that candidate). When the integration head moved meanwhile, it starts from the head
+// like any attempt.
 func (r *runner) seedReemit(ctx context.Context, a *attempt) error {
-	if a.cycle == nil || !reemitDue(r.runs, a.id, a.n) || r.remote != nil {
-		return nil // a worker's agent starts from the job's base, in a checkout of its own
+	if a.cycle == nil || !reemitDue(r.runs, a.id, a.n) {
+		return nil
 	}
 	prev, ok := readResult(filepath.Join(r.runs, a.id, strconv.Itoa(a.n-1)))
 	if !ok || prev.Candidate == "" || prev.Base != a.base || prev.Candidate == prev.Base {
@@ -373,6 +374,11 @@ func (r *runner) seedReemit(ctx context.Context, a *attempt) error {
 	if parent, err := r.repo.Parent(ctx, prev.Candidate); err != nil || parent != a.base {
 		// Moved onto a later head before its gate (ontoHead), which a person has since
 		// reset: that head's work is not this base's.
+		return nil
+	}
+	if r.remote != nil {
+		// Its agent runs on a worker, whose checkout starts from the seed (workers.Job).
+		a.seed = prev.Candidate
 		return nil
 	}
 	if err := a.slot.Reset(ctx, prev.Candidate); err != nil {

@@ -21,9 +21,11 @@ import (
 // A cycleRepo is a project with a requirement file, run through `orchestrator tdd`.
 type cycleRepo struct {
 	*realRepo
-	fr      string
-	files   map[string]string // the cycle fixture's files, by path
-	byTask  string            // TESTAGENT_BYTASK: <task ID>.env per task
+	fr     string
+	files  map[string]string // the cycle fixture's files, by path
+	byTask string            // TESTAGENT_BYTASK: <task ID>.env per task
+	// shared, when set, is where the agents' folders go (seenByWorkers): outside /tmp.
+	shared  string
 	stem    string
 	project string // the project's test command
 }
@@ -57,9 +59,32 @@ func newCycleRepo(t *testing.T, project, cycle, test string) *cycleRepo {
 	git(t, r.root, "add", "-A")
 	git(t, r.root, "commit", "-q", "-m", "fixture")
 	r.write(".orchestrator/task_queue.md", "# Task Queue\n\nWritten by hand: this prose stays as it is.\n\n## Project Commands\n\n| Command | Value |\n|---------|-------|\n| Build | - |\n| Test | "+test+" |\n")
-	argv := []string{"env", "TESTAGENT_TAG=" + r.tag, "TESTAGENT_STARTLOG=" + r.starts, "TESTAGENT_BYTASK=" + r.byTask, agentBin}
-	r.write(".orchestrator/config.yaml", "agent: scripted\nsandbox: off\ngrace: 5s\nagents:\n  scripted: {command: ["+quoteAll(argv)+"]}\n")
+	r.writeConfig("")
 	return r
+}
+
+// writeConfig writes the cycle's config: its one agent command, then more.
+func (r *cycleRepo) writeConfig(more string) {
+	argv := []string{"env", "TESTAGENT_TAG=" + r.tag, "TESTAGENT_STARTLOG=" + r.starts, "TESTAGENT_BYTASK=" + r.byTask, agentBin}
+	r.write(".orchestrator/config.yaml", "agent: scripted\nsandbox: off\ngrace: 5s\nagents:\n  scripted: {command: ["+quoteAll(argv)+"]}\n"+more)
+}
+
+// seenByWorkers has the cycle's agents run on workers: their folders (the agents' plans
+// by task, the fixture folders of from) go outside /tmp, which a worker's agent sandbox
+// makes private, the agents keep no start log (the sandbox writes only their checkout),
+// and the config gets more (its workers section).
+func (r *cycleRepo) seenByWorkers(more string) {
+	t := r.t.(*testing.T)
+	dir, err := os.MkdirTemp("/var/tmp", "orchestrator-tdd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	r.shared, r.byTask, r.starts = dir, filepath.Join(dir, "bytask"), ""
+	if err := os.Mkdir(r.byTask, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r.writeConfig(more)
 }
 
 // from returns a folder holding the fixture's files under the given folders, merged in
@@ -79,7 +104,17 @@ func (r *cycleRepo) from(dirs ...string) string {
 			r.t.Fatalf("the cycle fixture has no folder %s", d)
 		}
 	}
-	return files(r.t.(*testing.T), m)
+	if r.shared == "" {
+		return files(r.t.(*testing.T), m)
+	}
+	dir, err := os.MkdirTemp(r.shared, "from-")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for rel, text := range m {
+		writeFile(r.t.(*testing.T), filepath.Join(dir, rel), text)
+	}
+	return dir
 }
 
 // agent says how the agent of task (RED, AC1, …, REFACTOR: the part after the stem)

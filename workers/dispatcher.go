@@ -231,6 +231,7 @@ func (d *Dispatcher) Submit(ctx context.Context, job Job) error {
 	if err := job.Attempt.validate(); err != nil {
 		return fmt.Errorf("submit: %w", err)
 	}
+	var err error
 	base, tree := d.git.commitTree(ctx, job.Base)
 	if base == "" {
 		return fmt.Errorf("submit %s: base %q is not a commit of %s", job.Attempt, job.Base, d.o.Repo)
@@ -241,6 +242,11 @@ func (d *Dispatcher) Submit(ctx context.Context, job Job) error {
 	}
 	if err := d.bundleBase(ctx, base); err != nil {
 		return fmt.Errorf("submit %s: %w", job.Attempt, err)
+	}
+	if job.Seed != "" {
+		if job.Seed, err = d.bundleSeed(ctx, job.Seed, base); err != nil {
+			return fmt.Errorf("submit %s: %w", job.Attempt, err)
+		}
 	}
 	rec, _ := json.Marshal(attemptRecord{Base: base, Agent: job.Agent, Submitted: time.Now().UTC()})
 	if _, err := d.attempts.Create(ctx, job.Attempt.key(), rec); err != nil {
@@ -316,6 +322,33 @@ func (d *Dispatcher) bundleBase(ctx context.Context, base string) error {
 		d.anchor, d.sinceAnchor = base, 0
 	}
 	return nil
+}
+
+// bundleSeed puts the bundle of seed, a commit whose one parent is base, in the bases
+// bucket against base, unless it is there, and returns its full name. A seed is no base of
+// later jobs: it leaves the anchors alone.
+func (d *Dispatcher) bundleSeed(ctx context.Context, seed, base string) (string, error) {
+	c := d.git.commit(ctx, seed)
+	if c == "" {
+		return "", fmt.Errorf("seed %q is not a commit of %s", seed, d.o.Repo)
+	}
+	if parents, ok, err := d.git.parents(ctx, c); err != nil {
+		return "", err
+	} else if !ok || len(parents) != 1 || parents[0] != base {
+		return "", fmt.Errorf("seed %.12s is not one commit on the base %.12s", c, base)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, err := d.bases.GetInfo(ctx, c); err == nil {
+		return c, nil
+	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
+		return "", err
+	}
+	meta := jetstream.ObjectMeta{Name: c, Metadata: map[string]string{prerequisiteKey: base}}
+	if err := d.put(ctx, d.bases, meta, func(w io.Writer) error { return d.git.writeBundle(ctx, w, c, base) }); err != nil {
+		return "", fmt.Errorf("bundle seed %s: %w", c, err)
+	}
+	return c, nil
 }
 
 // put writes an object from what write writes, through a temporary file: the object

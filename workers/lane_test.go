@@ -2,6 +2,7 @@ package workers
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -176,5 +177,45 @@ func TestLanesReadyBeforeTheFirstJob(t *testing.T) {
 	}
 	if got := <-seen; got != "hello\n" {
 		t.Errorf("the first job's agent found README.md %q, want its base's", got)
+	}
+}
+
+// TestSeedStartsTheCheckout: a re-emit attempt's job names a seed, the work of the attempt
+// it re-emits (one commit on its base): the agent's checkout holds it when the agent
+// starts, and the candidate is one commit on the base with the seed's work and the agent's.
+// A seed that is not one commit on the job's base is refused at submission.
+func TestSeedStartsTheCheckout(t *testing.T) {
+	srv := serve(t)
+	repo, base := newRepo(t, map[string]string{"README.md": "hello\n"})
+	d, _ := dispatch(t, srv, repo, 5*time.Second)
+	seed := commitFiles(t, repo, map[string]string{"work.go": "package work\n"})
+	later := commitFiles(t, repo, map[string]string{"later.go": "package later\n"})
+	git(t, repo, "reset", "-q", "--hard", base)
+	seen := make(chan string, 1)
+	startWorker(t, srv.URL(), "w1", func(ctx context.Context, job Job, ws Workspace) (RunResult, error) {
+		b, err := os.ReadFile(filepath.Join(ws.Dir, "work.go"))
+		seen <- fmt.Sprintf("%q %v", b, err)
+		writeAll(t, ws.Dir, map[string]string{"more.go": "package work\n"})
+		return RunResult{}, nil
+	})
+	job := Job{Attempt: AttemptID{Task: "TASK-001", N: 2}, Base: base, Seed: seed, Agent: "exec", Argv: []string{"true"}, Timeout: time.Minute}
+	if err := d.Submit(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	o := next(t, d)
+	if got := <-seen; got != `"package work\n" <nil>` {
+		t.Errorf("the agent found work.go: %s, want the seed's", got)
+	}
+	if parent := git(t, repo, "rev-parse", o.Candidate+"^"); parent != base {
+		t.Errorf("the candidate's parent is %s, want the base %s", parent, base)
+	}
+	if files := git(t, repo, "ls-tree", "-r", "--name-only", o.Candidate); files != ".gitignore\nREADME.md\nmore.go\nwork.go" {
+		t.Errorf("the candidate holds:\n%s", files)
+	}
+	for name, bad := range map[string]string{"two commits on the base": later, "the base itself": base} {
+		job := Job{Attempt: AttemptID{Task: "TASK-002", N: 1}, Base: base, Seed: bad, Agent: "exec", Argv: []string{"true"}, Timeout: time.Minute}
+		if err := d.Submit(context.Background(), job); err == nil || !strings.Contains(err.Error(), "not one commit on the base") {
+			t.Errorf("a seed that is %s: Submit says %v", name, err)
+		}
 	}
 }

@@ -111,6 +111,11 @@ type Job struct {
 	// nothing by it.
 	Base     string `json:"base"`
 	BaseTree string `json:"base_tree,omitempty"`
+	// Seed, if set, is a commit whose one parent is Base, what the agent's checkout holds
+	// when it starts: the work of the attempt a re-emit attempt re-emits (SPEC §9, mode
+	// D), as the watch's own worktree would hold it. The candidate is still one commit on
+	// Base. Its bundle is in the bases bucket, against Base.
+	Seed string `json:"seed,omitempty"`
 	// Prompt is written to the agent's standard input.
 	Prompt string `json:"prompt"`
 	// Agent names the agent (claude, codex, exec, or one of the config's), Argv its

@@ -179,9 +179,17 @@ func (w *Worker) prepareCache(ctx context.Context) error {
 	jobs := filepath.Join(w.CacheDir, "jobs")
 	entries, _ := os.ReadDir(jobs)
 	for _, e := range entries {
-		dir := filepath.Join(jobs, e.Name())
-		agents.StopAdopted(0, 0, "ORCHESTRATOR_ATTEMPT_DIR", dir, 2*time.Second)
-		os.RemoveAll(dir)
+		// jobs/<task>/<attempt> (jobDir), or jobs/<task>.<attempt> of a worker before.
+		top := filepath.Join(jobs, e.Name())
+		dirs := []string{top}
+		attempts, _ := os.ReadDir(top)
+		for _, a := range attempts {
+			dirs = append(dirs, filepath.Join(top, a.Name()))
+		}
+		for _, dir := range dirs {
+			agents.StopAdopted(0, 0, "ORCHESTRATOR_ATTEMPT_DIR", dir, 2*time.Second)
+		}
+		os.RemoveAll(top)
 	}
 	// The lanes' checkouts are made again as jobs come.
 	os.RemoveAll(filepath.Join(w.CacheDir, "lanes"))
@@ -319,6 +327,11 @@ func (w *Worker) runJob(ctx context.Context, job Job, delivery uint64, l *lane) 
 	if err := w.ensureBase(ctx, job.Base); err != nil {
 		return err
 	}
+	if job.Seed != "" {
+		if err := w.ensureSeed(ctx, job); err != nil {
+			return err
+		}
+	}
 	ws, err := w.checkout(ctx, job, l)
 	defer os.RemoveAll(ws.Attempt)
 	if err != nil {
@@ -452,6 +465,25 @@ func (w *Worker) ensureBase(ctx context.Context, base string) error {
 	return nil
 }
 
+// ensureSeed fetches the job's seed (ensureBase) and checks that it is one commit on the
+// job's base: an agent's checkout never starts from anything else.
+func (w *Worker) ensureSeed(ctx context.Context, job Job) error {
+	if !worktree.IsObjectID(job.Seed) {
+		return fmt.Errorf("seed %q: not a commit's full name", job.Seed)
+	}
+	if err := w.ensureBase(ctx, job.Seed); err != nil {
+		return err
+	}
+	parents, ok, err := w.repo.parents(ctx, job.Seed)
+	if err != nil {
+		return err
+	}
+	if !ok || len(parents) != 1 || parents[0] != job.Base {
+		return fmt.Errorf("seed %s is not one commit on the base %s", short(job.Seed), short(job.Base))
+	}
+	return nil
+}
+
 // prefetch fetches a worker's first base ahead of its first job, until ctx ends or it has
 // one: the newest base bundled when the worker starts, else the first one bundled after,
 // so that the first job finds its base in the cache (or only what is new since) and its
@@ -539,16 +571,27 @@ type lane struct {
 	admin string     // its git folder in the cache repository, once made
 }
 
+// jobDir is the folder of attempt a's job in the worker's cache: jobs/<task>/<attempt>,
+// named as the watch names an attempt's folder (runs/<task>/<attempt>), so that an agent
+// finds its attempt's number where it would find it here.
+func jobDir(cache string, a AttemptID) string {
+	return filepath.Join(cache, "jobs", a.Task, strconv.Itoa(a.N))
+}
+
 // checkout makes the job's folder and the lane's checkout of the base.
 func (w *Worker) checkout(ctx context.Context, job Job, l *lane) (Workspace, error) {
-	dir := filepath.Join(w.CacheDir, "jobs", job.Attempt.key())
+	dir := jobDir(w.CacheDir, job.Attempt)
 	_ = os.RemoveAll(dir)
 	ws := Workspace{Dir: l.dir, Markers: filepath.Join(dir, "markers"), Log: filepath.Join(dir, "agent.log"),
 		Attempt: dir, Objects: filepath.Join(w.repo.gitDir, "objects"), Hide: []string{w.CacheDir}, Worker: w.Name}
 	if err := os.MkdirAll(ws.Markers, 0o755); err != nil {
 		return ws, err
 	}
-	if err := w.resetLane(ctx, l, job.Base); err != nil {
+	start := job.Base
+	if job.Seed != "" {
+		start = job.Seed // the work a re-emit attempt re-emits; its candidate is still on Base
+	}
+	if err := w.resetLane(ctx, l, start); err != nil {
 		return ws, err
 	}
 	// The worker's own index of the checkout, which the agent cannot reach: the

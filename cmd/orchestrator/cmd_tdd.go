@@ -53,6 +53,7 @@ written), 3 when the cycle halted, 130 when interrupted.`,
 		},
 	}
 	addWatchFlags(c, &opts.watchOptions)
+	addWorkersFlags(c, &opts.watchOptions)
 	return c
 }
 
@@ -97,6 +98,10 @@ func runTDD(ctx context.Context, opts *tddOptions) error {
 	if opts.Grace > 0 {
 		cfg.Grace.Duration = opts.Grace
 	}
+	remote, err := workersOf(cfg, &opts.watchOptions)
+	if err != nil {
+		return err
+	}
 	ids := fr.IDs()
 	if err := writeCycle(ctx, l, cfg, fr); err != nil {
 		return err
@@ -112,6 +117,7 @@ func runTDD(ctx context.Context, opts *tddOptions) error {
 	sum, err := watch.Run(ctx, watch.Options{
 		Layout: l, Config: cfg, Jobs: 1, Once: true, Tasks: ids,
 		Out: opts.Stdout, Format: format, Color: color, Debounce: opts.Debounce, Executable: exe, Plan: plan,
+		Workers: remote,
 	})
 	if errors.Is(err, watch.ErrBusy) {
 		return &exitError{code: exitUsage, err: err}

@@ -64,9 +64,14 @@ with no attempt counted.`,
 	addWatchFlags(c, opts)
 	c.Flags().IntVar(&opts.Jobs, "jobs", 0, "agents at once (default: config jobs, else 1)")
 	c.Flags().BoolVar(&opts.Once, "once", false, "stop when nothing is ready or running")
-	c.Flags().StringVar(&opts.ServeWorkers, "serve-workers", "", "run agents on workers (`orchestrator worker`) through a JetStream server started here on `ADDR` (host:port; overrides config workers)")
-	c.Flags().StringVar(&opts.Workers, "workers", "", "run agents on the workers of an existing NATS server, `URL` nats://host:port (overrides config workers)")
+	addWorkersFlags(c, opts)
 	return c
+}
+
+// addWorkersFlags adds the flags that run the agents on workers (SPEC §18).
+func addWorkersFlags(c *cobra.Command, opts *watchOptions) {
+	c.Flags().StringVar(&opts.ServeWorkers, "serve-workers", "", "run agents on workers through a JetStream server started here on `ADDR` (host:port; overrides config workers), which orchestrator worker connects to")
+	c.Flags().StringVar(&opts.Workers, "workers", "", "run agents on the workers of an existing NATS server, `URL` nats://host:port (overrides config workers)")
 }
 
 func newRunCommand(g *globalOptions) *cobra.Command {

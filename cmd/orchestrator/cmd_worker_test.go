@@ -125,7 +125,7 @@ func TestWorkerKilledMidAttempt(t *testing.T) {
 	cache1 := filepath.Join(t.TempDir(), "cache1")
 	w1, out1 := startWorkerProcess(t, srv.URL(), "w1", cache1)
 	// The hung agent outlives its worker (agents do, for adoption): end it at the end.
-	jobDir := filepath.Join(cache1, "jobs", "TASK-001.1")
+	jobDir := filepath.Join(cache1, "jobs", "TASK-001", "1")
 	t.Cleanup(func() { agents.StopAdopted(0, 0, "ORCHESTRATOR_ATTEMPT_DIR", jobDir, time.Second) })
 	if err := d.Submit(ctx, workers.Job{Attempt: a, Base: base, Prompt: "work", Agent: "exec", Argv: []string{"/bin/sh", script}}); err != nil {
 		t.Fatal(err)
