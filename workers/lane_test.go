@@ -143,7 +143,8 @@ func TestLanesReadyBeforeTheFirstJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := make(chan string, 1)
-	w := &Worker{Name: "w1", URL: srv.URL(), Token: testToken, CacheDir: filepath.Join(t.TempDir(), "cache"), Jobs: 2,
+	cache := filepath.Join(t.TempDir(), "cache") // Serve sets w.CacheDir: not read from here
+	w := &Worker{Name: "w1", URL: srv.URL(), Token: testToken, CacheDir: cache, Jobs: 2,
 		Run: func(ctx context.Context, job Job, ws Workspace) (RunResult, error) {
 			b, _ := os.ReadFile(filepath.Join(ws.Dir, "README.md"))
 			seen <- string(b)
@@ -159,7 +160,7 @@ func TestLanesReadyBeforeTheFirstJob(t *testing.T) {
 		}
 	})
 	for i := range 2 {
-		readme := filepath.Join(w.CacheDir, "lanes", strconv.Itoa(i), "work", "README.md")
+		readme := filepath.Join(cache, "lanes", strconv.Itoa(i), "work", "README.md")
 		for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
 			if _, err := os.Stat(readme); err == nil {
 				break
