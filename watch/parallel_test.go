@@ -1,6 +1,7 @@
 package watch_test
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -193,4 +194,54 @@ func TestValue_UNIT_101(t *testing.T) {
 	}
 	onlyPersonsTree(r.repo)
 	r.noneLeft()
+}
+
+// TestReaperSparesThePatch: TASK-001's candidate holds a large file, so that the git that
+// makes its patch beside the loop runs a while (two seconds here); TASK-001's gate (the
+// project's test command) waits until TASK-002's agent has ended, and TASK-002's agent
+// ends once it sees that git run.
+// Whichever the loop hears first, the end of TASK-002's agent or of TASK-001's gate, the
+// reaper of agents' orphans looks while that git runs, and must leave it alone: the patch
+// is written whole and the run says it ended nothing. It ended that git as an agent's
+// orphan before (internal/ownproc).
+func TestReaperSparesThePatch(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	flag := filepath.Join(dir, "waiter-ended")
+	bound := int(scaled(time.Minute) / (10 * time.Millisecond))
+	gateWait := filepath.Join(dir, "gate-waits.sh")
+	// The project's test command: on TASK-001's candidate (big.bin there), it waits for the
+	// waiter's end; anywhere else (the start's baseline, TASK-002's rebased candidate) it
+	// passes at once.
+	writeFile(t, gateWait, fmt.Sprintf("i=0\nwhile [ -e big.bin ] && [ ! -e %q ] && [ $i -lt %d ]; do i=$((i+1)); sleep 0.01; done\n", flag, bound))
+	tasks := []realTask{
+		{id: "TASK-001", category: "backend", agent: "big", exempt: true},
+		{id: "TASK-002", category: "backend", agent: "waiter", exempt: true},
+	}
+	r := newRealRepo(t, "gomod", "sh "+gateWait, tasks, map[string][]string{"big": nil}, "")
+	root, err := filepath.EvalSymlinks(r.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const marker = `printf done > "$ORCHESTRATOR_MARKER_DIR/$ORCHESTRATOR_TASK_ID.done"`
+	big := `head -c 33554432 /dev/urandom > big.bin && ` + marker
+	// The patch's git runs in the repository's folder: the waiter ends once it sees it.
+	waiter := fmt.Sprintf(`i=0
+while [ $i -lt %d ]; do
+  for p in $(pgrep -f -- 'diff-tree -r -z --raw -p --binary'); do
+    if [ "$(readlink /proc/$p/cwd)" = %q ]; then touch %q; %s; exit 0; fi
+  done
+  i=$((i+1)); sleep 0.01
+done
+exit 1`, bound, root, flag, marker)
+	r.write(".orchestrator/config.yaml", "agent: big\nsandbox: off\ngrace: 1s\nagents:\n  big: {command: [sh, -c, "+quoteAll([]string{big})+"]}\n  waiter: {command: [sh, -c, "+quoteAll([]string{waiter})+"]}\n")
+	code, out := r.run("watch", "--once", "--jobs", "2")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0%s%s\n%s", code, r.describeAttempts("TASK-001"), r.describeAttempts("TASK-002"), out)
+	}
+	r.nothingOwnReaped(t, out, "TASK-001", "TASK-002")
+	patch, err := os.ReadFile(filepath.Join(r.root, ".orchestrator", "runs", "TASK-001", "1", "changes.diff"))
+	if err != nil || !bytes.Contains(patch, []byte("GIT binary patch")) {
+		t.Errorf("TASK-001's patch (%d bytes, %v) is not the large file's binary patch", len(patch), err)
+	}
 }
