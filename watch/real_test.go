@@ -164,7 +164,12 @@ func git(t testing.TB, dir string, args ...string) string {
 // agent's TESTAGENT_FROM.
 func files(t testing.TB, m map[string]string) string {
 	t.Helper()
-	dir := t.TempDir()
+	return filesIn(t, t.TempDir(), m)
+}
+
+// filesIn writes the files m (relative path → content) under dir, and returns dir.
+func filesIn(t testing.TB, dir string, m map[string]string) string {
+	t.Helper()
 	for rel, text := range m {
 		p := filepath.Join(dir, rel)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

@@ -111,10 +111,7 @@ func (r *cycleRepo) from(dirs ...string) string {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	for rel, text := range m {
-		writeFile(r.t.(*testing.T), filepath.Join(dir, rel), text)
-	}
-	return dir
+	return filesIn(r.t, dir, m)
 }
 
 // agent says how the agent of task (RED, AC1, …, REFACTOR: the part after the stem)

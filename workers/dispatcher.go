@@ -302,20 +302,14 @@ const anchorEvery = 16
 func (d *Dispatcher) bundleBase(ctx context.Context, base string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if _, err := d.bases.GetInfo(ctx, base); err == nil {
-		return nil
-	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
+	if there, err := d.bundled(ctx, base); err != nil || there {
 		return err
 	}
 	prereq := d.anchor
 	if prereq != "" && !d.git.isAncestor(ctx, prereq, base) {
 		prereq = ""
 	}
-	meta := jetstream.ObjectMeta{Name: base, Metadata: map[string]string{}}
-	if prereq != "" {
-		meta.Metadata[prerequisiteKey] = prereq
-	}
-	if err := d.put(ctx, d.bases, meta, func(w io.Writer) error { return d.git.writeBundle(ctx, w, base, prereq) }); err != nil {
+	if err := d.putBundle(ctx, base, prereq); err != nil {
 		return fmt.Errorf("bundle base %s: %w", base, err)
 	}
 	if d.sinceAnchor++; prereq == "" || d.sinceAnchor >= anchorEvery {
@@ -339,16 +333,32 @@ func (d *Dispatcher) bundleSeed(ctx context.Context, seed, base string) (string,
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if _, err := d.bases.GetInfo(ctx, c); err == nil {
-		return c, nil
-	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
-		return "", err
+	if there, err := d.bundled(ctx, c); err != nil || there {
+		return c, err
 	}
-	meta := jetstream.ObjectMeta{Name: c, Metadata: map[string]string{prerequisiteKey: base}}
-	if err := d.put(ctx, d.bases, meta, func(w io.Writer) error { return d.git.writeBundle(ctx, w, c, base) }); err != nil {
+	if err := d.putBundle(ctx, c, base); err != nil {
 		return "", fmt.Errorf("bundle seed %s: %w", c, err)
 	}
 	return c, nil
+}
+
+// bundled reports whether the bases bucket holds the bundle of commit c; d.mu is held.
+func (d *Dispatcher) bundled(ctx context.Context, c string) (bool, error) {
+	_, err := d.bases.GetInfo(ctx, c)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// putBundle puts the bundle of tip against prereq ("": its whole history) in the bases
+// bucket, named by tip, its prerequisite in its metadata; d.mu is held.
+func (d *Dispatcher) putBundle(ctx context.Context, tip, prereq string) error {
+	meta := jetstream.ObjectMeta{Name: tip, Metadata: map[string]string{}}
+	if prereq != "" {
+		meta.Metadata[prerequisiteKey] = prereq
+	}
+	return d.put(ctx, d.bases, meta, func(w io.Writer) error { return d.git.writeBundle(ctx, w, tip, prereq) })
 }
 
 // put writes an object from what write writes, through a temporary file: the object

@@ -150,15 +150,7 @@ func TestLanesReadyBeforeTheFirstJob(t *testing.T) {
 			seen <- string(b)
 			return RunResult{}, nil
 		}}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("worker: %v", err)
-		}
-	})
+	serveUntilEnd(t, w)
 	for i := range 2 {
 		readme := filepath.Join(cache, "lanes", strconv.Itoa(i), "work", "README.md")
 		for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {

@@ -115,20 +115,27 @@ func dispatch(t testing.TB, srv *Server, repo string, ackWait time.Duration) (*D
 	return d, ev
 }
 
-// startWorker runs a worker until the test ends, and returns it.
+// startWorker runs a worker of one job at a time until the test ends, and returns it.
 func startWorker(t testing.TB, url, name string, run RunFunc) *Worker {
 	t.Helper()
 	w := &Worker{Name: name, URL: url, Token: testToken, CacheDir: filepath.Join(t.TempDir(), "cache"), Jobs: 1, Run: run}
+	serveUntilEnd(t, w)
+	return w
+}
+
+// serveUntilEnd runs w until the test ends. Serve sets w's fields: the test reads none of
+// them meanwhile.
+func serveUntilEnd(t testing.TB, w *Worker) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Serve(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("worker %s: %v", name, err)
+			t.Errorf("worker %s: %v", w.Name, err)
 		}
 	})
-	return w
 }
 
 // scriptJob is a job of attempt n of task whose agent is agentScript.
