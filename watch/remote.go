@@ -232,7 +232,7 @@ func (r *runner) openWorkers(ctx context.Context) (func(), error) {
 		return nil, err
 	}
 	rs.d, err = workers.NewDispatcher(ctx, workers.DispatcherOptions{
-		URL: url, Credentials: creds, Repo: r.repo.Root,
+		URL: url, Credentials: creds, Repo: r.repo.Root, Objects: r.repo,
 		// The jobs' secrets derive from the person's key, never sent anywhere: the same
 		// after a restart, so that an outcome of an earlier run's job is still checked.
 		Key:     []byte(key.Sum("workers", nil)),

@@ -91,7 +91,7 @@ func startWorker(t testing.TB, url, name string) *workerProc {
 			w.cmd.Process.Kill()
 			<-w.done
 		}
-		if t.Failed() {
+		if t.Failed() || os.Getenv("ORCHESTRATOR_BENCH_TRACE") != "" {
 			t.Logf("worker %s:\n%s", name, w.out.String())
 		}
 	})

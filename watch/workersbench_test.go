@@ -15,7 +15,11 @@ import (
 // and by four workers on this machine (`watch --jobs 4 --serve-workers` and four
 // `orchestrator worker` processes of one job each, every agent in the workers' sandbox):
 // the wall time of each, and their ratio (target ≤ 1.1×). The workers' time includes
-// their start and the bundles both ways.
+// their start and the bundles both ways. Both arms run their agents in bubblewrap, as a
+// config's default (sandbox: auto) does here and a worker always does;
+// ORCHESTRATOR_BENCH_LOCAL_SANDBOX=off runs the local arm's agents without it.
+// ORCHESTRATOR_BENCH_TRACE=1 logs each arm's timeline: the watch's events (--json, in
+// the warm benchmark) and each worker's log, both to the millisecond.
 //
 //	go test ./watch -run '^$' -bench BenchmarkWorkersVsJobs -benchtime 1x
 func BenchmarkWorkersVsJobs(b *testing.B) {
@@ -88,7 +92,11 @@ func BenchmarkWorkersVsJobsWarm(b *testing.B) {
 				})
 			}
 			start := time.Now()
-			took := allLanded(b, r, r.start("watch", "--once", "--jobs", "4"), tasks, start)
+			args := []string{"watch", "--once", "--jobs", "4"}
+			if os.Getenv("ORCHESTRATOR_BENCH_TRACE") != "" {
+				args = append(args, "--json")
+			}
+			took := allLanded(b, r, r.start(args...), tasks, start)
 			if onWorkers {
 				there += took
 			} else {
@@ -117,6 +125,11 @@ func workersBenchRepo(b *testing.B, config string) (*realRepo, []realTask) {
 		tasks = append(tasks, realTask{id: id, category: "backend", agent: name, testCommand: fmt.Sprintf("go test ./part%02d", k), exempt: true})
 		agents[name] = remoteAgent(work, 0, fmt.Sprintf("part%02d/value.go=package part%02d; func Value() int { return %d }", k, k, k))
 	}
+	// Both arms run their agents as a person's config does by default (sandbox: auto):
+	// bubblewrap, as a worker always does where it runs.
+	if os.Getenv("ORCHESTRATOR_BENCH_LOCAL_SANDBOX") != "off" {
+		config = "sandbox: auto\n" + config
+	}
 	r := newRealRepo(b, "gomod", goTest, tasks, agents, config)
 	if code, out := r.run("baseline"); code != 0 {
 		b.Fatalf("baseline: exit %d\n%s", code, out)
@@ -130,6 +143,9 @@ func allLanded(b *testing.B, r *realRepo, w *watchRun, tasks []realTask, start t
 	b.Helper()
 	code := w.wait(b, 10*time.Minute)
 	took := time.Since(start)
+	if os.Getenv("ORCHESTRATOR_BENCH_TRACE") != "" {
+		b.Logf("start %s\n%s", start.Format("15:04:05.000"), w.out.String())
+	}
 	if code != 0 {
 		b.Fatalf("exit %d\n%s", code, w.out.String())
 	}

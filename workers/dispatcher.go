@@ -27,6 +27,10 @@ type DispatcherOptions struct {
 	// Repo is the authority's repository folder: bases are bundled from it, candidates
 	// fetched into it.
 	Repo string
+	// Objects reads Repo's objects and writes its refs through long-lived git processes
+	// (the watch's own, whose processes its reaper of agents' orphans knows); nil: the
+	// dispatcher opens its own, ended by Close.
+	Objects *worktree.Repo
 	// Key derives each job's secret (the authority's seal key will do); it never leaves
 	// the authority, and the same key must be given after a restart.
 	Key []byte
@@ -58,6 +62,8 @@ type Dispatcher struct {
 	attempts jetstream.KeyValue
 	accepted jetstream.KeyValue
 	git      gitRepo
+	objects  *worktree.Repo
+	ownObj   bool // objects was opened here, and is closed by Close
 	consume  jetstream.ConsumeContext
 	out      chan Outcome
 
@@ -91,9 +97,16 @@ func NewDispatcher(ctx context.Context, o DispatcherOptions) (*Dispatcher, error
 	if err != nil {
 		return nil, fmt.Errorf("dispatcher: %w", err)
 	}
-	d := &Dispatcher{o: o, nc: nc, git: gitRepo{dir: o.Repo}, out: make(chan Outcome, 64)}
+	d := &Dispatcher{o: o, nc: nc, git: gitRepo{dir: o.Repo}, objects: o.Objects, out: make(chan Outcome, 64)}
+	if d.objects == nil {
+		if d.objects, err = worktree.Open(ctx, o.Repo); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("dispatcher: %w", err)
+		}
+		d.ownObj = true
+	}
 	if err := d.setUp(ctx); err != nil {
-		nc.Close()
+		d.Close()
 		return nil, fmt.Errorf("dispatcher: %w", err)
 	}
 	return d, nil
@@ -326,7 +339,7 @@ func (d *Dispatcher) bundleSeed(ctx context.Context, seed, base string) (string,
 	if c == "" {
 		return "", fmt.Errorf("seed %q is not a commit of %s", seed, d.o.Repo)
 	}
-	if parents, ok, err := d.git.parents(ctx, c); err != nil {
+	if parents, ok, err := d.objects.Commit(ctx, c); err != nil {
 		return "", err
 	} else if !ok || len(parents) != 1 || parents[0] != base {
 		return "", fmt.Errorf("seed %.12s is not one commit on the base %.12s", c, base)
@@ -531,7 +544,7 @@ func (d *Dispatcher) accept(ctx context.Context, w *wireOutcome) (*Outcome, erro
 		}
 		return nil, fmt.Errorf("%w: %v", errRetry, err)
 	}
-	if _, err := d.git.run(ctx, nil, "update-ref", w.Attempt.Ref(), candidate); err != nil {
+	if err := d.objects.SetRef(ctx, w.Attempt.Ref(), candidate); err != nil {
 		return nil, fmt.Errorf("%w: %v", errRetry, err)
 	}
 	return d.outcome(ctx, w)
@@ -577,7 +590,7 @@ func (d *Dispatcher) fetchCandidate(ctx context.Context, w *wireOutcome) (string
 	if !worktree.IsObjectID(tip) {
 		return "", &fetchError{fmt.Errorf("attempt %s: candidate %q is not the full name of a commit", w.Attempt, tip), false}
 	}
-	parents, ok, err := d.git.parents(ctx, tip)
+	parents, ok, err := d.objects.Commit(ctx, tip)
 	if err != nil {
 		return "", &fetchError{err, true}
 	}
@@ -587,7 +600,7 @@ func (d *Dispatcher) fetchCandidate(ctx context.Context, w *wireOutcome) (string
 	if len(parents) != 1 || parents[0] != w.Base {
 		return "", &fetchError{fmt.Errorf("attempt %s: candidate %s is not one commit on base %s", w.Attempt, tip, w.Base), false}
 	}
-	ignored, err := d.git.ignoredAdded(ctx, w.Base, tip)
+	ignored, err := ignoredAdded(ctx, d.objects, d.git, w.Base, tip)
 	if err != nil {
 		return "", &fetchError{err, true}
 	}
@@ -732,4 +745,7 @@ func (d *Dispatcher) Close() {
 		d.consume.Stop()
 	}
 	d.nc.Close()
+	if d.ownObj {
+		d.objects.Close()
+	}
 }

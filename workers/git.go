@@ -4,15 +4,18 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/orchestrator/orchestrator/internal/ownproc"
+	"github.com/orchestrator/orchestrator/worktree"
 )
 
 // safeGit are the settings every git command of this package runs with, as package
@@ -249,19 +252,50 @@ func (g gitRepo) unbundle(ctx context.Context, path string) (string, error) {
 // never holds (a compiled module beside its source, a build's output). Only the tree's
 // .gitignore files count, not the authority's or the worker's own excludes: a worker's
 // may leave out more files, never fewer. Files the base tracks stay tracked, as they do
-// for git add.
-func (g gitRepo) ignoredAdded(ctx context.Context, base, cand string) ([]string, error) {
-	out, err := g.run(ctx, nil, "diff-tree", "-r", "-z", "--no-renames", "--diff-filter=A", "--name-only", base, cand)
+// for git add; a .gitignore that is a symbolic link is not read, as git add does not read
+// one.
+//
+// The added paths, and the .gitignore files of their folders, are read through the
+// repository's long-lived reader (repo). Git rules only where such a file is there to
+// rule: `git ls-files --others --ignored` over a scratch tree of those .gitignore files
+// and an empty file for each added path, with no pattern file but theirs.
+func ignoredAdded(ctx context.Context, repo *worktree.Repo, g gitRepo, base, cand string) ([]string, error) {
+	changes, err := repo.Diff(ctx, base, cand)
 	if err != nil {
 		return nil, err
 	}
-	added := map[string]bool{}
-	for _, p := range strings.Split(out, "\x00") {
-		if p != "" {
-			added[p] = true
+	var added []string
+	for _, c := range changes {
+		if c.Status == "A" || c.Status == "R" || c.Status == "C" { // a rename's new path is added
+			added = append(added, c.Path)
 		}
 	}
 	if len(added) == 0 {
+		return nil, nil
+	}
+	// The .gitignore files that can rule on an added path: one in each of its folders.
+	rules := map[string][]byte{}
+	looked := map[string]bool{}
+	for _, p := range added {
+		for dir := path.Dir(p); ; dir = path.Dir(dir) {
+			name := path.Join(dir, ".gitignore")
+			if !looked[name] {
+				looked[name] = true
+				mode, body, err := repo.File(ctx, cand, name)
+				switch {
+				case errors.Is(err, worktree.ErrMissing):
+				case err != nil:
+					return nil, err
+				case mode == "100644" || mode == "100755":
+					rules[name] = body
+				}
+			}
+			if dir == "." {
+				break
+			}
+		}
+	}
+	if len(rules) == 0 {
 		return nil, nil
 	}
 	dir, err := os.MkdirTemp("", "orchestrator-ignored-*")
@@ -269,28 +303,42 @@ func (g gitRepo) ignoredAdded(ctx context.Context, base, cand string) ([]string,
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	// A scratch index of the candidate over an empty work tree, every entry marked as not
-	// checked out: git reads each folder's .gitignore from that index, the candidate's own.
+	write := func(name string, body []byte) error {
+		if !filepath.IsLocal(name) {
+			return fmt.Errorf("candidate %s: path %q", cand, name)
+		}
+		p := filepath.Join(dir, "tree", filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return err
+		}
+		return os.WriteFile(p, body, 0o600)
+	}
+	for name, body := range rules {
+		if err := write(name, body); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range added {
+		if _, ok := rules[p]; !ok {
+			if err := write(p, nil); err != nil {
+				return nil, err
+			}
+		}
+	}
 	s := g
-	s.workTree = dir
-	s.env = append(slices.Clone(g.env), "GIT_INDEX_FILE="+filepath.Join(dir, ".index"))
-	if _, err := s.run(ctx, nil, "read-tree", cand); err != nil {
-		return nil, err
-	}
-	names, err := s.run(ctx, nil, "ls-files", "-z")
+	s.workTree = filepath.Join(dir, "tree")
+	s.env = append(slices.Clone(g.env), "GIT_INDEX_FILE="+filepath.Join(dir, "index")) // none: every file is another
+	out, err := s.run(ctx, nil, "ls-files", "-z", "--others", "--ignored", "--exclude-per-directory=.gitignore")
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.run(ctx, strings.NewReader(names), "update-index", "--skip-worktree", "-z", "--stdin"); err != nil {
-		return nil, err
-	}
-	out, err = s.run(ctx, nil, "ls-files", "-z", "--cached", "--ignored", "--exclude-per-directory=.gitignore")
-	if err != nil {
-		return nil, err
+	isAdded := map[string]bool{}
+	for _, p := range added {
+		isAdded[p] = true
 	}
 	var ignored []string
 	for _, p := range strings.Split(out, "\x00") {
-		if added[p] {
+		if isAdded[p] {
 			ignored = append(ignored, p)
 		}
 	}

@@ -178,7 +178,7 @@ func (s *Slot) Untracked(ctx context.Context, commit, dir string) ([]string, err
 	dir = strings.TrimSuffix(path.Clean(dir), "/")
 	tracked := map[string]bool{}
 	files, err := s.repo.listTreeAt(ctx, commit+":"+dir, dir+"/")
-	if err != nil && !errors.Is(err, errMissing) {
+	if err != nil && !errors.Is(err, ErrMissing) {
 		return nil, err
 	}
 	for _, f := range files {

@@ -67,7 +67,7 @@ func (r *Repo) IsAncestor(ctx context.Context, a, b string) (bool, error) {
 	case exitCode(err) == 1:
 		return false, nil
 	}
-	if _, _, _, e := r.object(ctx, a+"^{commit}", false); errors.Is(e, errMissing) {
+	if _, _, _, e := r.object(ctx, a+"^{commit}", false); errors.Is(e, ErrMissing) {
 		return false, nil
 	}
 	return false, err

@@ -27,8 +27,9 @@ type objects struct {
 	out *bufio.Reader
 }
 
-// errMissing is the answer for a name that names no object.
-var errMissing = errors.New("no such object")
+// ErrMissing is the error of a read of a name that names no object (a file a commit does
+// not hold, among them).
+var ErrMissing = errors.New("no such object")
 
 // object asks for name: its id and type, and its bytes when contents. A name git cannot
 // take on one line is asked of a git process of its own.
@@ -44,7 +45,7 @@ func (r *Repo) object(ctx context.Context, name string, contents bool) (id, kind
 	defer o.mu.Unlock()
 	for try := 0; ; try++ {
 		id, kind, body, err = o.ask(r.Root, name, contents)
-		if err == nil || errors.Is(err, errMissing) || try == 1 {
+		if err == nil || errors.Is(err, ErrMissing) || try == 1 {
 			return id, kind, body, err
 		}
 		o.stop() // the process died or answered out of turn: start again, once
@@ -71,7 +72,7 @@ func (o *objects) ask(dir, name string, contents bool) (id, kind string, body []
 	}
 	head = strings.TrimSuffix(head, "\n")
 	if strings.HasSuffix(head, " missing") || strings.HasSuffix(head, " ambiguous") {
-		return "", "", nil, fmt.Errorf("%s: %w", name, errMissing)
+		return "", "", nil, fmt.Errorf("%s: %w", name, ErrMissing)
 	}
 	f := strings.Fields(head)
 	if len(f) != 3 {
@@ -263,4 +264,70 @@ func (r *Repo) listTreeAt(ctx context.Context, name, prefix string) ([]treeFile,
 		return nil
 	}
 	return out, walk(name, prefix)
+}
+
+// Commit returns the parents of the commit named id, as its own header lists them; ok is
+// false when the repository has no commit of that name: no object, or an object of
+// another type (a tag of a commit among them: an object read as its type is never
+// peeled). Read through the long-lived reader.
+func (r *Repo) Commit(ctx context.Context, id string) (parents []string, ok bool, err error) {
+	got, kind, body, err := r.object(ctx, id, true)
+	if errors.Is(err, ErrMissing) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if got != id || kind != "commit" {
+		return nil, false, nil
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if line == "" {
+			break // the header ends; the message follows
+		}
+		if p, found := strings.CutPrefix(line, "parent "); found {
+			parents = append(parents, p)
+		}
+	}
+	return parents, true, nil
+}
+
+// File returns the mode ("100644", "100755", "120000" for a symlink, "160000" for a
+// submodule) and, for a blob, the bytes of the entry at path (slash-separated) in commit's
+// tree; ErrMissing when the tree has no entry there. Read through the long-lived reader:
+// the entry from its folder's tree, then its blob.
+func (r *Repo) File(ctx context.Context, commit, path string) (mode string, body []byte, err error) {
+	size, err := r.idSize(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	dir, name := "", path
+	if i := strings.LastIndexByte(path, '/'); i >= 0 {
+		dir, name = path[:i], path[i+1:]
+	}
+	_, kind, tree, err := r.object(ctx, commit+":"+dir, true)
+	if err != nil {
+		return "", nil, err
+	}
+	if kind != "tree" {
+		return "", nil, fmt.Errorf("%s:%s: %w", commit, path, ErrMissing) // a file where a folder would be
+	}
+	for len(tree) > 0 {
+		sp := bytes.IndexByte(tree, ' ')
+		nul := bytes.IndexByte(tree, 0)
+		if sp < 0 || nul < sp || len(tree) < nul+1+size {
+			return "", nil, fmt.Errorf("tree %s:%s: unreadable entry", commit, dir)
+		}
+		m, file, id := string(tree[:sp]), string(tree[sp+1:nul]), hex.EncodeToString(tree[nul+1:nul+1+size])
+		tree = tree[nul+1+size:]
+		if file != name {
+			continue
+		}
+		if m == "40000" || m == "160000" {
+			return m, nil, nil
+		}
+		_, _, body, err := r.object(ctx, id, true)
+		return m, body, err
+	}
+	return "", nil, fmt.Errorf("%s:%s: %w", commit, path, ErrMissing)
 }

@@ -62,7 +62,7 @@ func TestObjectsReader(t *testing.T) {
 	if err != nil || string(b) != "three\n" {
 		t.Fatalf("Show = %q, %v", b, err)
 	}
-	if _, err := r.Show(ctx, head, "nope.txt"); !errors.Is(err, errMissing) {
+	if _, err := r.Show(ctx, head, "nope.txt"); !errors.Is(err, ErrMissing) {
 		t.Errorf("a missing file: %v", err)
 	}
 	if _, err := r.Parent(ctx, head); err == nil {
@@ -82,5 +82,44 @@ func TestObjectsReader(t *testing.T) {
 	}
 	if r.Ref(ctx, "refs/heads/main") != head {
 		t.Error("Ref of the branch")
+	}
+}
+
+// TestCommitAndFile: Commit reads a commit's own parents and takes nothing else for a
+// commit (a tree, a tag of the commit, a name that names nothing); File reads an entry's
+// mode and bytes, ErrMissing where the tree has no such entry.
+func TestCommitAndFile(t *testing.T) {
+	r, first := objectsRepo(t)
+	ctx := context.Background()
+	os.WriteFile(filepath.Join(r.Root, "a.txt"), []byte("changed\n"), 0o644)
+	gitT(t, r.Root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "second")
+	head := gitT(t, r.Root, "rev-parse", "HEAD")
+	gitT(t, r.Root, "-c", "user.name=t", "-c", "user.email=t@t", "tag", "-a", "-m", "a tag", "v1", head)
+	tag := gitT(t, r.Root, "rev-parse", "v1")
+	if parents, ok, err := r.Commit(ctx, head); err != nil || !ok || len(parents) != 1 || parents[0] != first {
+		t.Errorf("Commit(head) = %v, %v, %v; want [%s]", parents, ok, err, first)
+	}
+	if parents, ok, err := r.Commit(ctx, first); err != nil || !ok || len(parents) != 0 {
+		t.Errorf("Commit(first) = %v, %v, %v; want no parent", parents, ok, err)
+	}
+	tree := gitT(t, r.Root, "rev-parse", head+"^{tree}")
+	for _, name := range []string{tag, tree, strings.Repeat("0", len(head)), "HEAD"} {
+		if _, ok, err := r.Commit(ctx, name); ok || err != nil {
+			t.Errorf("Commit(%s) = %v, %v; want not a commit", name, ok, err)
+		}
+	}
+	for _, tt := range []struct{ path, mode, body string }{
+		{"a.txt", "100644", "changed\n"}, {"sub/deep/b.txt", "100644", "two\n"},
+		{"run.sh", "100755", "#!/bin/sh\n"}, {"link", "120000", "a.txt"}, {"sub/deep", "40000", ""},
+	} {
+		mode, body, err := r.File(ctx, head, tt.path)
+		if err != nil || mode != tt.mode || string(body) != tt.body {
+			t.Errorf("File(%s) = %s %q %v; want %s %q", tt.path, mode, body, err, tt.mode, tt.body)
+		}
+	}
+	for _, p := range []string{"nope", "sub/nope", "nope/b.txt", "a.txt/b"} {
+		if _, _, err := r.File(ctx, head, p); !errors.Is(err, ErrMissing) {
+			t.Errorf("File(%s): %v, want ErrMissing", p, err)
+		}
 	}
 }

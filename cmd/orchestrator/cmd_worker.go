@@ -96,7 +96,7 @@ func runWorker(ctx context.Context, opts *workerOptions) error {
 		Name: name, URL: opts.Connect, Token: token, CacheDir: cache, Jobs: opts.Jobs,
 		Run: workers.AgentRunner(workers.AgentOptions{Sandbox: sandbox}),
 		Logf: func(format string, args ...any) {
-			fmt.Fprintf(opts.Stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+			fmt.Fprintf(opts.Stderr, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
 		},
 	}
 	fmt.Fprintf(opts.Stderr, "worker %s: connecting to %s, %d job(s) at once, cache %s\n", name, opts.Connect, opts.Jobs, cache)
