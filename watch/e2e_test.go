@@ -61,9 +61,12 @@ func isolateHome(dir string) {
 	// The gates of these tests run go test without its vet step (GOFLAGS is pinned into
 	// the gate's environment as a person would set it): vet is the Go toolchain's check,
 	// not the orchestrator's, and it is a tenth of this package's CPU. The gate package's
-	// tests keep it, the canaries' vet among them.
+	// tests keep it, the canaries' vet among them. And with -trimpath: a package's compile
+	// is then the same wherever its checkout is, so that the fixtures' packages, the same
+	// in every test, are compiled once, not in every test's folders and gate slots
+	// (none of the fixtures' tests reads its own source's path).
 	if os.Getenv("GOFLAGS") == "" {
-		os.Setenv("GOFLAGS", "-vet=off")
+		os.Setenv("GOFLAGS", "-vet=off -trimpath")
 	}
 	home := filepath.Join(dir, "home")
 	os.Setenv("HOME", home)
