@@ -234,7 +234,8 @@ func TestRemoteWorkersLandOnceAndRefuseTheCheat(t *testing.T) {
 
 // TestRemoteWorkerKilled: the worker that runs an attempt is killed (kill -9) mid-attempt.
 // Its job goes to the other worker once the ack wait has passed; the attempt runs there
-// and its task lands exactly once, its record naming the second worker.
+// and its task lands exactly once, its record naming the second worker. While it runs
+// on the first, status says so.
 func TestRemoteWorkerKilled(t *testing.T) {
 	t.Parallel()
 	needWorkerSandbox(t)
@@ -247,6 +248,13 @@ func TestRemoteWorkerKilled(t *testing.T) {
 	url := servedURL(t, r, w)
 	first := startWorker(t, url, "w1")
 	waitOutput(t, r, w, `TASK-002 started: attempt 1, \S+ task, agent halver on worker w1`)
+	// status says where the running attempt runs, from the attempt's record.
+	if code, out := r.run("status"); code != 0 || !strings.Contains(out, "running: TASK-002 (on worker w1)\n") {
+		t.Errorf("status: exit %d, want TASK-002 running on worker w1:\n%s", code, out)
+	}
+	if _, out := r.run("status", "--json"); !strings.Contains(out, `"runs_on": "worker w1"`) {
+		t.Errorf("status --json names no worker:\n%s", out)
+	}
 	startWorker(t, url, "w2")
 	first.kill9()
 	code := w.wait(t, 3*time.Minute)

@@ -3,9 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -59,6 +62,10 @@ type statusTask struct {
 	// new behaviour (SPEC §7.2), as file:name, as its Orchestrator-Changed-Tests trailer
 	// names them; omitted when none.
 	ChangedTests []string `json:"changed_tests,omitempty"`
+	// RunsOn is where a running task's attempt runs when its agent is on a worker
+	// (SPEC §18): "worker NAME", or "a worker" until one has taken its job; omitted for an
+	// attempt whose agent runs here.
+	RunsOn string `json:"runs_on,omitempty"`
 }
 
 // statusReport is the whole of `status --json`.
@@ -176,7 +183,15 @@ func runStatus(ctx context.Context, opts *statusOptions) error {
 	}
 	fmt.Fprintf(out, "\n%d tasks: %s\n", len(rep.Tasks), joinOr(counts, "none"))
 	fmt.Fprintf(out, "ready: %s\n", joinOr(rep.Ready, "none"))
-	fmt.Fprintf(out, "running: %s\n", joinOr(rep.Running, "none"))
+	running := slices.Clone(rep.Running)
+	for i, id := range running {
+		for _, t := range rep.Tasks {
+			if t.ID == id && t.RunsOn != "" {
+				running[i] = id + " (on " + t.RunsOn + ")"
+			}
+		}
+	}
+	fmt.Fprintf(out, "running: %s\n", joinOr(running, "none"))
 	fmt.Fprintf(out, "halted: %s\n", joinOr(rep.Halted, "none"))
 	fmt.Fprintf(out, "cost: %s (verified work %s, rejected attempts %s), %s tokens\n",
 		watch.FormatUSD(rep.Cost.TotalUSD), watch.FormatUSD(rep.Cost.VerifiedUSD), watch.FormatUSD(rep.Cost.RejectedUSD), watch.FormatTokens(rep.Cost.Tokens))
@@ -220,14 +235,15 @@ func buildStatus(q *queues) statusReport {
 				st.Fields[d.Name(f)] = d.Value(f)
 			}
 		}
-		rep.Tasks = append(rep.Tasks, st)
 		rep.Counts[d.ShownStatus(t, q.verified)]++
 		if t.Status == queue.StatusInProgress {
 			rep.Running = append(rep.Running, t.ID)
+			st.RunsOn = runsOn(q.layout, t.ID)
 		}
 		if t.Halted || t.Status == queue.StatusHalted {
 			rep.Halted = append(rep.Halted, t.ID)
 		}
+		rep.Tasks = append(rep.Tasks, st)
 	}
 	if q.issues != nil {
 		for i := range q.issues.Records {
@@ -244,6 +260,37 @@ func buildStatus(q *queues) statusReport {
 		rep.Tasks = []statusTask{}
 	}
 	return rep
+}
+
+// runsOn says where the last attempt of a running task runs, from the record the watch
+// keeps in its folder (result.json): "worker NAME" or "a worker" for an agent on a worker
+// (the second until a worker has taken the job), "" for one here or no record.
+func runsOn(l queue.Layout, id string) string {
+	entries, _ := os.ReadDir(filepath.Join(l.Runs(), id))
+	last := 0
+	for _, e := range entries {
+		if n, err := strconv.Atoi(e.Name()); err == nil && e.IsDir() && n > last {
+			last = n
+		}
+	}
+	if last == 0 {
+		return ""
+	}
+	b, err := os.ReadFile(filepath.Join(l.Runs(), id, strconv.Itoa(last), "result.json"))
+	if err != nil {
+		return ""
+	}
+	var rec struct {
+		Remote bool   `json:"remote"`
+		Worker string `json:"worker"`
+	}
+	if json.Unmarshal(b, &rec) != nil || !rec.Remote {
+		return ""
+	}
+	if rec.Worker == "" {
+		return "a worker"
+	}
+	return "worker " + rec.Worker
 }
 
 // countAttempts counts the attempt folders of a task under .orchestrator/runs/<ID>/.
