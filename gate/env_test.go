@@ -73,6 +73,15 @@ func TestPinnedEnvGoEnvWrite(t *testing.T) {
 		t.Skip("no go")
 	}
 	home := t.TempDir()
+	// Go's telemetry off in this home: on, the go command leaves a process behind that
+	// writes its counters there after the command ended, while the folder is removed.
+	mode := filepath.Join(home, ".config", "go", "telemetry", "mode")
+	if err := os.MkdirAll(filepath.Dir(mode), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(mode, []byte("off"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	base := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "GOCACHE=" + filepath.Join(t.TempDir(), "cache"), "GOPATH=" + filepath.Join(home, "go")}
 	env := PinnedEnv(base)
 	w := exec.Command("go", "env", "-w", "GOFLAGS=-tags=cheat")
