@@ -3,12 +3,12 @@ package agents
 import (
 	"errors"
 	"fmt"
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -269,7 +269,7 @@ var configFiles = map[string][]string{
 var configVar = map[string]string{Claude: "CLAUDE_CONFIG_DIR", Codex: "CODEX_HOME"}
 
 // envKey finds the variables Codex's config.toml names for its model providers' keys.
-var envKey = regexp.MustCompile(`(?m)^\s*env_key\s*=\s*"([A-Za-z_][A-Za-z0-9_]*)"`)
+var envKey = lazyre.New(`(?m)^\s*env_key\s*=\s*"([A-Za-z_][A-Za-z0-9_]*)"`)
 
 // SeedConfig makes dir, the private configuration folder of one run of program, and copies
 // into it what the program needs to log in from the person's folder as env names it
@@ -309,7 +309,7 @@ func SeedConfig(program string, env []string, dir string) (setting string, needs
 			return "", nil, fmt.Errorf("agent state: %w", err)
 		}
 		if program == Codex && f == "config.toml" {
-			for _, m := range envKey.FindAllStringSubmatch(string(b), -1) {
+			for _, m := range envKey().FindAllStringSubmatch(string(b), -1) {
 				needs = append(needs, m[1])
 			}
 		}

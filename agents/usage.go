@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -267,7 +267,7 @@ type RateLimit struct {
 
 // usageLimit matches the words Codex and Claude Code use in their own error reports of a
 // usage limit ("You've hit your usage limit", "Claude AI usage limit reached").
-var usageLimit = regexp.MustCompile(`(?i)usage limit|rate limit|rate_limit|too many requests|\b429\b`)
+var usageLimit = lazyre.New(`(?i)usage limit|rate limit|rate_limit|too many requests|\b429\b`)
 
 // claudeRateLimit reads a rate limit from Claude Code's result object: an error result
 // (is_error true) with api_error_status 429, or whose result is Claude Code's own "usage
@@ -282,7 +282,7 @@ func claudeRateLimit(r *claudeResult, now time.Time) *RateLimit {
 	if r.Result != nil {
 		text = *r.Result
 	}
-	if status != "429" && !usageLimit.MatchString(text) {
+	if status != "429" && !usageLimit().MatchString(text) {
 		return nil
 	}
 	return &RateLimit{Reset: resetTime(text, now), Msg: clip(strings.TrimSpace("API status "+status+": "+text), 300)}
@@ -292,7 +292,7 @@ func claudeRateLimit(r *claudeResult, now time.Time) *RateLimit {
 // event: "exceeded retry limit, last status: 429 Too Many Requests", "You've hit your
 // usage limit. ... try again at 11:03 PM.", or a 429 body passed on.
 func codexRateLimit(msg string, now time.Time) *RateLimit {
-	if !usageLimit.MatchString(msg) {
+	if !usageLimit().MatchString(msg) {
 		return nil
 	}
 	return &RateLimit{Reset: resetTime(msg, now), Msg: clip(apiErrorText(msg), 300)}
@@ -300,23 +300,23 @@ func codexRateLimit(msg string, now time.Time) *RateLimit {
 
 var (
 	// Claude Code's "Claude AI usage limit reached|1767225600".
-	resetUnix = regexp.MustCompile(`\|(\d{9,11})\b`)
+	resetUnix = lazyre.New(`\|(\d{9,11})\b`)
 	// "try again in 7s", "try again in 1.5 seconds", "Please try again in 250ms".
-	resetIn = regexp.MustCompile(`(?i)try again in\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|seconds?|m|min|minutes?|h|hours?)\b`)
+	resetIn = lazyre.New(`(?i)try again in\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|seconds?|m|min|minutes?|h|hours?)\b`)
 	// Codex's "try again at 11:03 PM" or "try again at Nov 24th, 2026 11:03 PM".
-	resetAt = regexp.MustCompile(`(?i)(?:try again at|resets(?: at)?)\s+(?:([A-Z][a-z]{2}) (\d{1,2})(?:st|nd|rd|th)?,? (\d{4}),? )?(\d{1,2}):(\d{2})\s*([AP]M)?`)
+	resetAt = lazyre.New(`(?i)(?:try again at|resets(?: at)?)\s+(?:([A-Z][a-z]{2}) (\d{1,2})(?:st|nd|rd|th)?,? (\d{4}),? )?(\d{1,2}):(\d{2})\s*([AP]M)?`)
 )
 
 // resetTime finds when a limit lifts in a program's error text, or returns zero. A time of
 // day (minute precision, local time) is taken as the end of that minute, so that the wait
 // is never cut short.
 func resetTime(text string, now time.Time) time.Time {
-	if m := resetUnix.FindStringSubmatch(text); m != nil {
+	if m := resetUnix().FindStringSubmatch(text); m != nil {
 		if s, err := strconv.ParseInt(m[1], 10, 64); err == nil {
 			return time.Unix(s, 0)
 		}
 	}
-	if m := resetIn.FindStringSubmatch(text); m != nil {
+	if m := resetIn().FindStringSubmatch(text); m != nil {
 		f, _ := strconv.ParseFloat(m[1], 64)
 		unit := time.Second
 		switch strings.ToLower(m[2])[0] {
@@ -330,7 +330,7 @@ func resetTime(text string, now time.Time) time.Time {
 		}
 		return now.Add(time.Duration(f * float64(unit)))
 	}
-	if m := resetAt.FindStringSubmatch(text); m != nil {
+	if m := resetAt().FindStringSubmatch(text); m != nil {
 		hour, _ := strconv.Atoi(m[4])
 		minute, _ := strconv.Atoi(m[5])
 		switch strings.ToUpper(m[6]) {

@@ -162,7 +162,7 @@ func FuzzUsageReports(f *testing.F) {
 	f.Fuzz(func(t *testing.T, out []byte) {
 		for _, name := range []string{Claude, Codex, Exec} {
 			_ = ReadUsage(name, out)
-			if rl := RateLimitOf(name, out, now); rl != nil && !rl.Reset.IsZero() && rl.Reset.Before(now.Add(-48*time.Hour)) && !resetUnix.Match(out) {
+			if rl := RateLimitOf(name, out, now); rl != nil && !rl.Reset.IsZero() && rl.Reset.Before(now.Add(-48*time.Hour)) && !resetUnix().Match(out) {
 				t.Errorf("%s: reset %v long before %v", name, rl.Reset, now)
 			}
 		}

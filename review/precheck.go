@@ -12,6 +12,7 @@ package review
 
 import (
 	"fmt"
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 	"regexp"
 	"slices"
 	"strconv"
@@ -119,7 +120,7 @@ func Check(in Input) *Prechecks {
 						Detail: fmt.Sprintf("%s, a value of the tests (%s), in the implementation", lit, src), Text: code})
 				}
 			}
-			if envSwitch.MatchString(code) {
+			if envSwitch().MatchString(code) {
 				p.Findings = append(p.Findings, Finding{Kind: KindEnvSwitch, File: path, Line: l.N,
 					Detail: "the implementation reads the environment or a flag", Text: code})
 			}
@@ -146,14 +147,14 @@ func testFindings(f FilePatch, path string) []Finding {
 		}
 		if name := testName(t); name != "" {
 			out = append(out, Finding{Kind: KindTestDeleted, File: path, Line: l.N, Detail: "test " + name + " removed", Text: t})
-		} else if assertion.MatchString(t) {
+		} else if assertion().MatchString(t) {
 			removedAsserts++
 			out = append(out, Finding{Kind: KindAssertionRemoved, File: path, Line: l.N, Detail: "assertion removed", Text: t})
 		}
 	}
 	for _, l := range f.Added {
 		t := strings.TrimSpace(l.Text)
-		if skip.MatchString(t) {
+		if skip().MatchString(t) {
 			out = append(out, Finding{Kind: KindTestSkipped, File: path, Line: l.N, Detail: "skip added", Text: t})
 		}
 		if name := testName(t); name != "" {
@@ -167,25 +168,25 @@ func testFindings(f FilePatch, path string) []Finding {
 }
 
 var (
-	goTest     = regexp.MustCompile(`^func\s+(Test\w*)\s*\(`)
-	pyTest     = regexp.MustCompile(`^(?:async\s+)?def\s+(test\w*)\s*\(`)
-	jsTest     = regexp.MustCompile(`^(?:it|test)(?:\.only)?\s*\(\s*(['"` + "`" + `])(.*?)['"` + "`" + `]`)
-	assertion  = regexp.MustCompile(`\bassert|\bexpect\s*\(|\bt\.(Error|Errorf|Fatal|Fatalf|Fail|FailNow)\b|\brequire\.|\bassert\.|\.toBe|\.toEqual|\bself\.assert|\bpanic\(`)
-	skip       = regexp.MustCompile(`\bt\.Skip(f|Now)?\s*\(|@pytest\.mark\.(skip|skipif|xfail)\b|\bpytest\.skip\s*\(|@unittest\.skip|\b(it|test|describe)\.skip\s*\(|\bx(it|describe|test)\s*\(|\.todo\s*\(`)
-	envSwitch  = regexp.MustCompile(`\bos\.(Getenv|LookupEnv|Environ)\b|\bos\.environ\b|\bos\.getenv\b|\bprocess\.env\b|\bflag\.(Bool|String|Int|Parse)\b|\bsys\.argv\b|\btesting\.Testing\(\)|PYTEST_CURRENT_TEST|"testing"|\bsys\.modules\b`)
-	numberLit  = regexp.MustCompile(`(?:^|[^\w.])(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\b`)
-	stringLit  = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'`)
-	valueLine  = regexp.MustCompile(`\bassert|\bexpect|\bwant|\bexpected|\bEqual|==|!=|\.toBe|\.toEqual|\bt\.(Error|Fatal)`)
-	testCaseKV = regexp.MustCompile(`^\{.*\},?$|^\(.*\),?$|^\[.*\],?$`)
+	goTest     = lazyre.New(`^func\s+(Test\w*)\s*\(`)
+	pyTest     = lazyre.New(`^(?:async\s+)?def\s+(test\w*)\s*\(`)
+	jsTest     = lazyre.New(`^(?:it|test)(?:\.only)?\s*\(\s*(['"` + "`" + `])(.*?)['"` + "`" + `]`)
+	assertion  = lazyre.New(`\bassert|\bexpect\s*\(|\bt\.(Error|Errorf|Fatal|Fatalf|Fail|FailNow)\b|\brequire\.|\bassert\.|\.toBe|\.toEqual|\bself\.assert|\bpanic\(`)
+	skip       = lazyre.New(`\bt\.Skip(f|Now)?\s*\(|@pytest\.mark\.(skip|skipif|xfail)\b|\bpytest\.skip\s*\(|@unittest\.skip|\b(it|test|describe)\.skip\s*\(|\bx(it|describe|test)\s*\(|\.todo\s*\(`)
+	envSwitch  = lazyre.New(`\bos\.(Getenv|LookupEnv|Environ)\b|\bos\.environ\b|\bos\.getenv\b|\bprocess\.env\b|\bflag\.(Bool|String|Int|Parse)\b|\bsys\.argv\b|\btesting\.Testing\(\)|PYTEST_CURRENT_TEST|"testing"|\bsys\.modules\b`)
+	numberLit  = lazyre.New(`(?:^|[^\w.])(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\b`)
+	stringLit  = lazyre.New(`"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'`)
+	valueLine  = lazyre.New(`\bassert|\bexpect|\bwant|\bexpected|\bEqual|==|!=|\.toBe|\.toEqual|\bt\.(Error|Fatal)`)
+	testCaseKV = lazyre.New(`^\{.*\},?$|^\(.*\),?$|^\[.*\],?$`)
 )
 
 func testName(line string) string {
-	for _, re := range []*regexp.Regexp{goTest, pyTest} {
-		if m := re.FindStringSubmatch(line); m != nil {
+	for _, re := range [](func() *regexp.Regexp){goTest, pyTest} {
+		if m := re().FindStringSubmatch(line); m != nil {
 			return m[1]
 		}
 	}
-	if m := jsTest.FindStringSubmatch(line); m != nil {
+	if m := jsTest().FindStringSubmatch(line); m != nil {
 		return strconv.Quote(m[2])
 	}
 	return ""
@@ -220,7 +221,7 @@ func literals(code string) []string {
 		}
 	}
 	rest := code
-	for _, m := range stringLit.FindAllStringSubmatch(code, -1) {
+	for _, m := range stringLit().FindAllStringSubmatch(code, -1) {
 		s := m[1]
 		if m[0][0] == '\'' {
 			s = m[2]
@@ -230,7 +231,7 @@ func literals(code string) []string {
 			add(strconv.Quote(s))
 		}
 	}
-	for _, m := range numberLit.FindAllStringSubmatch(rest, -1) {
+	for _, m := range numberLit().FindAllStringSubmatch(rest, -1) {
 		add(m[1])
 	}
 	return out
@@ -260,7 +261,7 @@ func expectedValues(tests map[string]string) map[string]string {
 			if t == "" || isComment(t) || strings.HasPrefix(t, "import") || strings.HasPrefix(t, "package") || strings.HasPrefix(t, "from ") {
 				continue
 			}
-			if !valueLine.MatchString(t) && !testCaseKV.MatchString(t) {
+			if !valueLine().MatchString(t) && !testCaseKV().MatchString(t) {
 				continue
 			}
 			for _, lit := range literals(stripComment(t)) {

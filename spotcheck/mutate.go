@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -13,7 +14,6 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -203,9 +203,9 @@ func pyMutants(ctx context.Context, src []byte, lines map[int]bool) ([]Mutant, e
 }
 
 // jsOperator finds the operators of a line of JavaScript or TypeScript, outside strings.
-var jsOperator = regexp.MustCompile(`===|!==|==|!=|<=|>=|&&|\|\||[-+*/%<>]`)
-var jsString = regexp.MustCompile("\"(?:[^\"\\\\]|\\\\.)*\"|'(?:[^'\\\\]|\\\\.)*'|`(?:[^`\\\\]|\\\\.)*`|//[^\n]*")
-var jsReturn = regexp.MustCompile(`\breturn\s+([^;]+);`)
+var jsOperator = lazyre.New(`===|!==|==|!=|<=|>=|&&|\|\||[-+*/%<>]`)
+var jsString = lazyre.New("\"(?:[^\"\\\\]|\\\\.)*\"|'(?:[^'\\\\]|\\\\.)*'|`(?:[^`\\\\]|\\\\.)*`|//[^\n]*")
+var jsReturn = lazyre.New(`\breturn\s+([^;]+);`)
 
 // jsMutants makes mutants at the token level: operators with a space on each side
 // flipped, and a return's value replaced by undefined.
@@ -216,12 +216,12 @@ func jsMutants(src []byte, lines map[int]bool) []Mutant {
 		n := i + 1
 		if lines == nil || lines[n] {
 			masked := []byte(l)
-			for _, m := range jsString.FindAllStringIndex(l, -1) {
+			for _, m := range jsString().FindAllStringIndex(l, -1) {
 				for k := m[0]; k < m[1]; k++ {
 					masked[k] = ' '
 				}
 			}
-			for _, m := range jsOperator.FindAllStringIndex(string(masked), -1) {
+			for _, m := range jsOperator().FindAllStringIndex(string(masked), -1) {
 				op := l[m[0]:m[1]]
 				to, ok := flips[op]
 				// Binary operators only: a space on each side.
@@ -230,7 +230,7 @@ func jsMutants(src []byte, lines map[int]bool) []Mutant {
 				}
 				out = append(out, Mutant{Line: n, Op: op + " -> " + to, Start: offset + m[0], End: offset + m[1], Replacement: to})
 			}
-			if m := jsReturn.FindStringSubmatchIndex(string(masked)); m != nil && strings.TrimSpace(l[m[2]:m[3]]) != "undefined" {
+			if m := jsReturn().FindStringSubmatchIndex(string(masked)); m != nil && strings.TrimSpace(l[m[2]:m[3]]) != "undefined" {
 				out = append(out, Mutant{Line: n, Op: "return undefined instead of " + oneLine(l[m[2]:m[3]]), Start: offset + m[2], End: offset + m[3], Replacement: "undefined"})
 			}
 		}

@@ -1,11 +1,11 @@
 package tdd
 
 import (
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"path"
-	"regexp"
 	"strings"
 )
 
@@ -58,13 +58,13 @@ func goTests(src string, want map[string]bool) []string {
 	return out
 }
 
-var pyDef = regexp.MustCompile(`^([ \t]*)(?:async\s+)?def\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(`)
+var pyDef = lazyre.New(`^([ \t]*)(?:async\s+)?def\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(`)
 
 func pyTests(src string, want map[string]bool) []string {
 	lines := strings.Split(src, "\n")
 	var out []string
 	for i := 0; i < len(lines); i++ {
-		m := pyDef.FindStringSubmatch(lines[i])
+		m := pyDef().FindStringSubmatch(lines[i])
 		if m == nil || !want[m[2]] {
 			continue
 		}
@@ -90,11 +90,11 @@ func pyTests(src string, want map[string]bool) []string {
 	return out
 }
 
-var jsCall = regexp.MustCompile(`\b(?:test|it)(?:\.only|\.skip)?\s*\(\s*(['"` + "`" + `])`)
+var jsCall = lazyre.New(`\b(?:test|it)(?:\.only|\.skip)?\s*\(\s*(['"` + "`" + `])`)
 
 func jsTests(src string, want map[string]bool) []string {
 	var out []string
-	for _, loc := range jsCall.FindAllStringSubmatchIndex(src, -1) {
+	for _, loc := range jsCall().FindAllStringSubmatchIndex(src, -1) {
 		q := src[loc[2]:loc[3]]
 		rest := src[loc[3]:]
 		end := strings.Index(rest, q)

@@ -3,9 +3,9 @@ package tdd
 import (
 	"bytes"
 	"fmt"
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -32,13 +32,13 @@ type FR struct {
 
 // acID finds an acceptance criterion's ID: AC-<PREFIX>.<N>, the prefix letters, digits
 // and dashes.
-var acID = regexp.MustCompile(`\bAC-([A-Za-z0-9]+(?:-[A-Za-z0-9]+)*)\.([0-9]+)\b`)
+var acID = lazyre.New(`\bAC-([A-Za-z0-9]+(?:-[A-Za-z0-9]+)*)\.([0-9]+)\b`)
 
 // listItem matches a list item's marker and what follows it.
-var listItem = regexp.MustCompile(`^( {0,3})([-*+]|[0-9]{1,9}[.)])(\s+|$)(.*)$`)
+var listItem = lazyre.New(`^( {0,3})([-*+]|[0-9]{1,9}[.)])(\s+|$)(.*)$`)
 
 // heading matches an ATX heading.
-var heading = regexp.MustCompile(`^ {0,3}(#{1,6})(?:\s+(.*?))?\s*#*\s*$`)
+var heading = lazyre.New(`^ {0,3}(#{1,6})(?:\s+(.*?))?\s*#*\s*$`)
 
 // Resolve returns the path of a requirement's file and its ID: arg is an FR ID, whose
 // file is specs/frs/<ID>.md under root, or a path to the file (it ends in .md or holds a
@@ -89,7 +89,7 @@ func Parse(path, id string, src []byte) (*FR, error) {
 	nums := map[int]string{}
 	kind := 0 // how the current criterion was written (kindList, …)
 	begin := func(text string, n, k int) {
-		idm := acID.FindStringSubmatch(text)
+		idm := acID().FindStringSubmatch(text)
 		num, _ := strconv.Atoi(idm[2])
 		ac := AC{ID: idm[0], N: num, Text: text, Line: n}
 		if first, dup := seen[ac.ID]; dup {
@@ -137,7 +137,7 @@ func Parse(path, id string, src []byte) (*FR, error) {
 			}
 			continue
 		}
-		if m := heading.FindStringSubmatch(line); m != nil {
+		if m := heading().FindStringSubmatch(line); m != nil {
 			level := len(m[1])
 			if fr.Title == "" && level == 1 {
 				fr.Title = strings.TrimSpace(m[2])
@@ -164,11 +164,11 @@ func Parse(path, id string, src []byte) (*FR, error) {
 		if !in {
 			continue
 		}
-		if m := listItem.FindStringSubmatch(line); m != nil && !(cur != nil && indentOf(line) >= content) && !(kind == kindHeading && !leadingID(m[4])) {
+		if m := listItem().FindStringSubmatch(line); m != nil && !(cur != nil && indentOf(line) >= content) && !(kind == kindHeading && !leadingID(m[4])) {
 			end()
 			content = len(m[1]) + len(m[2]) + 1
 			text := m[4]
-			if !acID.MatchString(text) {
+			if !acID().MatchString(text) {
 				errs = append(errs, &queue.ParseError{Path: path, Line: n, Msg: fmt.Sprintf("acceptance criterion without an AC ID (AC-<PREFIX>.<N>): %q", clip(trimmed, 60))})
 				continue
 			}
@@ -233,7 +233,7 @@ const (
 // task-list box.
 func leadingID(text string) bool {
 	text = strings.TrimLeft(strings.TrimPrefix(strings.TrimPrefix(text, "[ ] "), "[x] "), "*_`[ ")
-	m := acID.FindStringIndex(text)
+	m := acID().FindStringIndex(text)
 	return m != nil && m[0] == 0
 }
 

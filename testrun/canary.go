@@ -3,6 +3,7 @@ package testrun
 import (
 	"errors"
 	"fmt"
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 	goparser "go/parser"
 	"go/token"
 	"io/fs"
@@ -559,7 +560,7 @@ func (p *Planted) plantGo(s site, dir string) ([]edit, string, error) {
 			continue
 		}
 		testFiles, _ := filepath.Glob(filepath.Join(d, "*_test.go"))
-		words, err := p.nameWords(testFiles, goTestFuncRE)
+		words, err := p.nameWords(testFiles, goTestFuncRE())
 		if err != nil {
 			return nil, "", err
 		}
@@ -612,7 +613,7 @@ func (p *Planted) plantGo(s site, dir string) ([]edit, string, error) {
 }
 
 // goTestFuncRE matches a Go test function, its name after Test in the first group.
-var goTestFuncRE = regexp.MustCompile(`(?m)^func Test([A-Za-z0-9_]*)\(`)
+var goTestFuncRE = lazyre.New(`(?m)^func Test([A-Za-z0-9_]*)\(`)
 
 // goPackageDirs returns the folders a go test package argument names, relative to dir:
 // "./...", "./x/...", ".", "./x", an import path of dir's module ("example.com/m/x/...").
@@ -773,7 +774,7 @@ func (p *Planted) plantPytest(s site, dir string) ([]edit, string, error) {
 	var appendArgs []string
 	var used []string // the words of the files planted: pytest wants their names distinct
 	plant := func(d string, explicit bool) error {
-		words, err := p.nameWords(pyTestFiles(d), pyTestFuncRE)
+		words, err := p.nameWords(pyTestFiles(d), pyTestFuncRE())
 		if err != nil {
 			return err
 		}
@@ -868,7 +869,7 @@ func pyTestPaths(dir string) []string {
 var pyNoRecurse = map[string]bool{"build": true, "dist": true, "node_modules": true, "venv": true, "CVS": true, "_darcs": true, "{arch}": true, "__pycache__": true}
 
 // pyTestFuncRE matches a pytest test function, its name after test_ in the first group.
-var pyTestFuncRE = regexp.MustCompile(`(?m)^\s*(?:async\s+)?def test_?(\w*)\(`)
+var pyTestFuncRE = lazyre.New(`(?m)^\s*(?:async\s+)?def test_?(\w*)\(`)
 
 // pyTestFiles returns the pytest files (test_*.py, *_test.py) in dir.
 func pyTestFiles(dir string) []string {
@@ -945,7 +946,7 @@ func (p *Planted) plantJS(s site, dir string) ([]edit, string, error) {
 	if p.plantedIn(filepath.Dir(neighbour)) {
 		return nil, "", nil
 	}
-	words, err := p.nameWords([]string{neighbour}, jsTestTitleRE)
+	words, err := p.nameWords([]string{neighbour}, jsTestTitleRE())
 	if err != nil {
 		return nil, "", err
 	}
@@ -989,10 +990,10 @@ func (p *Planted) plantJS(s site, dir string) ([]edit, string, error) {
 }
 
 // jsTestTitleRE matches the title of a vitest or jest test, in the first group.
-var jsTestTitleRE = regexp.MustCompile(`\b(?:test|it)\(\s*["'\x60]([^"'\x60]*)`)
+var jsTestTitleRE = lazyre.New(`\b(?:test|it)\(\s*["'\x60]([^"'\x60]*)`)
 
 // jsTestRE matches the test files vitest and jest find by default.
-var jsTestRE = regexp.MustCompile(`\.(?:test|spec)\.[cm]?[jt]sx?$`)
+var jsTestRE = lazyre.New(`\.(?:test|spec)\.[cm]?[jt]sx?$`)
 
 // firstJSTest returns the first test file under dir (outside node_modules and hidden
 // folders, not one of canary c) in path order that every filter matches (a path substring
@@ -1010,7 +1011,7 @@ func firstJSTest(dir string, filters []string, r Runner, c Canary) string {
 			}
 			return nil
 		}
-		if !jsTestRE.MatchString(name) || c.Holds(name) {
+		if !jsTestRE().MatchString(name) || c.Holds(name) {
 			return nil
 		}
 		rel, _ := filepath.Rel(dir, p)
@@ -1060,7 +1061,7 @@ func (p *Planted) plantCargo(s site, dir string) ([]edit, string, error) {
 		return nil, "", nil
 	}
 	rsFiles, _ := filepath.Glob(filepath.Join(tests, "*.rs"))
-	words, err := p.nameWords(rsFiles, rsTestFuncRE)
+	words, err := p.nameWords(rsFiles, rsTestFuncRE())
 	if err != nil {
 		return nil, "", err
 	}
@@ -1131,7 +1132,7 @@ decided:
 }
 
 // rsTestFuncRE matches a Rust function, its name in the first group.
-var rsTestFuncRE = regexp.MustCompile(`\bfn\s+([A-Za-z0-9_]+)`)
+var rsTestFuncRE = lazyre.New(`\bfn\s+([A-Za-z0-9_]+)`)
 
 // plantedIn reports whether a canary file was planted in the folder dir already.
 func (p *Planted) plantedIn(dir string) bool {

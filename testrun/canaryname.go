@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -131,7 +132,7 @@ func (c Canary) names(words []string, where string) canaryNames {
 }
 
 // wordRE matches the words of a test's name: runs of letters, a capital starting a new one.
-var wordRE = regexp.MustCompile(`[A-Z]?[a-z]+|[A-Z]+`)
+var wordRE = lazyre.New(`[A-Z]?[a-z]+|[A-Z]+`)
 
 // nameWords returns the lower-case words, of 3 to 12 letters, of the test names the
 // pattern's first group finds in the files, and reports errTokenTaken when a file's name
@@ -160,7 +161,7 @@ func (c Canary) nameWords(files []string, pattern *regexp.Regexp) ([]string, err
 // splitWords returns the lower-case words of 3 to 12 letters of a name.
 func splitWords(name string) []string {
 	var out []string
-	for _, w := range wordRE.FindAllString(name, -1) {
+	for _, w := range wordRE().FindAllString(name, -1) {
 		if len(w) < 3 || len(w) > 12 || !isLetters(w) {
 			continue
 		}

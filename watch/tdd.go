@@ -7,9 +7,9 @@ package watch
 import (
 	"context"
 	"fmt"
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -459,7 +459,7 @@ func modeOf(role string, res result) (string, string) {
 	return "B", "no GREEN"
 }
 
-var acInReason = regexp.MustCompile(`\bAC-[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*\.[0-9]+\b`)
+var acInReason = lazyre.New(`\bAC-[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*\.[0-9]+\b`)
 
 // cycleBudget applies a cycle's budgets to a failed attempt (SPEC §9): a format violation
 // gets one re-prompt and halts at the second; a semantic failure gets two attempts per role
@@ -473,7 +473,7 @@ func (r *runner) cycleBudget(a *attempt, res result, f *retry.Failure) {
 	mode, what := modeOf(c.role, res)
 	f.Mode, f.Role, f.AC = mode, c.role, c.ac
 	if f.AC == "" {
-		if m := acInReason.FindString(res.Reason); m != "" && c.role == roleTestWriter {
+		if m := acInReason().FindString(res.Reason); m != "" && c.role == roleTestWriter {
 			f.AC = m
 		} else {
 			f.AC = strings.Join(c.acs, ", ")

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -560,7 +560,7 @@ func (w *Worker) prepareLanes(ctx context.Context, base string) {
 	}
 }
 
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
+var unsafeName = lazyre.New(`[^A-Za-z0-9_.-]`)
 
 // A lane is one of the worker's job loops, with the checkout its jobs run in: made by
 // its first job, reset and cleaned by each next one (two git processes, where making and
@@ -696,7 +696,7 @@ func (w *Worker) setRunning(a AttemptID, on bool) {
 func (w *Worker) heartbeat(ctx context.Context) {
 	host, _ := os.Hostname()
 	since := time.Now().UTC()
-	key := unsafeName.ReplaceAllString(w.Name, "_")
+	key := unsafeName().ReplaceAllString(w.Name, "_")
 	t := time.NewTicker(heartbeatInterval)
 	defer t.Stop()
 	for {
