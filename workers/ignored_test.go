@@ -20,7 +20,8 @@ import (
 // own rules decide, read from the candidate's files: a pattern a later line negates, a
 // folder a .gitignore deeper down ignores, a pattern anchored to its own folder, a file
 // moved into an ignored folder (a rename adds its new path), a .gitignore that ignores
-// itself, and a .gitignore that is a symbolic link, which git add does not read (so its
+// itself, a folder whose name has a line break (which the long-lived reader cannot be
+// asked for), and a .gitignore that is a symbolic link, which git add does not read (so its
 // target's patterns ignore nothing).
 func TestIgnoredFilesRefused(t *testing.T) {
 	srv := serve(t)
@@ -51,6 +52,8 @@ func TestIgnoredFilesRefused(t *testing.T) {
 		{"a pattern anchored to its folder, there", map[string]string{"a/.gitignore": "/gen.go\n", "a/gen.go": "package a\n"}, "a/gen.go", [2]string{}, [2]string{}},
 		{"a tracked file moved into an ignored folder", map[string]string{".gitignore": "*.tmp\nout/\n"}, "out/notes.txt", [2]string{"docs/notes.txt", "out/notes.txt"}, [2]string{}},
 		{"a .gitignore that ignores itself", map[string]string{"x/.gitignore": "*\n", "x/data": "d\n"}, "x/.gitignore, x/data", [2]string{}, [2]string{}},
+		{"a file a pattern ignores in a folder whose name has a line break", map[string]string{"odd\nname/.gitignore": "*.bin\n", "odd\nname/out.bin": "b\n", "odd\nname/src.go": "package odd\n"}, "odd\nname/out.bin", [2]string{}, [2]string{}},
+		{"a folder whose name has a line break", map[string]string{"odd\nname/.gitignore": "*.bin\n", "odd\nname/src.go": "package odd\n"}, "", [2]string{}, [2]string{}},
 		{"a .gitignore that is a symbolic link", map[string]string{"y/rules": "*.bin\n", "y/out.bin": "b\n"}, "", [2]string{}, [2]string{"y/.gitignore", "rules"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
