@@ -251,6 +251,8 @@ func TestRemoteWorkerKilled(t *testing.T) {
 	// status says where the running attempt runs, from the attempt's record.
 	if code, out := r.run("status"); code != 0 || !strings.Contains(out, "running: TASK-002 (on worker w1)\n") {
 		t.Errorf("status: exit %d, want TASK-002 running on worker w1:\n%s", code, out)
+	} else {
+		t.Logf("status while attempt 1 runs on w1:\n%s", out)
 	}
 	if _, out := r.run("status", "--json"); !strings.Contains(out, `"runs_on": "worker w1"`) {
 		t.Errorf("status --json names no worker:\n%s", out)
