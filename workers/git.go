@@ -245,29 +245,6 @@ func (g gitRepo) unbundle(ctx context.Context, path string) (string, error) {
 	return "", fmt.Errorf("bundle %s: no %s", path, bundleRef)
 }
 
-// gitignoreAt is repo.File of the file name in commit cand, read by git processes of their
-// own where the long-lived reader cannot take the name (a folder whose name has a line
-// break: a path git stores like any other).
-func gitignoreAt(ctx context.Context, repo *worktree.Repo, g gitRepo, cand, name string) (mode string, body []byte, err error) {
-	if !strings.ContainsAny(name, "\n\r") {
-		return repo.File(ctx, cand, name)
-	}
-	out, err := g.run(ctx, nil, "ls-tree", "-z", cand, "--", name)
-	if err != nil {
-		return "", nil, err
-	}
-	meta, _, ok := strings.Cut(out, "\t")
-	f := strings.Fields(meta)
-	if !ok || len(f) != 3 {
-		return "", nil, fmt.Errorf("%s:%s: %w", cand, name, worktree.ErrMissing)
-	}
-	if f[1] != "blob" {
-		return f[0], nil, nil
-	}
-	text, err := g.run(ctx, nil, "cat-file", "blob", f[2])
-	return f[0], []byte(text), err
-}
-
 // ignoredAdded returns the paths commit cand adds to base that cand's own .gitignore files
 // ignore (SPEC §7.1: what .gitignore ignores is never part of a change). A worker makes its
 // candidate with `git add -A`, which never takes such a file: only a worker that wrote its
@@ -304,7 +281,7 @@ func ignoredAdded(ctx context.Context, repo *worktree.Repo, g gitRepo, base, can
 			name := path.Join(dir, ".gitignore")
 			if !looked[name] {
 				looked[name] = true
-				mode, body, err := gitignoreAt(ctx, repo, g, cand, name)
+				mode, body, err := repo.File(ctx, cand, name)
 				switch {
 				case errors.Is(err, worktree.ErrMissing):
 				case err != nil:

@@ -38,7 +38,13 @@ func (r *Repo) object(ctx context.Context, name string, contents bool) (id, kind
 		return "", "", nil, err
 	}
 	if strings.ContainsAny(name, "\n\r") {
-		return "", "", nil, fmt.Errorf("object name %q: a line break", name)
+		// The reader takes one name a line: a path with a line break (which git stores like
+		// any other) is resolved to its object's id by a git process of its own.
+		out, err := r.git(ctx, r.Root, nil, "rev-parse", "--verify", "-q", "--end-of-options", name)
+		if err != nil {
+			return "", "", nil, fmt.Errorf("%q: %w", name, ErrMissing)
+		}
+		name = strings.TrimSpace(out)
 	}
 	o := &r.objects
 	o.mu.Lock()
