@@ -16,51 +16,93 @@ func Ready(tasks *Doc, issues *Doc, running map[string]bool) []Task {
 // ReadyAfter is Ready as if the tasks in changed had the statuses given there: the watch
 // loop uses it to pick the next tasks in the same write that records a finished one.
 func ReadyAfter(tasks *Doc, issues *Doc, running map[string]bool, changed map[string]string) []Task {
-	all := tasks.Tasks()
-	status := make(map[string]string, len(all))
-	for i, t := range all {
-		if s, ok := changed[t.ID]; ok {
-			all[i].Status = s
-			t.Status = s
+	// Every task's status, by its record's place (an ID is unique: a second one is a parse
+	// error). Only the ready tasks are read whole: on a large queue, building every task
+	// is most of the time and memory this takes.
+	status := make([]string, len(tasks.Records))
+	halted := make([]bool, len(tasks.Records))
+	for i := range tasks.Records {
+		r := &tasks.Records[i]
+		f, found := tasks.taskFields(r)
+		status[i] = tasks.word(f[0], found[0], normStatus[tasks.Kind], statusWords[tasks.Kind])
+		if s, ok := changed[r.ID]; ok {
+			status[i] = s
 		}
-		status[t.ID] = t.Status
+		halted[i] = tasks.word(f[4], found[4], lowerTrim, plainWords) == "true"
 	}
-	critical := CriticalTasks(issues)
-	isCritical := func(t Task) bool {
-		if critical[t.ID] {
-			return true
-		}
-		for _, id := range t.Issues {
-			if critical[id] {
-				return true
-			}
-		}
-		return false
+	done := func(id string) bool {
+		i, ok := tasks.index[id]
+		return ok && (status[i] == StatusCompleted || status[i] == StatusSkipped)
 	}
-	var out []Task
-	for _, t := range all {
-		if t.Status != StatusPending || t.Halted || running[t.ID] {
+	var ready []int
+	for i := range tasks.Records {
+		r := &tasks.Records[i]
+		if status[i] != StatusPending || halted[i] || running[r.ID] {
 			continue
 		}
 		ok := true
-		for _, dep := range t.Deps {
-			if s := status[dep]; s != StatusCompleted && s != StatusSkipped {
+		for _, dep := range tasks.Deps(r) {
+			if !done(dep) {
 				ok = false
 				break
 			}
 		}
 		if ok {
-			out = append(out, t)
+			ready = append(ready, i)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		ci, cj := isCritical(out[i]), isCritical(out[j])
-		if ci != cj {
-			return ci
+	if len(ready) == 0 {
+		return nil
+	}
+	critical := CriticalTasks(issues)
+	// Sorted by rank (critical first, then kind), stably: the sort moves small values, and
+	// each ready task is built once, in its place.
+	type rank struct {
+		i        int
+		critical bool
+		kind     TaskKind
+	}
+	ranks := make([]rank, len(ready))
+	for k, i := range ready {
+		r := &tasks.Records[i]
+		f, found := tasks.taskFields(r)
+		kind := kindOf(tasks.word(f[1], found[1], lowerTrim, plainWords), tasks.word(f[2], found[2], lowerTrim, plainWords))
+		crit := false
+		if len(critical) > 0 {
+			t := tasks.Task(r)
+			crit = isCritical(critical, &t)
 		}
-		return out[i].Kind < out[j].Kind
+		ranks[k] = rank{i, crit, kind}
+	}
+	sort.SliceStable(ranks, func(i, j int) bool {
+		if ranks[i].critical != ranks[j].critical {
+			return ranks[i].critical
+		}
+		return ranks[i].kind < ranks[j].kind
 	})
+	out := make([]Task, len(ranks))
+	for k, rk := range ranks {
+		out[k] = tasks.Task(&tasks.Records[rk.i])
+		out[k].Status = status[rk.i]
+	}
 	return out
+}
+
+// isCritical reports whether t is one of the critical tasks, or names one of the critical
+// issues as its source or remediation.
+func isCritical(critical map[string]bool, t *Task) bool {
+	if len(critical) == 0 {
+		return false
+	}
+	if critical[t.ID] {
+		return true
+	}
+	for _, id := range t.Issues {
+		if critical[id] {
+			return true
+		}
+	}
+	return false
 }
 
 // CriticalTasks returns the tasks named by open critical issues: their Task Ref, Source Task

@@ -59,7 +59,7 @@ func Check(d *Doc, plan *Plan) []Finding {
 	return append(sortFindings(out), inPlan...)
 }
 
-// parallelTasks is the size of queue from which Check reads it on two cores.
+// parallelTasks is the size of queue from which Check, and Tasks, read it on two cores.
 const parallelTasks = 2000
 
 // CheckTDD reports SPEC §6.1 item 3 for the task queue d, TDD ordering:

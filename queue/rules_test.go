@@ -314,6 +314,37 @@ func TestReadyOrder(t *testing.T) {
 	}
 }
 
+// TestReadyAfter checks the ready set as if some tasks had other statuses: the loop picks
+// the next tasks in the same write that records a finished one. A task whose dependency
+// the change completes becomes ready, with the status it has there; one the change takes
+// out of pending is not; a dependency on no task is never done.
+func TestReadyAfter(t *testing.T) {
+	q := taskRecord("TASK-001", "backend", "", "", "") +
+		taskRecord("TASK-002", "backend", "", "TASK-001", "") +
+		taskRecord("TASK-T01", "testing", "write", "TASK-001", "") +
+		taskRecord("TASK-003", "backend", "", "TASK-404", "") +
+		taskRecord("TASK-004", "backend", "", "", "")
+	d := queueOf(t, q)
+	ids := func(ts []Task) string {
+		var out []string
+		for _, t := range ts {
+			out = append(out, t.ID+"/"+t.Status)
+		}
+		return strings.Join(out, " ")
+	}
+	if got, want := ids(Ready(d, nil, nil)), "TASK-001/pending TASK-004/pending"; got != want {
+		t.Errorf("ready: got %s, want %s", got, want)
+	}
+	changed := map[string]string{"TASK-001": StatusCompleted, "TASK-004": StatusInProgress}
+	if got, want := ids(ReadyAfter(d, nil, nil, changed)), "TASK-T01/pending TASK-002/pending"; got != want {
+		t.Errorf("ready after %v: got %s, want %s", changed, got, want)
+	}
+	changed = map[string]string{"TASK-004": StatusPending, "TASK-001": StatusSkipped}
+	if got, want := ids(ReadyAfter(d, nil, map[string]bool{"TASK-002": true}, changed)), "TASK-T01/pending TASK-004/pending"; got != want {
+		t.Errorf("ready after %v with TASK-002 running: got %s, want %s", changed, got, want)
+	}
+}
+
 // longDeps is a list of 40 dependencies with repeats, as "ALL build tasks" can be.
 var longDeps, longDepsWant = func() (string, []string) {
 	var list, want []string

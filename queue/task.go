@@ -2,8 +2,10 @@ package queue
 
 import (
 	"bytes"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // A TaskKind is what a task does in the TDD loop (SPEC §3.4).
@@ -59,9 +61,22 @@ func (d *Doc) ShownStatus(t Task, verified func(id, commit string) bool) string 
 // Tasks returns the tasks of d in file order.
 func (d *Doc) Tasks() []Task {
 	out := make([]Task, len(d.Records))
-	for i := range d.Records {
-		out[i] = d.Task(&d.Records[i])
+	fill := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			out[i] = d.Task(&d.Records[i])
+		}
 	}
+	n := len(out)
+	if n < parallelTasks || runtime.GOMAXPROCS(0) < 2 {
+		fill(0, n)
+		return out
+	}
+	// A large queue's tasks are read in two halves at once (Task only reads d), as a
+	// large file is scanned (scanFast).
+	var wg sync.WaitGroup
+	wg.Go(func() { fill(n/2, n) })
+	fill(0, n/2)
+	wg.Wait()
 	return out
 }
 
