@@ -508,7 +508,10 @@ func (r *runner) conclude(ctx context.Context, a *attempt, res result, log strin
 		// The configuration changed under the gate, or its checkout is not the commit.
 		return r.stopForConfig(a, a.fatal)
 	}
-	r.reportEdited(ctx)
+	// The audit of the records is a warning about what happened meanwhile, not part of
+	// this decision: it runs once the decision is recorded, off the path from the agent's
+	// marker to its task's status.
+	defer r.reportEdited(ctx)
 	if ctx.Err() != nil {
 		// Interrupted while the gate ran or the candidate landed: its verdict is not a
 		// verdict. The task goes back to pending with no retry used, like one whose agent

@@ -15,7 +15,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 )
 
 // A ConfigPrint is a fingerprint of the repository's own configuration, the files that
@@ -35,7 +37,7 @@ func (r *Repo) ConfigPrint(ctx context.Context) (ConfigPrint, error) {
 		filepath.Join(r.Common, "info", "attributes"),
 	}
 	for _, f := range files {
-		if err := p.add(r.Root, f); err != nil {
+		if err := r.prints.add(p, r.Root, f); err != nil {
 			return nil, err
 		}
 	}
@@ -73,7 +75,7 @@ func (r *Repo) ConfigPrint(ctx context.Context) (ConfigPrint, error) {
 			if e.IsDir() {
 				return nil
 			}
-			return p.add(r.Root, path)
+			return r.prints.add(p, r.Root, path)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("fingerprint %s: %w", d, err)
@@ -82,9 +84,25 @@ func (r *Repo) ConfigPrint(ctx context.Context) (ConfigPrint, error) {
 	return p, nil
 }
 
-// add records the file at path in the fingerprint, under its name relative to root when it
-// is inside it. A file that does not exist is not recorded.
-func (p ConfigPrint) add(root, path string) error {
+// printCache remembers the hash of each file ConfigPrint read, with the file's stamp then
+// (device, inode, size, mode, modification and change times): the hooks folder alone is a
+// dozen files, and the loop fingerprints the configuration twice per attempt. A file whose
+// change time is within racyWindow of its reading is read again next time, as git's index
+// does with a racily clean file: a second write in the same tick of the clock would leave
+// its stamp as it was.
+type printCache struct {
+	mu sync.Mutex
+	m  map[string]printed
+}
+
+type printed struct{ stamp, sum string }
+
+// racyWindow is how old a file's change time must be for its hash to be remembered.
+var racyWindow = time.Second
+
+// add records the file at path in the fingerprint p, under its name relative to root when
+// it is inside it. A file that does not exist is not recorded.
+func (c *printCache) add(p ConfigPrint, root, path string) error {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -95,6 +113,14 @@ func (p ConfigPrint) add(root, path string) error {
 	name := path
 	if rel, err := filepath.Rel(root, path); err == nil && !strings.HasPrefix(rel, "..") {
 		name = rel
+	}
+	stamp, changed, stamped := printStamp(fi)
+	c.mu.Lock()
+	known, ok := c.m[path]
+	c.mu.Unlock()
+	if stamped && ok && known.stamp == stamp {
+		p[name] = known.sum
+		return nil
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%v\x00", fi.Mode())
@@ -116,8 +142,28 @@ func (p ConfigPrint) add(root, path string) error {
 			return err
 		}
 	}
-	p[name] = hex.EncodeToString(h.Sum(nil))
+	sum := hex.EncodeToString(h.Sum(nil))
+	p[name] = sum
+	if stamped && time.Since(changed) > racyWindow {
+		c.mu.Lock()
+		if c.m == nil {
+			c.m = map[string]printed{}
+		}
+		c.m[path] = printed{stamp, sum}
+		c.mu.Unlock()
+	}
 	return nil
+}
+
+// printStamp returns the stamp of the file fi describes and its change time; stamped is
+// false when the system gives neither.
+func printStamp(fi fs.FileInfo) (stamp string, changed time.Time, stamped bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "", time.Time{}, false
+	}
+	stamp = fmt.Sprintf("%d:%d:%d:%o:%d.%d:%d.%d", st.Dev, st.Ino, st.Size, st.Mode, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)
+	return stamp, time.Unix(st.Ctim.Sec, st.Ctim.Nsec), true
 }
 
 // Changed lists what differs from p in now: files changed, added or removed, by name.

@@ -51,6 +51,8 @@ type Repo struct {
 	audit landingAudit
 	// listings are the last trees listed (listTree).
 	listings listings
+	// prints are the hashes of the configuration's files, by their stamps (ConfigPrint).
+	prints printCache
 }
 
 // Key returns the person's key, which seals the orchestrator's evidence (package seal). It

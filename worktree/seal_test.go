@@ -5,8 +5,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/orchestrator/orchestrator/seal"
 )
@@ -203,6 +206,85 @@ func TestConfigPrint(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConfigPrintRemembers: a second fingerprint reads only the files whose stamp
+// changed, and still sees a hook rewritten to the same size with its modification time put
+// back (its change time moved), and one changed within the racy window of its reading.
+func TestConfigPrintRemembers(t *testing.T) {
+	ctx := context.Background()
+	dir, r := newGitRepo(t)
+	hook := filepath.Join(dir, ".git", "hooks", "pre-commit")
+	write(t, dir, ".git/hooks/pre-commit", "#!/bin/sh\nexit 0\n")
+	defer func(w time.Duration) { racyWindow = w }(racyWindow)
+	racyWindow = 0 // every file is old enough to be remembered
+	before, err := r.ConfigPrint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.prints.m[hook]; !ok {
+		t.Fatal("the fingerprint kept nothing")
+	}
+	again, err := r.ConfigPrint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := before.Changed(again); len(got) > 0 {
+		t.Fatalf("nothing changed, yet Changed = %v", got)
+	}
+	// The clock's tick moves on (file times are the kernel's coarse clock), then the hook
+	// is rewritten with bytes of the same size and its old modification time.
+	fi, _ := os.Stat(hook)
+	waitNewTick(t, dir, fi)
+	write(t, dir, ".git/hooks/pre-commit", "#!/bin/sh\nexit 1\n")
+	os.Chtimes(hook, fi.ModTime(), fi.ModTime())
+	after, err := r.ConfigPrint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(before.Changed(after), ", "); got != ".git/hooks/pre-commit (changed)" {
+		t.Errorf("Changed after a same-size rewrite = %q, want the hook", got)
+	}
+
+	// Within the racy window nothing is remembered: a second write in the same tick of
+	// the clock, which leaves the stamp as it was, is still seen.
+	racyWindow = time.Hour
+	r.prints = printCache{}
+	write(t, dir, ".git/hooks/pre-commit", "#!/bin/sh\nexit 2\n")
+	first, err := r.ConfigPrint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.prints.m) != 0 {
+		t.Errorf("files changed within the racy window were remembered: %v", r.prints.m)
+	}
+	write(t, dir, ".git/hooks/pre-commit", "#!/bin/sh\nexit 3\n")
+	second, err := r.ConfigPrint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(first.Changed(second), ", "); got != ".git/hooks/pre-commit (changed)" {
+		t.Errorf("Changed after a rewrite in the racy window = %q, want the hook", got)
+	}
+}
+
+// waitNewTick waits until a file written in dir gets a change time later than fi's: file
+// times come from a clock that ticks every few milliseconds.
+func waitNewTick(t *testing.T, dir string, fi os.FileInfo) {
+	t.Helper()
+	was := fi.Sys().(*syscall.Stat_t).Ctim
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		write(t, dir, "tick", "x")
+		st, _ := os.Stat(filepath.Join(dir, "tick"))
+		now := st.Sys().(*syscall.Stat_t).Ctim
+		if now.Sec > was.Sec || now.Sec == was.Sec && now.Nsec > was.Nsec {
+			os.Remove(filepath.Join(dir, "tick"))
+			return
+		}
+		runtime.Gosched()
+	}
+	t.Fatal("the file clock did not move in 10 s")
 }
 
 // TestCheckCheckoutRemembers: a second check of a slot reads only the files whose status
