@@ -67,7 +67,6 @@ func NewJail(spec JailSpec) (*Jail, error) {
 	// The checkout's .git names a folder the sandbox hides: Go must not look for version
 	// control information there (SPEC §7.6: never the repository's .git).
 	env = setEnv(env, "GOFLAGS", strings.TrimSpace(flags+" -buildvcs=false"))
-	env = setEnv(env, "GOTELEMETRY", "off")
 	if !spec.Network {
 		env = setEnv(env, "GOPROXY", "off") // fail at once rather than wait for a network there is not
 	}
@@ -97,8 +96,18 @@ func NewJail(spec JailSpec) (*Jail, error) {
 		return nil, fmt.Errorf("the gate's test program: %w", err)
 	}
 	ro = append(ro, filepath.Dir(exe))
+	var over [][2]string
+	if home != "" {
+		// The home folder is empty inside: Go's telemetry setting goes where Go reads it
+		// ($HOME/.config, since the jail's environment has no XDG_CONFIG_HOME).
+		mode, err := telemetryOff(spec.Cache)
+		if err != nil {
+			return nil, fmt.Errorf("the gate's Go telemetry setting: %w", err)
+		}
+		over = append(over, [2]string{mode, filepath.Join(home, ".config", "go", "telemetry", "mode")})
+	}
 	j := &Jail{Env: env, cache: spec.Cache, canary: jailCanary(spec.Cache, time.Now()), profile: sandbox.Profile{
-		Hide: hide, ReadOnly: dedupe(ro), Writable: []string{spec.Cache}, Network: spec.Network,
+		Hide: hide, ReadOnly: dedupe(ro), Writable: []string{spec.Cache}, Over: over, Network: spec.Network,
 	}}
 	if j.noNest = nests(j.profile, exe); j.noNest == nil {
 		j.testExec = exe

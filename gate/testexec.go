@@ -42,21 +42,37 @@ func shellQuote(s string) string {
 // testExec writes the -exec program for the caches' folder cache, beside it (never in it: the
 // folder is writable in the sandbox), and returns its path.
 func testExec(cache string) (string, error) {
+	return writeExecFile(cache, "test-exec", []byte(fmt.Sprintf(testExecScript, shellQuote(cache))), 0o755)
+}
+
+// telemetryOff writes Go's telemetry setting "off" beside the -exec program, for the
+// sandbox to show at the place Go reads it in its empty home folder (NewJail), and returns
+// its path. Go's telemetry is on ("local") where no setting is found: each go command in a
+// home folder that starts empty would start a second go process, its telemetry sidecar,
+// whose counters the sandbox then throws away. (GOTELEMETRY is a name `go env` reports, not
+// a setting Go reads.)
+func telemetryOff(cache string) (string, error) {
+	return writeExecFile(cache, "go-telemetry-mode", []byte("off\n"), 0o644)
+}
+
+// writeExecFile writes body to the file name beside the caches' folder cache (in its -exec
+// folder, which the sandbox shows read-only), unless it already holds body, and returns its
+// path.
+func writeExecFile(cache, name string, body []byte, perm os.FileMode) (string, error) {
 	dir := filepath.Join(filepath.Dir(cache), filepath.Base(cache)+"-exec")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	p := filepath.Join(dir, "test-exec")
-	want := []byte(fmt.Sprintf(testExecScript, shellQuote(cache)))
-	if b, err := os.ReadFile(p); err == nil && bytes.Equal(b, want) {
+	p := filepath.Join(dir, name)
+	if b, err := os.ReadFile(p); err == nil && bytes.Equal(b, body) {
 		return p, nil
 	}
-	tmp, err := os.CreateTemp(dir, ".test-exec-*")
+	tmp, err := os.CreateTemp(dir, "."+name+"-*")
 	if err != nil {
 		return "", err
 	}
-	_, werr := tmp.Write(want)
-	if err := errors.Join(werr, tmp.Chmod(0o755), tmp.Close()); err != nil {
+	_, werr := tmp.Write(body)
+	if err := errors.Join(werr, tmp.Chmod(perm), tmp.Close()); err != nil {
 		os.Remove(tmp.Name())
 		return "", err
 	}

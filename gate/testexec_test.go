@@ -92,6 +92,36 @@ func TestCacheOutOfReach(t *testing.T) {
 	}
 }
 
+// TestJailGoTelemetryOff: a go command in the gate's sandbox, whose home folder is empty,
+// reads Go's telemetry setting "off" and starts no telemetry process of its own; the
+// setting is read-only there and lies outside the folder the sandbox may write, so that no
+// earlier run can put a link in its place.
+func TestJailGoTelemetryOff(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	cache := filepath.Join(t.TempDir(), "gate")
+	j, err := NewJail(JailSpec{Env: PinnedEnv(os.Environ()), Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(j.profile.Over) != 1 || strings.HasPrefix(j.profile.Over[0][0], cache+string(filepath.Separator)) {
+		t.Fatalf("the telemetry setting is bound from %v, want one file outside %s", j.profile.Over, cache)
+	}
+	root := t.TempDir()
+	in := Input{Root: root, Checkout: root, Jail: j}
+	script := `go env GOTELEMETRY; ls "$HOME/.config/go/telemetry"; echo local > "$HOME/.config/go/telemetry/mode" && echo written`
+	out, err := testrun.Run(context.Background(), root, script, time.Minute, in.runOptions(script)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Fields(out.Output); len(lines) < 2 || lines[0] != "off" || lines[1] != "mode" {
+		t.Errorf("in the sandbox, go env GOTELEMETRY and the telemetry folder say:\n%s\nwant off, and only the setting (no local counters)", out.Output)
+	}
+	if strings.Contains(out.Output, "written") {
+		t.Errorf("the sandbox could write the telemetry setting:\n%s", out.Output)
+	}
+}
+
 // TestTestExecQuotes: the -exec program names a caches' folder whose path holds what the
 // shell would read (a dollar sign, quotes, a space) as the folder itself.
 func TestTestExecQuotes(t *testing.T) {
