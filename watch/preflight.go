@@ -96,9 +96,13 @@ func startProblems(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only []
 // runner that is not installed) is reported once, at its first line, with how many more
 // commands have it.
 func checkTestCommands(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only []string, always bool) []error {
+	// Each command with where it is set: a task's row, config.yaml's line (inConfig), or
+	// the queue's Project Commands row (no ID). The errors are made only for the problems.
 	type at struct {
-		command string
-		err     func(msg string) error
+		command  string
+		line     int
+		id       string
+		inConfig bool
 	}
 	var todo []at
 	project := always // check the project's command
@@ -117,10 +121,7 @@ func checkTestCommands(l queue.Layout, cfg *config.Config, tasks *queue.Doc, onl
 			if !ok || queue.IsEmpty(tasks.Value(f)) {
 				continue
 			}
-			line, id := f.Line(), rec.ID
-			todo = append(todo, at{strings.TrimSpace(tasks.Value(f)), func(msg string) error {
-				return &queue.ParseError{Path: tasks.Path, Line: line, ID: id, Msg: msg}
-			}})
+			todo = append(todo, at{command: strings.TrimSpace(tasks.Value(f)), line: f.Line(), id: rec.ID})
 		}
 	}
 	if project {
@@ -130,14 +131,9 @@ func checkTestCommands(l queue.Layout, cfg *config.Config, tasks *queue.Doc, onl
 			if line == 0 {
 				line = cfg.Line("commands")
 			}
-			todo = append([]at{{cfg.Commands.Test, func(msg string) error {
-				return &config.Error{Path: cfg.Path(), Line: line, Msg: msg}
-			}}}, todo...)
+			todo = append([]at{{command: cfg.Commands.Test, line: line, inConfig: true}}, todo...)
 		case tasks != nil && tasks.ProjectCommand("Test") != "":
-			line := projectCommandLine(tasks, "Test")
-			todo = append([]at{{tasks.ProjectCommand("Test"), func(msg string) error {
-				return &queue.ParseError{Path: tasks.Path, Line: line, Msg: msg}
-			}}}, todo...)
+			todo = append([]at{{command: tasks.ProjectCommand("Test"), line: projectCommandLine(tasks, "Test")}}, todo...)
 		}
 	}
 	if len(todo) == 0 {
@@ -147,7 +143,7 @@ func checkTestCommands(l queue.Layout, cfg *config.Config, tasks *queue.Doc, onl
 	var problems []error
 	first := map[string]int{} // by reason: the problem that reported it
 	more := map[string]int{}
-	checked := map[string]bool{}
+	checked := make(map[string]bool, len(todo))
 	for _, c := range todo {
 		if checked[c.command] {
 			continue
@@ -167,7 +163,12 @@ func checkTestCommands(l queue.Layout, cfg *config.Config, tasks *queue.Doc, onl
 			continue
 		}
 		first[reason] = len(problems)
-		problems = append(problems, c.err(fmt.Sprintf("test command %q cannot run: %s", c.command, reason)))
+		msg := fmt.Sprintf("test command %q cannot run: %s", c.command, reason)
+		if c.inConfig {
+			problems = append(problems, &config.Error{Path: cfg.Path(), Line: c.line, Msg: msg})
+		} else {
+			problems = append(problems, &queue.ParseError{Path: tasks.Path, Line: c.line, ID: c.id, Msg: msg})
+		}
 	}
 	for reason, n := range more {
 		suffix := fmt.Sprintf(" (and %d more test commands)", n)
@@ -195,27 +196,34 @@ func projectCommandLine(tasks *queue.Doc, name string) int {
 }
 
 // mergeProblems puts the problems of config.yaml first, in line order, then the tasks'.
+// Each problem's place is found once, not in every comparison of the sort.
 func mergeProblems(a, b []error) []error {
 	all := append(slices.Clip(a), b...)
-	rank := func(e error) (int, int) {
+	type ranked struct {
+		err        error
+		rank, line int
+	}
+	rs := make([]ranked, len(all))
+	for i, e := range all {
+		rs[i].err = e
 		var ce *config.Error
 		var pe *queue.ParseError
 		switch {
 		case errors.As(e, &ce):
-			return 1, ce.Line
+			rs[i].rank, rs[i].line = 1, ce.Line
 		case errors.As(e, &pe):
-			return 2, pe.Line
+			rs[i].rank, rs[i].line = 2, pe.Line
 		}
-		return 0, 0
 	}
-	slices.SortStableFunc(all, func(x, y error) int {
-		rx, lx := rank(x)
-		ry, ly := rank(y)
-		if rx != ry {
-			return rx - ry
+	slices.SortStableFunc(rs, func(x, y ranked) int {
+		if x.rank != y.rank {
+			return x.rank - y.rank
 		}
-		return lx - ly
+		return x.line - y.line
 	})
+	for i := range rs {
+		all[i] = rs[i].err
+	}
 	return all
 }
 
@@ -224,10 +232,18 @@ func mergeProblems(a, b []error) []error {
 // allNames. A program is checked whenever its agent is used.
 func checkAgents(l queue.Layout, cfg *config.Config, tasks *queue.Doc, only []string, allNames bool) (named, missing []error) {
 	p := &preflight{l: l, cfg: cfg, checked: map[string]problem{}}
-	seen := map[string]bool{}
+	// A problem once: a task's by its fields (formatting thousands of them only to tell them
+	// apart is most of this check's time on a large queue), any other by its text.
+	seen := map[any]bool{}
 	add := func(pr problem, err error) {
-		if text := err.Error(); !seen[text] {
-			seen[text] = true
+		var key any
+		if pe, ok := err.(*queue.ParseError); ok {
+			key = *pe
+		} else {
+			key = err.Error()
+		}
+		if !seen[key] {
+			seen[key] = true
 			if pr.notInstalled {
 				missing = append(missing, err)
 			} else {
