@@ -97,9 +97,11 @@ func NewJail(spec JailSpec) (*Jail, error) {
 	}
 	ro = append(ro, filepath.Dir(exe))
 	var over [][2]string
-	if home != "" {
+	if home != "" && sandbox.Hidden(hide, home) {
 		// The home folder is empty inside: Go's telemetry setting goes where Go reads it
-		// ($HOME/.config, since the jail's environment has no XDG_CONFIG_HOME).
+		// ($HOME/.config, since the jail's environment has no XDG_CONFIG_HOME). A home
+		// that is not hidden (HOME=/, or a folder that does not exist) is the host's,
+		// read-only: nothing can be put there.
 		mode, err := telemetryOff(spec.Cache)
 		if err != nil {
 			return nil, fmt.Errorf("the gate's Go telemetry setting: %w", err)

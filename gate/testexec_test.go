@@ -120,6 +120,26 @@ func TestJailGoTelemetryOff(t *testing.T) {
 	if strings.Contains(out.Output, "written") {
 		t.Errorf("the sandbox could write the telemetry setting:\n%s", out.Output)
 	}
+
+	// A home folder the sandbox does not hide (a system folder: /proc here, where nothing
+	// can be written, not even by go env's telemetry) is the host's, read-only: nothing is
+	// put there, and the jail's commands run; so do they with a home that did not exist
+	// (go env, run by NewJail, makes it for its telemetry, and the jail hides it).
+	for _, home := range []string{"/proc", filepath.Join(root, "no-such-home")} {
+		env := append(PinnedEnv(os.Environ()), "HOME="+home)
+		j, err := NewJail(JailSpec{Env: env, Cache: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if home == "/proc" && len(j.profile.Over) != 0 {
+			t.Errorf("HOME=/proc: the jail binds %v", j.profile.Over)
+		}
+		in := Input{Root: root, Checkout: root, Jail: j}
+		out, err := testrun.Run(context.Background(), root, "echo ran", time.Minute, in.runOptions("echo ran")...)
+		if err != nil || !strings.Contains(out.Output, "ran") {
+			t.Errorf("HOME=%s: a command in the jail: %v\n%s", home, err, out.Output)
+		}
+	}
 }
 
 // TestTestExecQuotes: the -exec program names a caches' folder whose path holds what the

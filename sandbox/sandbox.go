@@ -172,6 +172,18 @@ func outermost(dirs []string) []string {
 	return keep
 }
 
+// Hidden reports whether path is in one of the folders of hide that Wrap replaces with an
+// empty one: there, the sandbox may put files of its own (Over) where none exist outside.
+func Hidden(hide []string, path string) bool {
+	path = filepath.Clean(path)
+	for _, d := range outermost(hide) {
+		if path == d || strings.HasPrefix(path, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 // systemDirs are folders a Profile never hides.
 var systemDirs = map[string]bool{
 	"/": true, "/usr": true, "/bin": true, "/sbin": true, "/lib": true, "/lib64": true, "/etc": true,

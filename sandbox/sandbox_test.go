@@ -107,3 +107,22 @@ func need(t *testing.T) {
 		t.Skipf("bubblewrap does not run here: %v", err)
 	}
 }
+
+// TestHidden: a path is hidden when it is in a folder of the list that exists and is not a
+// system folder (those Wrap replaces with an empty one).
+func TestHidden(t *testing.T) {
+	dir := t.TempDir()
+	hide := []string{dir, "/usr", filepath.Join(dir, "missing-too"), "/no/such/folder"}
+	for path, want := range map[string]bool{
+		dir:                              true,
+		filepath.Join(dir, "a", "b"):     true,
+		dir + "x":                        false,
+		"/usr/bin":                       false,
+		"/no/such/folder/home":           false,
+		filepath.Join(dir, "..", "else"): false,
+	} {
+		if got := Hidden(hide, path); got != want {
+			t.Errorf("Hidden(%v, %s) = %v, want %v", hide, path, got, want)
+		}
+	}
+}
