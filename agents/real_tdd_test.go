@@ -53,6 +53,7 @@ func TestRealTDD(t *testing.T) {
 			cfg := "agent: " + name + "\ngrace: 10s\ntask_timeout: 3m\nsandbox: off\n"
 			if name == agents.Codex {
 				cfg += "models: {easy: " + codexModel + ", normal: " + codexModel + ", complex: " + codexModel + "}\n"
+				sb.codexWritable(t) // sandbox: off, as above
 			}
 			sb.write(t, ".orchestrator/config.yaml", cfg)
 			sb.git(t, "init", "-q", "-b", "main")

@@ -93,19 +93,29 @@ var goEnv = sync.OnceValue(func() []string {
 	return []string{"GOCACHE=" + v[0], "GOMODCACHE=" + v[1], "GOPATH=" + v[2], "GOTOOLCHAIN=local", "GOFLAGS="}
 })
 
-// codexWritable is Codex's setting that lets the commands of its workspace-write sandbox
-// write the tests' shared Go build cache (goEnv), as Claude's commands can. A go command
-// that must write an index it did not find there fails when it cannot: a clean-clone run
-// failed so in TestRealTDD/codex ("pattern ./...: open …/go-build/32/…-d: read-only file
-// system"), although it passes with a cold cache as with a warm one, so whether Codex's
-// `go test` ran depended on what the tests running beside it had left in the cache.
-func codexWritable() string {
+// codexWritable appends to the run's Codex configuration the setting that lets the
+// commands of its workspace-write sandbox write the tests' shared Go build cache (goEnv),
+// as Claude's commands can, for a run outside the orchestrator's sandbox (there, the cache
+// is not writable at all, and Codex's own bubblewrap fails on a writable root it cannot
+// write: "Can't mkdir …/go-build/.git: Read-only file system"). A go command that must
+// write an index it did not find there fails when it cannot: a clean-clone run failed so
+// in TestRealTDD/codex ("pattern ./...: open …/go-build/32/…-d: read-only file system"),
+// although it passes with a cold cache as with a warm one, so whether Codex's `go test`
+// ran depended on what the tests running beside it had left in the cache.
+func (sb *sandbox) codexWritable(t *testing.T) {
+	t.Helper()
 	for _, kv := range goEnv() {
 		if dir, ok := strings.CutPrefix(kv, "GOCACHE="); ok && dir != "" {
-			return fmt.Sprintf("\n[sandbox_workspace_write]\nwritable_roots = [%q]\n", dir)
+			f, err := os.OpenFile(filepath.Join(sb.home, ".codex", "config.toml"), os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := fmt.Fprintf(f, "\n[sandbox_workspace_write]\nwritable_roots = [%q]\n", dir); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	return ""
 }
 
 // A sandbox is one run's world: a project folder, a HOME, a folder outside the project, the
@@ -187,7 +197,7 @@ env_key = "SCRIPTED_API_KEY"
 wire_api = "responses"
 request_max_retries = 0
 stream_max_retries = 0
-%s`, sb.srv.URL(), codexWritable())
+`, sb.srv.URL())
 	if err := os.WriteFile(filepath.Join(sb.home, ".codex", "config.toml"), []byte(codexConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
