@@ -3,7 +3,6 @@ package agents
 import (
 	"errors"
 	"fmt"
-	"github.com/orchestrator/orchestrator/internal/lazyre"
 	"io"
 	"io/fs"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 	"github.com/orchestrator/orchestrator/sandbox"
 )
 

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/orchestrator/orchestrator/internal/lazyre"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 )
 
 // Usage is what one agent run spent, as its program reported it (SPEC §16). A nil field is

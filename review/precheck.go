@@ -12,11 +12,12 @@ package review
 
 import (
 	"fmt"
-	"github.com/orchestrator/orchestrator/internal/lazyre"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 )
 
 // The kinds of a Finding.

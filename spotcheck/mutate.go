@@ -6,7 +6,6 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"github.com/orchestrator/orchestrator/internal/lazyre"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -17,6 +16,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 	"github.com/orchestrator/orchestrator/internal/python3"
 )
 

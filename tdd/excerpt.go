@@ -1,12 +1,13 @@
 package tdd
 
 import (
-	"github.com/orchestrator/orchestrator/internal/lazyre"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"path"
 	"strings"
+
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 )
 
 // TestSource returns the source of the tests of file (its content src) whose names are in

@@ -3,13 +3,13 @@ package tdd
 import (
 	"bytes"
 	"fmt"
-	"github.com/orchestrator/orchestrator/internal/lazyre"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"unicode"
 
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 	"github.com/orchestrator/orchestrator/queue"
 )
 

@@ -3,7 +3,6 @@ package testrun
 import (
 	"errors"
 	"fmt"
-	"github.com/orchestrator/orchestrator/internal/lazyre"
 	goparser "go/parser"
 	"go/token"
 	"io/fs"
@@ -14,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 )
 
 // A Canary is a pair of tests that the gate plants beside the tests a command runs (SPEC

@@ -6,13 +6,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/orchestrator/orchestrator/internal/lazyre"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 )
 
 // Canary names (SPEC §7.6). Code in the run that rewrites the runner's report (an init

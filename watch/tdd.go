@@ -7,7 +7,6 @@ package watch
 import (
 	"context"
 	"fmt"
-	"github.com/orchestrator/orchestrator/internal/lazyre"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/orchestrator/orchestrator/agents"
 	"github.com/orchestrator/orchestrator/gate"
+	"github.com/orchestrator/orchestrator/internal/lazyre"
 	"github.com/orchestrator/orchestrator/prompts"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/retry"
