@@ -21,14 +21,15 @@ func ReadyAfter(tasks *Doc, issues *Doc, running map[string]bool, changed map[st
 	// is most of the time and memory this takes.
 	status := make([]string, len(tasks.Records))
 	halted := make([]bool, len(tasks.Records))
+	kind := make([]TaskKind, len(tasks.Records))
 	for i := range tasks.Records {
 		r := &tasks.Records[i]
-		f, found := tasks.taskFields(r)
-		status[i] = tasks.word(f[0], found[0], normStatus[tasks.Kind], statusWords[tasks.Kind])
+		var category, mode string
+		status[i], category, mode, halted[i] = tasks.taskWords(tasks.taskFields(r))
 		if s, ok := changed[r.ID]; ok {
 			status[i] = s
 		}
-		halted[i] = tasks.word(f[4], found[4], lowerTrim, plainWords) == "true"
+		kind[i] = kindOf(category, mode)
 	}
 	done := func(id string) bool {
 		i, ok := tasks.index[id]
@@ -64,15 +65,12 @@ func ReadyAfter(tasks *Doc, issues *Doc, running map[string]bool, changed map[st
 	}
 	ranks := make([]rank, len(ready))
 	for k, i := range ready {
-		r := &tasks.Records[i]
-		f, found := tasks.taskFields(r)
-		kind := kindOf(tasks.word(f[1], found[1], lowerTrim, plainWords), tasks.word(f[2], found[2], lowerTrim, plainWords))
 		crit := false
 		if len(critical) > 0 {
-			t := tasks.Task(r)
+			t := tasks.Task(&tasks.Records[i])
 			crit = isCritical(critical, &t)
 		}
-		ranks[k] = rank{i, crit, kind}
+		ranks[k] = rank{i, crit, kind[i]}
 	}
 	sort.SliceStable(ranks, func(i, j int) bool {
 		if ranks[i].critical != ranks[j].critical {

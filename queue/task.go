@@ -84,16 +84,23 @@ func (d *Doc) Tasks() []Task {
 func (d *Doc) Task(r *Record) Task {
 	t := Task{ID: r.ID, Line: r.Line, Record: r}
 	f, found := d.taskFields(r)
-	t.Status = d.word(f[0], found[0], normStatus[d.Kind], statusWords[d.Kind])
-	t.Category = d.word(f[1], found[1], lowerTrim, plainWords)
-	t.Mode = d.word(f[2], found[2], lowerTrim, plainWords)
+	t.Status, t.Category, t.Mode, t.Halted = d.taskWords(f, found)
 	t.Kind = kindOf(t.Category, t.Mode)
 	t.Deps = d.Deps(r)
 	t.TestIDs = d.list(nil, f[3], found[3])
-	t.Halted = d.word(f[4], found[4], lowerTrim, plainWords) == "true"
 	t.Issues = d.list(d.list(nil, f[5], found[5]), f[6], found[6])
 	t.exempt = found[7] && strings.EqualFold(strings.TrimSpace(d.Value(f[7])), "exempt")
 	return t
+}
+
+// taskWords reads the one-word fields of a task from its fields (taskFields): Status,
+// Category, Mode and Halted. The ready set reads them of every task, Task of each.
+func (d *Doc) taskWords(f [len(taskFieldNames)]Field, found [len(taskFieldNames)]bool) (status, category, mode string, halted bool) {
+	status = d.word(f[0], found[0], normStatus[d.Kind], statusWords[d.Kind])
+	category = d.word(f[1], found[1], lowerTrim, plainWords)
+	mode = d.word(f[2], found[2], lowerTrim, plainWords)
+	halted = d.word(f[4], found[4], lowerTrim, plainWords) == "true"
+	return status, category, mode, halted
 }
 
 // taskFieldNames are the fields Task reads (besides the dependencies), in the order of
