@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/orchestrator/orchestrator/internal/ownproc"
 )
@@ -165,15 +166,27 @@ func stampOf(files []string) string {
 				b.WriteString("|-")
 				continue
 			}
-			st, ok := fi.Sys().(*syscall.Stat_t)
+			stamp, _, ok := fileStamp(fi)
 			if !ok {
 				return "" // no stamp: never reused
 			}
-			fmt.Fprintf(&b, "|%d:%d:%d:%o:%d.%d:%d.%d", st.Dev, st.Ino, st.Size, st.Mode, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)
+			b.WriteString("|" + stamp)
 		}
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// fileStamp returns the stamp of the file fi describes (device, inode, size, mode,
+// modification and change times) and its change time; ok is false when the system gives
+// neither.
+func fileStamp(fi os.FileInfo) (stamp string, changed time.Time, ok bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "", time.Time{}, false
+	}
+	stamp = fmt.Sprintf("%d:%d:%d:%o:%d.%d:%d.%d", st.Dev, st.Ino, st.Size, st.Mode, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)
+	return stamp, time.Unix(st.Ctim.Sec, st.Ctim.Nsec), true
 }
 
 // envValue returns the value of name in env, or "".

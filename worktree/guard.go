@@ -114,7 +114,7 @@ func (c *printCache) add(p ConfigPrint, root, path string) error {
 	if rel, err := filepath.Rel(root, path); err == nil && !strings.HasPrefix(rel, "..") {
 		name = rel
 	}
-	stamp, changed, stamped := printStamp(fi)
+	stamp, changed, stamped := fileStamp(fi)
 	c.mu.Lock()
 	known, ok := c.m[path]
 	c.mu.Unlock()
@@ -153,17 +153,6 @@ func (c *printCache) add(p ConfigPrint, root, path string) error {
 		c.mu.Unlock()
 	}
 	return nil
-}
-
-// printStamp returns the stamp of the file fi describes and its change time; stamped is
-// false when the system gives neither.
-func printStamp(fi fs.FileInfo) (stamp string, changed time.Time, stamped bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return "", time.Time{}, false
-	}
-	stamp = fmt.Sprintf("%d:%d:%d:%o:%d.%d:%d.%d", st.Dev, st.Ino, st.Size, st.Mode, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)
-	return stamp, time.Unix(st.Ctim.Sec, st.Ctim.Nsec), true
 }
 
 // Changed lists what differs from p in now: files changed, added or removed, by name.
