@@ -190,6 +190,34 @@ EOF
 	}
 }
 
+// TestRememberedHookRewritten: the configuration's fingerprint remembers the hash of a
+// file more than a second old by its stamp. TASK-001's honest agent works two seconds, so
+// that when TASK-002 starts the hooks' hashes are remembered; TASK-002's agent then
+// rewrites a hook in place with bytes of the same size and puts its modification time
+// back: inode, size and modification time are as remembered, the change time (which no
+// one can set) is not, and the run stops naming the hook. TASK-001 lands.
+func TestRememberedHookRewritten(t *testing.T) {
+	t.Parallel()
+	r := newRealRepo(t, "gomod", goTest, []realTask{
+		{id: "TASK-001", category: "backend", agent: "slow", exempt: true},
+		{id: "TASK-002", category: "backend", agent: "rewriter", deps: "TASK-001", exempt: true},
+	}, map[string][]string{
+		"slow": scriptAgent("sleep 2\n" + goodWork),
+		"rewriter": scriptAgent(`h="$(git rev-parse --git-common-dir)/hooks/pre-commit.sample"; t="$(stat -c %y "$h")"
+printf 'X' | dd of="$h" bs=1 seek=0 conv=notrunc 2>/dev/null; touch -d "$t" "$h"
+`),
+	}, "")
+	code, out := r.run("watch", "--once")
+	const want = ".git/hooks/pre-commit.sample"
+	if code != 2 || !strings.Contains(out, "configuration changed") || !strings.Contains(out, want) {
+		t.Fatalf("exit %d, want 2 naming %s%s\n%s", code, want, r.describeAttempts("TASK-002"), out)
+	}
+	if st := r.statuses(); st["TASK-001"] != "completed" || st["TASK-002"] != "blocked" {
+		t.Errorf("statuses %v, want TASK-001 completed and TASK-002 blocked", st)
+	}
+	r.noneLeft()
+}
+
 // TestExposedKeyRefused: a key file that others may read is refused before anything
 // starts: watch exits 2 naming the file, and status too; the honest twin, the same key
 // made private, runs.
