@@ -368,14 +368,15 @@ func readStat(pid int) (procStat, error) {
 	// each agent, and os.ReadFile's file (a stat, a second read, the poller) costs more
 	// than the reading. The line is short: 52 numbers and a command name of 15 bytes.
 	var buf [4096]byte
-	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	path := "/proc/" + strconv.Itoa(pid) + "/stat"
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return procStat{}, &os.PathError{Op: "open", Path: "/proc/" + strconv.Itoa(pid) + "/stat", Err: err}
+		return procStat{}, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	n, err := unix.Read(fd, buf[:])
 	unix.Close(fd)
 	if err != nil {
-		return procStat{}, &os.PathError{Op: "read", Path: "/proc/" + strconv.Itoa(pid) + "/stat", Err: err}
+		return procStat{}, &os.PathError{Op: "read", Path: path, Err: err}
 	}
 	b := buf[:n]
 	// The command name (field 2) is in parentheses and may hold spaces and parentheses
