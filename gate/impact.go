@@ -458,7 +458,50 @@ func (im *Impact) read(p testedPkg) (*pkgRecord, error) {
 	if rec.Package != p.path || rec.Input != p.key {
 		return nil, seal.Edited(path, seal.ErrBroken) // sealed, but another's: copied here
 	}
+	im.used(path)
 	return &rec, nil
+}
+
+// The records are the user's, shared by every project (ImpactDir): a record unused for
+// impactUnused is removed, in a look over the folder at most once per impactTrimEvery,
+// after a gate sealed its results, as Go trims its build cache.
+const (
+	impactUnused    = 30 * 24 * time.Hour
+	impactTrimEvery = 24 * time.Hour
+)
+
+// used marks the record at path as used now, at most once a day (its modification time,
+// which trim reads).
+func (im *Impact) used(path string) {
+	now := time.Now()
+	if fi, err := os.Stat(path); err == nil && now.Sub(fi.ModTime()) > impactTrimEvery {
+		os.Chtimes(path, now, now)
+	}
+}
+
+// trim removes the records of im.Dir that no gate used for impactUnused, unless the folder
+// was trimmed less than impactTrimEvery ago (the time of its file "trimmed").
+func (im *Impact) trim(now time.Time) {
+	mark := filepath.Join(im.Dir, "trimmed")
+	if fi, err := os.Stat(mark); err == nil && now.Sub(fi.ModTime()) < impactTrimEvery {
+		return
+	}
+	if err := os.WriteFile(mark, nil, 0o600); err != nil {
+		return
+	}
+	os.Chtimes(mark, now, now)
+	entries, err := os.ReadDir(im.Dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && now.Sub(fi.ModTime()) > impactUnused {
+			os.Remove(filepath.Join(im.Dir, e.Name()))
+		}
+	}
 }
 
 // write seals and writes the record of a package's run.
@@ -512,7 +555,6 @@ func (v *Verdict) runSuite(ctx context.Context, in Input, command string, failur
 		fmt.Fprintf(&v.Log, "impact: %s: the whole command runs\n", why)
 		return v.run(ctx, in, command)
 	}
-	var tests []testrun.Test
 	for _, p := range plan.pkgs {
 		rec := plan.reused[p.path]
 		if rec == nil {
@@ -520,7 +562,6 @@ func (v *Verdict) runSuite(ctx context.Context, in Input, command string, failur
 		}
 		n := map[testrun.Status]int{}
 		for _, t := range rec.Tests {
-			tests = append(tests, testrun.Test{ID: t.ID, Status: t.Status})
 			n[t.Status]++
 		}
 		from := cmp.Or(rec.Commit, "an earlier run")
@@ -536,19 +577,14 @@ func (v *Verdict) runSuite(ctx context.Context, in Input, command string, failur
 	}
 	if len(plan.run) == 0 {
 		fmt.Fprintf(&v.Log, "impact: all %d packages of %s have a sealed record of the same inputs: nothing runs\n", len(plan.pkgs), command)
-		res := &testrun.Result{Runner: testrun.Go, Command: command, Tests: tests, Packages: map[string]testrun.Status{}}
-		plan.reusedStatus(res.Packages)
-		res.Class, res.Reason = testrun.Classify(res, nil)
-		return res, nil
+		return plan.merged(command, nil), nil
 	}
-	run := command
+	run := plan.runs(command)
 	if len(plan.reused) > 0 {
-		dirs := make([]string, len(plan.run))
 		names := make([]string, len(plan.run))
 		for i, p := range plan.run {
-			dirs[i], names[i] = p.dir, p.path
+			names[i] = p.path
 		}
-		run = plan.g.Only(dirs)
 		fmt.Fprintf(&v.Log, "impact: %d of %d packages run, the others' inputs are unchanged: %s\n", len(plan.run), len(plan.pkgs), strings.Join(names, ", "))
 	} else {
 		held, _ := filepath.Glob(filepath.Join(in.Impact.Dir, "*.json"))
@@ -562,16 +598,50 @@ func (v *Verdict) runSuite(ctx context.Context, in Input, command string, failur
 	if len(plan.reused) == 0 {
 		return res, nil
 	}
-	merged := *res
-	merged.Command = command
-	merged.Tests = append(slices.Clone(res.Tests), tests...)
-	merged.Packages = map[string]testrun.Status{}
-	for k, s := range res.Packages {
-		merged.Packages[k] = s
+	return plan.merged(command, res), nil
+}
+
+// runs is the plan's go test of the packages that run: whole, the whole command, when
+// nothing is reused, "" when everything is.
+func (p *impactPlan) runs(whole string) string {
+	switch {
+	case len(p.run) == 0:
+		return ""
+	case len(p.reused) == 0:
+		return whole
 	}
-	plan.reusedStatus(merged.Packages)
-	merged.Class, merged.Reason = testrun.Classify(&merged, nil)
-	return &merged, nil
+	dirs := make([]string, len(p.run))
+	for i, t := range p.run {
+		dirs[i] = t.dir
+	}
+	return p.g.Only(dirs)
+}
+
+// merged returns res, the run of the plan's packages that ran (nil when none did), with
+// the reused packages' tests and statuses added: the result one run of command would
+// have, classified again.
+func (p *impactPlan) merged(command string, res *testrun.Result) *testrun.Result {
+	m := testrun.Result{Runner: testrun.Go}
+	if res != nil {
+		m = *res
+	}
+	m.Command = command
+	m.Tests = slices.Clone(m.Tests)
+	for _, t := range p.pkgs {
+		if rec := p.reused[t.path]; rec != nil {
+			for _, rt := range rec.Tests {
+				m.Tests = append(m.Tests, testrun.Test{ID: rt.ID, Status: rt.Status})
+			}
+		}
+	}
+	pkgs := map[string]testrun.Status{}
+	for k, s := range m.Packages {
+		pkgs[k] = s
+	}
+	m.Packages = pkgs
+	p.reusedStatus(m.Packages)
+	m.Class, m.Reason = testrun.Classify(&m, nil)
+	return &m
 }
 
 // record seals the results of the packages of the plan that ran, and says in gate.log
@@ -624,6 +694,9 @@ func (im *Impact) seal(plan *impactPlan, res *testrun.Result) (int, error) {
 		}
 		n++
 	}
+	if n > 0 {
+		im.trim(time.Now())
+	}
 	return n, errors.Join(errs...)
 }
 
@@ -636,4 +709,17 @@ func (p *impactPlan) reusedStatus(pkgs map[string]testrun.Status) {
 			pkgs[path] = testrun.Failed
 		}
 	}
+}
+
+// describe says in a line what the plan reuses.
+func (p *impactPlan) describe() string {
+	switch {
+	case len(p.reused) == 0:
+		return "no package has a sealed pass of the same inputs"
+	case len(p.run) == 0 && len(p.pkgs) == 1:
+		return "its one package has a sealed pass of the same inputs: nothing runs"
+	case len(p.run) == 0:
+		return fmt.Sprintf("all %d packages have a sealed pass of the same inputs: nothing runs", len(p.pkgs))
+	}
+	return fmt.Sprintf("%d of %d packages have a sealed pass of the same inputs", len(p.reused), len(p.pkgs))
 }

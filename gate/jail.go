@@ -152,15 +152,27 @@ func (j *Jail) Readable() []string { return slices.Clone(j.profile.ReadOnly) }
 // CacheDir is the folder of the runners' build caches of the gate's commands:
 // $ORCHESTRATOR_GATE_CACHE, else the user's cache folder (the temporary folder without
 // one), never an agent's cache.
-func CacheDir() string {
-	if d := os.Getenv("ORCHESTRATOR_GATE_CACHE"); d != "" {
+func CacheDir() string { return userCache("ORCHESTRATOR_GATE_CACHE", "gate") }
+
+// ImpactDir is the folder of the sealed results of Go packages by their inputs (Impact):
+// $ORCHESTRATOR_IMPACT, else the user's cache folder (the temporary folder without one).
+// It is the user's, not a repository's: the clones and worktrees of a project, and every
+// package of the same inputs, share their results. A record holds only for the inputs of
+// its key and only under the user's seal, so a record copied, forged or left by another
+// key is never used (Impact.read).
+func ImpactDir() string { return userCache("ORCHESTRATOR_IMPACT", "impact") }
+
+// userCache is the folder the variable env names, else the folder name of the
+// orchestrator's in the user's cache folder (the temporary folder without one).
+func userCache(env, name string) string {
+	if d := os.Getenv(env); d != "" {
 		return d
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		cache = os.TempDir()
 	}
-	return filepath.Join(cache, "orchestrator", "gate")
+	return filepath.Join(cache, "orchestrator", name)
 }
 
 // Describe says in one line, for gate.log, what a command in the jail may reach.

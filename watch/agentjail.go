@@ -86,7 +86,7 @@ func (r *runner) sandbox(a *attempt, adapter string, argv []string, work, runDir
 // the orchestrator's state in it, the folder of the slots (each agent is shown its own),
 // the gate's caches and the user's configuration folder, where the key of the seals is.
 func (r *runner) hidden(slots string) []string {
-	out := []string{r.o.Layout.Root, r.repo.Root, r.repo.Common, r.repo.State(), slots, gate.CacheDir()}
+	out := []string{r.o.Layout.Root, r.repo.Root, r.repo.Common, r.repo.State(), slots, gate.CacheDir(), gate.ImpactDir()}
 	if cfg, err := os.UserConfigDir(); err == nil {
 		out = append(out, cfg)
 	}

@@ -22,10 +22,6 @@ import (
 // baselinePath is the baseline the GREEN gate trusts.
 func (r *runner) baselinePath() string { return filepath.Join(r.repo.State(), "baseline.json") }
 
-// impactDir is the folder of the sealed results of Go packages by their inputs, which the
-// GREEN and VERIFY gates reuse (SPEC §7.3): beside the baseline, in state no sandbox shows.
-func (r *runner) impactDir() string { return filepath.Join(r.repo.State(), "impact") }
-
 // readBaseline returns the baseline, or nil when there is none yet. One whose seal fails
 // is not evidence (reportEdited names it): the run goes on with the last baseline it read
 // or wrote itself, so that code that edits the file during a run weakens no gate; at the
@@ -157,13 +153,23 @@ func (r *runner) measureBaseline(ctx context.Context, head, why string) error {
 		fail(err.Error())
 		return nil
 	}
-	r.report.event("", "baseline", why+": running "+cmd+" on "+head[:min(12, len(head))])
 	in := r.gateInput(gate.Input{Root: root, Timeout: r.o.Config.TaskTimeout.Duration}, s.Dir)
 	if k := sealKey(); k != nil {
-		// The packages' results, sealed for the gates that follow (SPEC §7.3).
-		in.Impact = &gate.Impact{Dir: r.impactDir(), Key: k, Commit: head}
+		// The packages' results, sealed for the gates that follow and reused where their
+		// inputs are the same (SPEC §7.3).
+		in.Impact = &gate.Impact{Dir: gate.ImpactDir(), Key: k, Commit: head}
 	}
-	b, unsealed, err := gate.MakeBaseline(ctx, in, cmd, r.o.Config.TestGlobs)
+	at := head[:min(12, len(head))]
+	b, unsealed, err := gate.MakeBaseline(ctx, in, cmd, r.o.Config.TestGlobs, func(run, reuse string) {
+		msg := why + ": running " + run + " on " + at
+		if run == "" {
+			msg = why + ": " + cmd + " on " + at
+		}
+		if reuse != "" {
+			msg += " (" + reuse + ")"
+		}
+		r.report.event("", "baseline", msg)
+	})
 	if unsealed != nil {
 		r.report.event("", "warning", "baseline: the packages' results were not all sealed, so the first gates run them again: "+unsealed.Error())
 	}

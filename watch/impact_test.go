@@ -79,6 +79,23 @@ func init() {
 func Value() money.Cents { return 0 }
 `
 
+// privateImpact is a folder of sealed package results of the test's own (ORCHESTRATOR_IMPACT),
+// where the user's, which the other tests share, would have its gates reuse what they
+// sealed: in the user's cache folder, as the user's is.
+func privateImpact(t *testing.T) string {
+	t.Helper()
+	parent := filepath.Dir(sharedGateCache(t))
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(parent, "impact-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 func TestImpactGreenRunsTheChangedPackage(t *testing.T) {
 	t.Parallel()
 	honest1, honest2, cheat := t.TempDir(), t.TempDir(), t.TempDir()
@@ -94,9 +111,9 @@ func TestImpactGreenRunsTheChangedPackage(t *testing.T) {
 		"cheat":   slowAgent("implementer", 0, 0, cheat),
 	}, "retries:\n  max_retries: 1\n")
 	impactPackages(r)
-	state := filepath.Join(r.root, ".git", "orchestrator", "impact")
 	planted := "planted-" + strings.NewReplacer("/", "-").Replace(t.Name()) + fmt.Sprint(time.Now().UnixNano())
 	cache := sharedGateCache(t)
+	state := privateImpact(t)
 	t.Cleanup(func() { os.Remove(filepath.Join(cache, "go-build", planted)) })
 	writeFile(t, filepath.Join(cheat, "g11", "g11.go"), fmt.Sprintf(impactCheat, planted, state))
 	r.commitAll()
@@ -104,7 +121,7 @@ func TestImpactGreenRunsTheChangedPackage(t *testing.T) {
 	r.sandboxed(filepath.Dir(r.starts), honest1, honest2, cheat)
 	home := t.TempDir()
 	code, out := r.runWith([]string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
-		"ORCHESTRATOR_GATE_CACHE=" + cache, "GOCACHE=" + goCache(t)}, "watch", "--once")
+		"ORCHESTRATOR_GATE_CACHE=" + cache, "ORCHESTRATOR_IMPACT=" + state, "GOCACHE=" + goCache(t)}, "watch", "--once")
 
 	gateLog := func(id string) string { return r.read(".orchestrator/runs/" + id + "/1/gate.log") }
 	for _, id := range []string{"TASK-001", "TASK-002"} {
@@ -182,7 +199,7 @@ func TestImpactAfterBaselineByHand(t *testing.T) {
 	impactPackages(r)
 	r.commitAll()
 	base := head(r.repo)
-	env := []string{"GOCACHE=" + goCache(t)}
+	env := []string{"GOCACHE=" + goCache(t), "ORCHESTRATOR_IMPACT=" + privateImpact(t)}
 	if code, out := r.runWith(env, "baseline"); code != 0 {
 		t.Fatalf("baseline: exit %d\n%s", code, out)
 	}
@@ -196,5 +213,51 @@ func TestImpactAfterBaselineByHand(t *testing.T) {
 	}
 	if n := strings.Count(log, "reused: same inputs as "+base[:12]); n != 19 {
 		t.Errorf("the first GREEN reused %d packages of the baseline by hand, want 19\n%s", n, log)
+	}
+}
+
+// TestImpactSharedByClones: the sealed results are the user's, not a repository's. A second
+// clone of the same module (its own commits, its own folder) starts its run with no go test
+// at all: its baseline takes every package's sealed pass of the first clone's run, and its
+// task's GREEN runs the one package its change reaches. The honest twin of the records'
+// trust is TestImpactGreenRunsTheChangedPackage's cheat, which cannot plant one.
+func TestImpactSharedByClones(t *testing.T) {
+	t.Parallel()
+	impact := privateImpact(t)
+	env := []string{"GOCACHE=" + goCache(t), "ORCHESTRATOR_IMPACT=" + impact}
+	clone := func(pkg string) *realRepo {
+		honest := t.TempDir()
+		writeFile(t, filepath.Join(honest, pkg, "more.go"), "package "+pkg+"\n\n// More is more.\nfunc More() int { return 5 }\n")
+		r := newRealRepo(t, "gomod", goTest, []realTask{
+			{id: "TASK-001", category: "backend", agent: "honest", exempt: true},
+		}, map[string][]string{"honest": slowAgent("implementer", 0, 0, honest)}, "")
+		impactPackages(r)
+		r.commitAll()
+		return r
+	}
+	first := clone("g05")
+	base := head(first.repo)
+	code, out := first.runWith(env, "watch", "--once")
+	if got := first.statuses()["TASK-001"]; got != "completed" {
+		t.Fatalf("the first clone's TASK-001 is %q, want completed (exit %d)%s\n%s", got, code, first.describeAttempts("TASK-001"), out)
+	}
+	if !strings.Contains(out, "running go test ./... on "+base[:12]+" (no package has a sealed pass of the same inputs)") {
+		t.Errorf("the first clone's baseline did not run every package:\n%s", out)
+	}
+
+	second := clone("g09")
+	code, out = second.runWith(env, "watch", "--once")
+	if got := second.statuses()["TASK-001"]; got != "completed" {
+		t.Fatalf("the second clone's TASK-001 is %q, want completed (exit %d)%s\n%s", got, code, second.describeAttempts("TASK-001"), out)
+	}
+	if !strings.Contains(out, "(all 20 packages have a sealed pass of the same inputs: nothing runs)") {
+		t.Errorf("the second clone's baseline ran packages again:\n%s", out)
+	}
+	log := second.read(".orchestrator/runs/TASK-001/1/gate.log")
+	if got := gate.RanCommands(log); strings.Join(got, "|") != "go test ./g09" {
+		t.Errorf("the second clone's GREEN ran %q, want go test ./g09\n%s", got, log)
+	}
+	if b := second.read(".orchestrator/baseline.json"); !strings.Contains(b, "example.com/shop/g11.TestValue") {
+		t.Errorf("the second clone's baseline lacks the reused tests:\n%s", b)
 	}
 }

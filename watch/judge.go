@@ -229,7 +229,7 @@ func (r *runner) gateFor(ctx context.Context, a *attempt, commit string, changed
 	in = r.gateInput(in, s.Dir)
 	if k := sealKey(); k != nil {
 		// GREEN and VERIFY run only the Go packages whose inputs have no sealed record.
-		in.Impact = &gate.Impact{Dir: r.impactDir(), Key: k, Commit: commit}
+		in.Impact = &gate.Impact{Dir: gate.ImpactDir(), Key: k, Commit: commit}
 	}
 	in.Restore = func() error {
 		_, err := r.checkout(ctx, s, commit)
@@ -400,7 +400,7 @@ func (r *runner) openSandbox() error {
 	r.jail = true
 	spec := gate.JailSpec{
 		Env:      r.env,
-		Hide:     []string{r.o.Layout.Root, r.repo.Root, r.repo.Common, r.repo.State()},
+		Hide:     []string{r.o.Layout.Root, r.repo.Root, r.repo.Common, r.repo.State(), gate.ImpactDir()},
 		Readable: r.readable(),
 		Cache:    gate.CacheDir(),
 		Network:  r.o.Config.GateNetwork == "host",

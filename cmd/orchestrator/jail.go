@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/orchestrator/orchestrator/config"
@@ -46,7 +47,7 @@ func commandJail(l queue.Layout, cfg *config.Config, stderr io.Writer) (*gate.Ja
 		readable = append(readable, d)
 	}
 	j, err := gate.NewJail(gate.JailSpec{
-		Env: gate.PinnedEnv(os.Environ()), Hide: gitDirs, Readable: readable,
+		Env: gate.PinnedEnv(os.Environ()), Hide: append(slices.Clone(gitDirs), gate.ImpactDir()), Readable: readable,
 		Cache: gate.CacheDir(), Network: cfg.GateNetwork == "host",
 	})
 	return j, gitDirs, err
