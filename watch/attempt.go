@@ -12,6 +12,7 @@ import (
 
 	"github.com/orchestrator/orchestrator/agents"
 	"github.com/orchestrator/orchestrator/config"
+	"github.com/orchestrator/orchestrator/cost"
 	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/seal"
@@ -92,7 +93,7 @@ type attempt struct {
 	stopReason string
 
 	// What its agent runs spent, and a rate limit its program reported (cost.go).
-	usage     []RunUsage
+	usage     []cost.Run
 	usageRead bool
 	limit     *agents.RateLimit
 }
@@ -162,7 +163,7 @@ type result struct {
 	Retried   bool   `json:"retried,omitempty"`
 	Forgot    []int  `json:"forgot,omitempty"`
 	// Usage is what each agent run of the attempt spent, Spent their sum (SPEC §16).
-	Usage []RunUsage    `json:"usage,omitempty"`
+	Usage []cost.Run    `json:"usage,omitempty"`
 	Spent *agents.Usage `json:"spent,omitempty"`
 	// Remote says the agent runs on a worker (SPEC §18), Worker which one, once known.
 	Remote bool   `json:"remote,omitempty"`
@@ -181,7 +182,7 @@ func (a *attempt) record(res result) {
 	}
 	if len(a.usage) > 0 {
 		res.Usage = a.usage
-		spent := attemptUsage(res)
+		spent := cost.Sum(res.Usage)
 		res.Spent = &spent
 	}
 	if !a.started.IsZero() && res.Outcome != "running" {

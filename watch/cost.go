@@ -14,21 +14,12 @@ import (
 	"time"
 
 	"github.com/orchestrator/orchestrator/agents"
+	"github.com/orchestrator/orchestrator/cost"
 	"github.com/orchestrator/orchestrator/prompts"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/retry"
 	"github.com/orchestrator/orchestrator/worktree"
 )
-
-// A RunUsage is what one agent run within an attempt spent (SPEC §16): the attempt's own
-// agent (role implementer, test-writer...), and any other run the attempt makes, such as
-// a reviewer's or a judge's, each with its role.
-type RunUsage struct {
-	Role  string       `json:"role"`
-	Agent string       `json:"agent"`
-	Model string       `json:"model,omitempty"`
-	Usage agents.Usage `json:"usage"`
-}
 
 // addUsage records what one run of an agent program within the attempt spent, from the
 // program's standard output (its own final report, see agents.ReadUsage), priced with the
@@ -45,7 +36,7 @@ func (r *runner) addUsage(a *attempt, role, agent, model string, stdout []byte) 
 	if p, ok := r.o.Config.PriceOf(model); ok {
 		u = u.Priced(p)
 	}
-	a.usage = append(a.usage, RunUsage{Role: role, Agent: agent, Model: model, Usage: u})
+	a.usage = append(a.usage, cost.Run{Role: role, Agent: agent, Model: model, Usage: u})
 	return u
 }
 
@@ -104,97 +95,31 @@ func argModel(argv []string) string {
 
 // Task cost, as the Cost and Tokens fields of a task say it.
 
-// spent sums the usage of every attempt of a task, from the attempt records the
-// orchestrator keeps (never the readable copies an agent could have written).
-type spent struct {
-	total    agents.Usage
-	attempts int
-	// knownUSD and knownTokens are the sums of what is known, for budgets; most is the
-	// most one attempt cost (the guess at what the next one costs).
-	knownUSD, mostUSD       float64
-	knownTokens, mostTokens int64
-}
-
-// add counts one attempt's runs. What is known of them counts toward budgets even when
-// another run's figure is unknown.
-func (s *spent) add(runs []RunUsage) {
-	u := attemptUsage(result{Usage: runs})
-	if s.attempts == 0 {
-		s.total = u
-	} else {
-		s.total = s.total.Add(u)
-	}
-	s.attempts++
-	var usd float64
-	var tokens int64
-	for _, run := range runs {
-		if run.Usage.CostUSD != nil {
-			usd += *run.Usage.CostUSD
-		}
-		if t := run.Usage.Tokens(); t != nil {
-			tokens += *t
-		}
-	}
-	s.knownUSD += usd
-	s.mostUSD = max(s.mostUSD, usd)
-	s.knownTokens += tokens
-	s.mostTokens = max(s.mostTokens, tokens)
-}
-
-// attemptUsage is the sum of an attempt record's runs (unknown when it has none).
-func attemptUsage(res result) agents.Usage {
-	var u agents.Usage
-	for i, ru := range res.Usage {
-		if i == 0 {
-			u = ru.Usage
-		} else {
-			u = u.Add(ru.Usage)
-		}
-	}
-	return u
-}
-
 // runsOf returns the agent runs of an attempt record (ok is false when the attempt folder
 // has none): its usage records; for an agent that ran and has none (an attempt recorded
 // before usage was), or a folder without a record, one run whose usage is unknown; none
 // for an attempt whose agent never started or still runs.
-func runsOf(res result, ok bool) []RunUsage {
+func runsOf(res result, ok bool) []cost.Run {
 	if len(res.Usage) > 0 {
 		return res.Usage
 	}
 	if !ok || res.PID != 0 && res.Outcome != "running" && res.Outcome != "starting" {
-		return []RunUsage{{Role: "unknown", Agent: orNone(res.Agent)}}
+		return []cost.Run{{Role: "unknown", Agent: orNone(res.Agent)}}
 	}
 	return nil
 }
 
 // taskSpent reads what the finished attempts of task id spent, from the attempt folders
 // under runs.
-func taskSpent(runs, id string) spent {
-	var s spent
+func taskSpent(runs, id string) cost.Spent {
+	var s cost.Spent
 	for n := 1; n <= lastAttempt(runs, id); n++ {
 		res, ok := readResult(filepath.Join(runs, id, strconv.Itoa(n)))
 		if rs := runsOf(res, ok); len(rs) > 0 {
-			s.add(rs)
+			s.Add(rs)
 		}
 	}
 	return s
-}
-
-// FormatUSD writes a cost in dollars, or "?" when it is unknown.
-func FormatUSD(v *float64) string {
-	if v == nil {
-		return "?"
-	}
-	return fmt.Sprintf("$%.4f", *v)
-}
-
-// FormatTokens writes a token count, or "?" when it is unknown.
-func FormatTokens(v *int64) string {
-	if v == nil {
-		return "?"
-	}
-	return strconv.FormatInt(*v, 10)
 }
 
 // costOps returns the task's Cost and Tokens fields after attempt a, written in the same
@@ -202,59 +127,38 @@ func FormatTokens(v *int64) string {
 func (r *runner) costOps(a *attempt) []queue.Op {
 	r.forgetSpent(a.id)
 	s := taskSpent(r.runs, a.id)
-	if s.attempts == 0 {
+	if s.Attempts == 0 {
 		return nil
 	}
-	cost, tokens := FormatUSD(s.total.CostUSD), FormatTokens(s.total.Tokens())
-	r.report.cost(a.id, cost)
-	return []queue.Op{queue.SetField{ID: a.id, Field: "Cost", Value: cost}, queue.SetField{ID: a.id, Field: "Tokens", Value: tokens}}
+	usd, tokens := cost.FormatUSD(s.Total.CostUSD), cost.FormatTokens(s.Total.Tokens())
+	r.report.cost(a.id, usd)
+	return []queue.Op{queue.SetField{ID: a.id, Field: "Cost", Value: usd}, queue.SetField{ID: a.id, Field: "Tokens", Value: tokens}}
 }
 
 // Budgets (SPEC §16).
 
-// overBudget says which budget an attempt of task t that started now would pass, or "":
-// the task's cost so far plus the most one of its attempts cost, against task_usd; the
-// same for task_tokens; every task's cost so far plus the most any one attempt cost,
-// against run_usd. Unknown costs count as nothing: a budget holds what is known.
+// overBudget says which budget an attempt of task t that started now would pass, or ""
+// (cost.Over): the task's sums are read from its attempt records, the run's from every
+// task's, as cached.
 func (r *runner) overBudget(tasks *queue.Doc, t queue.Task) string {
-	b := r.o.Config.Budget
-	if b.TaskUSD == nil && b.RunUSD == nil && b.TaskTokens == nil {
-		return ""
-	}
-	task := taskSpent(r.runs, t.ID)
-	if b.TaskUSD != nil && task.knownUSD+task.mostUSD > *b.TaskUSD {
-		return fmt.Sprintf("budget task_usd $%.2f: %s has spent $%.4f in %d attempt(s), and its next attempt would pass the budget (the most one cost: $%.4f)",
-			*b.TaskUSD, t.ID, task.knownUSD, task.attempts, task.mostUSD)
-	}
-	if b.TaskTokens != nil && task.knownTokens+task.mostTokens > *b.TaskTokens {
-		return fmt.Sprintf("budget task_tokens %d: %s has used %d tokens in %d attempt(s), and its next attempt would pass the budget (the most one used: %d)",
-			*b.TaskTokens, t.ID, task.knownTokens, task.attempts, task.mostTokens)
-	}
-	if b.RunUSD != nil {
-		var run spent
+	return cost.Over(r.o.Config.Budget, t.ID, func() cost.Spent { return taskSpent(r.runs, t.ID) }, func() cost.Spent {
+		var run cost.Spent
 		for _, other := range tasks.Tasks() {
-			s := r.cachedSpent(other.ID)
-			run.knownUSD += s.knownUSD
-			run.mostUSD = max(run.mostUSD, s.mostUSD)
-			run.attempts += s.attempts
+			run.Merge(r.cachedSpent(other.ID))
 		}
-		if run.knownUSD+run.mostUSD > *b.RunUSD {
-			return fmt.Sprintf("budget run_usd $%.2f: the tasks have spent $%.4f in %d attempt(s), and another attempt would pass the budget (the most one cost: $%.4f)",
-				*b.RunUSD, run.knownUSD, run.attempts, run.mostUSD)
-		}
-	}
-	return ""
+		return run
+	})
 }
 
 // cachedSpent is taskSpent for the run budget, which sums every task's attempts before
 // each launch: a task's sum is read again only after one of its attempts was decided
 // (forgetSpent).
-func (r *runner) cachedSpent(id string) spent {
+func (r *runner) cachedSpent(id string) cost.Spent {
 	if s, ok := r.spentCache[id]; ok {
 		return s
 	}
 	if r.spentCache == nil {
-		r.spentCache = map[string]spent{}
+		r.spentCache = map[string]cost.Spent{}
 	}
 	s := taskSpent(r.runs, id)
 	r.spentCache[id] = s
@@ -288,7 +192,7 @@ func (r *runner) haltForBudget(ctx context.Context, tasks *queue.Doc, t queue.Ta
 	}
 	text, err := retry.WriteHaltReport(r.o.Layout, d,
 		retry.Failure{Task: t.ID, Category: t.Category, Type: "budget", PrimaryError: why,
-			Output: fmt.Sprintf("%s\n\nwhat %s's attempts spent: cost %s, tokens %s\n", why, t.ID, FormatUSD(s.total.CostUSD), FormatTokens(s.total.Tokens())), At: time.Now()})
+			Output: fmt.Sprintf("%s\n\nwhat %s's attempts spent: cost %s, tokens %s\n", why, t.ID, cost.FormatUSD(s.Total.CostUSD), cost.FormatTokens(s.Total.Tokens())), At: time.Now()})
 	if err != nil {
 		return err
 	}
@@ -384,7 +288,7 @@ type notifyEvent struct {
 	Commit  string   `json:"commit,omitempty"`
 	CostUSD *float64 `json:"cost_usd"`
 	Tokens  *int64   `json:"tokens"`
-	spent   spent
+	spent   cost.Spent
 }
 
 // notifyTimeout bounds a notifier's run: a notifier that hangs does not hold up the loop.
@@ -402,7 +306,7 @@ func (r *runner) notify(ctx context.Context, event string, ev notifyEvent) {
 		return
 	}
 	ev.Event, ev.Time = event, time.Now().UTC().Format(time.RFC3339)
-	ev.CostUSD, ev.Tokens = ev.spent.total.CostUSD, ev.spent.total.Tokens()
+	ev.CostUSD, ev.Tokens = ev.spent.Total.CostUSD, ev.spent.Total.Tokens()
 	b, _ := json.Marshal(ev)
 	if err := runNotifier(context.WithoutCancel(ctx), r.o.Layout.Root, argv, append(b, '\n')); err != nil {
 		r.report.event(ev.Task, "warning", fmt.Sprintf("notify %s: %s: %v", event, strings.Join(argv, " "), err))
@@ -423,19 +327,10 @@ func (r *runner) notifyAfter(ctx context.Context, a *attempt, status string, res
 	}
 }
 
-// A CostRow is one attempt's usage as `orchestrator cost` and `status` count it.
-type CostRow struct {
-	Task     string
-	Attempt  int
-	Outcome  string // the attempt's outcome: completed (verified) or another
-	Verified bool
-	Runs     []RunUsage
-}
-
 // ReadCosts reads the usage of every attempt of the tasks in tasks, from the attempt
 // records the orchestrator keeps in its state (under .git), or outside a git repository
 // the readable copies.
-func ReadCosts(l queue.Layout, tasks *queue.Doc) []CostRow {
+func ReadCosts(l queue.Layout, tasks *queue.Doc) []cost.Row {
 	runs := l.Runs()
 	if repo, err := worktree.Open(context.Background(), l.Root); err == nil {
 		runs = stateRuns(repo)
@@ -446,7 +341,7 @@ func ReadCosts(l queue.Layout, tasks *queue.Doc) []CostRow {
 	for _, e := range entries {
 		tried[e.Name()] = true
 	}
-	var rows []CostRow
+	var rows []cost.Row
 	for _, t := range tasks.Tasks() {
 		if !tried[t.ID] {
 			continue
@@ -457,7 +352,7 @@ func ReadCosts(l queue.Layout, tasks *queue.Doc) []CostRow {
 			if len(rs) == 0 {
 				continue
 			}
-			rows = append(rows, CostRow{Task: t.ID, Attempt: n, Outcome: res.Outcome, Verified: res.Outcome == "completed" && res.Commit != "", Runs: slices.Clone(rs)})
+			rows = append(rows, cost.Row{Task: t.ID, Attempt: n, Outcome: res.Outcome, Verified: res.Outcome == "completed" && res.Commit != "", Runs: slices.Clone(rs)})
 		}
 	}
 	return rows

@@ -8,6 +8,7 @@ import (
 
 	"github.com/orchestrator/orchestrator/agents"
 	"github.com/orchestrator/orchestrator/config"
+	"github.com/orchestrator/orchestrator/cost"
 	"github.com/orchestrator/orchestrator/queue"
 )
 
@@ -39,11 +40,11 @@ func TestAddUsageOtherRoles(t *testing.T) {
 	}
 	s := taskSpent(r.runs, "TASK-001")
 	// The judge's cost is unknown, so the task's is; its tokens are known.
-	if s.total.CostUSD != nil || s.total.Tokens() == nil || *s.total.Tokens() != 1100+2300+2300 || s.knownUSD != 0.25+0.005 {
-		t.Errorf("task spent %+v (known $%v)", s.total, s.knownUSD)
+	if s.Total.CostUSD != nil || s.Total.Tokens() == nil || *s.Total.Tokens() != 1100+2300+2300 || s.KnownUSD != 0.25+0.005 {
+		t.Errorf("task spent %+v (known $%v)", s.Total, s.KnownUSD)
 	}
-	if FormatUSD(s.total.CostUSD) != "?" || FormatTokens(s.total.Tokens()) != "5700" {
-		t.Errorf("fields %s %s", FormatUSD(s.total.CostUSD), FormatTokens(s.total.Tokens()))
+	if cost.FormatUSD(s.Total.CostUSD) != "?" || cost.FormatTokens(s.Total.Tokens()) != "5700" {
+		t.Errorf("fields %s %s", cost.FormatUSD(s.Total.CostUSD), cost.FormatTokens(s.Total.Tokens()))
 	}
 }
 

@@ -10,10 +10,12 @@
 // the same loop: their FR and AC fields give them their role, their isolated prompts, their
 // per-AC and refactor gates, the re-emit prompt of a format violation and their budgets.
 //
-// What agents spend is its concern too (SPEC §16, cost.go): each attempt's agent runs and
-// their usage, as the agent programs reported it, in result.json; the task's Cost and
-// Tokens fields; budgets checked before an attempt starts; rate limits that hold an agent
-// program back; and the notifiers of halts and completions.
+// What agents spend (SPEC §16) is package cost's to sum, check against the budgets and
+// report; the loop's part (cost.go) is to record each attempt's agent runs and their
+// usage, as the agent programs reported it, in result.json; to write the task's Cost and
+// Tokens fields; to halt a task whose next attempt cost.Over refuses before it starts; to
+// hold back an agent program that reported a rate limit; and to run the notifiers of halts
+// and completions.
 //
 // Its evidence is sealed (SPEC §15.2 item 4, evidence.go): the attempt records, the
 // baseline and, through packages gate and worktree, the hand-offs, verified marks and

@@ -19,6 +19,7 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/orchestrator/orchestrator/agents"
 	"github.com/orchestrator/orchestrator/config"
+	"github.com/orchestrator/orchestrator/cost"
 	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/markers"
 	"github.com/orchestrator/orchestrator/queue"
@@ -287,7 +288,7 @@ type runner struct {
 	limits    map[string]time.Time
 	limitWake chan struct{}
 	// spentCache holds each task's spending for the run budget (cost.go).
-	spentCache map[string]spent
+	spentCache map[string]cost.Spent
 	// baseline is the last baseline the run read or wrote, sealed (readBaseline).
 	baseline *testrun.Baseline
 	// historyHead is the integration head whose history the baseline was last checked

@@ -6,6 +6,7 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/orchestrator/orchestrator/cost"
 	"github.com/orchestrator/orchestrator/watch"
 	"github.com/spf13/cobra"
 )
@@ -44,7 +45,7 @@ func runCost(_ context.Context, opts *costOptions) error {
 	if err != nil {
 		return err
 	}
-	rep := watch.BuildCostReport(l, q.tasks)
+	rep := cost.BuildReport(q.tasks, watch.ReadCosts(l, q.tasks))
 	if opts.JSON {
 		return writeJSON(opts.Stdout, rep)
 	}
@@ -52,7 +53,7 @@ func runCost(_ context.Context, opts *costOptions) error {
 }
 
 // writeCost prints the report as three tables and the run's line.
-func writeCost(out io.Writer, rep watch.CostReport) error {
+func writeCost(out io.Writer, rep cost.Report) error {
 	table := func(header string, rows func(w io.Writer)) error {
 		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, header+"\tVERIFIED\tREJECTED\tTOTAL\tTOKENS")
@@ -65,33 +66,33 @@ func writeCost(out io.Writer, rep watch.CostReport) error {
 	}
 	if err := table("TASK\tSTATUS\tATTEMPTS", func(w io.Writer) {
 		for _, t := range rep.Tasks {
-			fmt.Fprintf(w, "%s\t%s\t%d\t%s\n", t.Task, orDash(t.Status), t.Attempts, bucketCells(t.CostBucket))
+			fmt.Fprintf(w, "%s\t%s\t%d\t%s\n", t.Task, orDash(t.Status), t.Attempts, bucketCells(t.Bucket))
 		}
 	}); err != nil {
 		return err
 	}
 	if err := table("AGENT\tRUNS", func(w io.Writer) {
 		for _, a := range rep.Agents {
-			fmt.Fprintf(w, "%s\t%d\t%s\n", a.Agent, a.Runs, bucketCells(a.CostBucket))
+			fmt.Fprintf(w, "%s\t%d\t%s\n", a.Agent, a.Runs, bucketCells(a.Bucket))
 		}
 	}); err != nil {
 		return err
 	}
 	if err := table("ROLE\tRUNS", func(w io.Writer) {
 		for _, r := range rep.Roles {
-			fmt.Fprintf(w, "%s\t%d\t%s\n", r.Role, r.Runs, bucketCells(r.CostBucket))
+			fmt.Fprintf(w, "%s\t%d\t%s\n", r.Role, r.Runs, bucketCells(r.Bucket))
 		}
 	}); err != nil {
 		return err
 	}
 	b := rep.Run
 	_, err := fmt.Fprintf(out, "run: %s verified work, %s rejected attempts, %s in all; %s tokens in %d agent runs\n",
-		watch.FormatUSD(b.VerifiedUSD), watch.FormatUSD(b.RejectedUSD), watch.FormatUSD(b.TotalUSD), watch.FormatTokens(b.Tokens), b.Runs)
+		cost.FormatUSD(b.VerifiedUSD), cost.FormatUSD(b.RejectedUSD), cost.FormatUSD(b.TotalUSD), cost.FormatTokens(b.Tokens), b.Runs)
 	return err
 }
 
-func bucketCells(b watch.CostBucket) string {
-	return fmt.Sprintf("%s\t%s\t%s\t%s", watch.FormatUSD(b.VerifiedUSD), watch.FormatUSD(b.RejectedUSD), watch.FormatUSD(b.TotalUSD), watch.FormatTokens(b.Tokens))
+func bucketCells(b cost.Bucket) string {
+	return fmt.Sprintf("%s\t%s\t%s\t%s", cost.FormatUSD(b.VerifiedUSD), cost.FormatUSD(b.RejectedUSD), cost.FormatUSD(b.TotalUSD), cost.FormatTokens(b.Tokens))
 }
 
 func orDash(s string) string {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/orchestrator/orchestrator/cost"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/spotcheck"
 	"github.com/orchestrator/orchestrator/watch"
@@ -79,7 +80,7 @@ type statusReport struct {
 	// plan.
 	Coverage *coverageJSON `json:"coverage,omitempty"`
 	// Cost is what every task's attempts spent, as `orchestrator cost` sums it.
-	Cost watch.CostBucket `json:"cost"`
+	Cost cost.Bucket `json:"cost"`
 	// EditedState names the records of the orchestrator's state whose seal fails: edited
 	// outside the orchestrator, they are not evidence (SPEC §15.2 item 4).
 	EditedState []string `json:"edited_state,omitempty"`
@@ -95,7 +96,7 @@ func runStatus(ctx context.Context, opts *statusOptions) error {
 		return err
 	}
 	rep := buildStatus(q)
-	costs := watch.BuildCostReport(l, q.tasks)
+	costs := cost.BuildReport(q.tasks, watch.ReadCosts(l, q.tasks))
 	for i, tc := range costs.Tasks {
 		if i < len(rep.Tasks) && rep.Tasks[i].ID == tc.Task {
 			rep.Tasks[i].CostUSD, rep.Tasks[i].Tokens = tc.TotalUSD, tc.Tokens
@@ -162,15 +163,15 @@ func runStatus(ctx context.Context, opts *statusOptions) error {
 		case status == queue.StatusCompleted && !t.Verified:
 			status = queue.StatusByHand
 		}
-		cost := "-"
+		spent := "-"
 		if t.Attempts > 0 {
-			cost = watch.FormatUSD(t.CostUSD)
+			spent = cost.FormatUSD(t.CostUSD)
 		}
 		if !changed {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, status, t.Kind, t.Attempts, cost, deps)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, status, t.Kind, t.Attempts, spent, deps)
 			continue
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", t.ID, status, t.Kind, t.Attempts, cost, deps, joinOr(t.ChangedTests, "-"))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", t.ID, status, t.Kind, t.Attempts, spent, deps, joinOr(t.ChangedTests, "-"))
 	}
 	if err := w.Flush(); err != nil {
 		return err
@@ -194,7 +195,7 @@ func runStatus(ctx context.Context, opts *statusOptions) error {
 	fmt.Fprintf(out, "running: %s\n", joinOr(running, "none"))
 	fmt.Fprintf(out, "halted: %s\n", joinOr(rep.Halted, "none"))
 	fmt.Fprintf(out, "cost: %s (verified work %s, rejected attempts %s), %s tokens\n",
-		watch.FormatUSD(rep.Cost.TotalUSD), watch.FormatUSD(rep.Cost.VerifiedUSD), watch.FormatUSD(rep.Cost.RejectedUSD), watch.FormatTokens(rep.Cost.Tokens))
+		cost.FormatUSD(rep.Cost.TotalUSD), cost.FormatUSD(rep.Cost.VerifiedUSD), cost.FormatUSD(rep.Cost.RejectedUSD), cost.FormatTokens(rep.Cost.Tokens))
 	if len(qa) > 0 {
 		fmt.Fprintf(out, "spot checks: %s\n", strings.Join(qa, ", "))
 	}

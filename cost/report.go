@@ -1,4 +1,4 @@
-package watch
+package cost
 
 import (
 	"slices"
@@ -7,11 +7,20 @@ import (
 	"github.com/orchestrator/orchestrator/queue"
 )
 
-// A CostBucket sums what agent runs cost, split into what verified work cost (the runs of
+// A Row is one attempt's usage as the report counts it.
+type Row struct {
+	Task     string
+	Attempt  int
+	Outcome  string // the attempt's outcome: completed (verified) or another
+	Verified bool
+	Runs     []Run
+}
+
+// A Bucket sums what agent runs cost, split into what verified work cost (the runs of
 // attempts whose claim the gate verified and that landed) and what the other attempts
 // cost (rejected claims, failures, stopped or rate-limited attempts). A figure is nil
 // (JSON null) when a run in it did not report it: unknown, never 0.
-type CostBucket struct {
+type Bucket struct {
 	VerifiedUSD    *float64 `json:"verified_usd"`
 	RejectedUSD    *float64 `json:"rejected_usd"`
 	TotalUSD       *float64 `json:"total_usd"`
@@ -21,13 +30,13 @@ type CostBucket struct {
 	Runs           int      `json:"runs"`
 }
 
-func newBucket() CostBucket {
+func newBucket() Bucket {
 	zf := func() *float64 { v := 0.0; return &v }
 	zi := func() *int64 { v := int64(0); return &v }
-	return CostBucket{VerifiedUSD: zf(), RejectedUSD: zf(), TotalUSD: zf(), VerifiedTokens: zi(), RejectedTokens: zi(), Tokens: zi()}
+	return Bucket{VerifiedUSD: zf(), RejectedUSD: zf(), TotalUSD: zf(), VerifiedTokens: zi(), RejectedTokens: zi(), Tokens: zi()}
 }
 
-func (b *CostBucket) add(u agents.Usage, verified bool) {
+func (b *Bucket) add(u agents.Usage, verified bool) {
 	addF := func(p **float64, v *float64) {
 		if *p == nil || v == nil {
 			*p = nil
@@ -57,50 +66,50 @@ func (b *CostBucket) add(u agents.Usage, verified bool) {
 	b.Runs++
 }
 
-// TaskCost is one task's line of a CostReport.
+// TaskCost is one task's line of a Report.
 type TaskCost struct {
 	Task     string `json:"task"`
 	Status   string `json:"status"`
 	Attempts int    `json:"attempts"`
-	CostBucket
+	Bucket
 }
 
-// AgentCost is one agent's line of a CostReport.
+// AgentCost is one agent's line of a Report.
 type AgentCost struct {
 	Agent string `json:"agent"`
-	CostBucket
+	Bucket
 }
 
-// RoleCost is one role's line of a CostReport.
+// RoleCost is one role's line of a Report.
 type RoleCost struct {
 	Role string `json:"role"`
-	CostBucket
+	Bucket
 }
 
-// A CostReport is what `orchestrator cost` prints: every task's, agent's and role's
+// A Report is what `orchestrator cost` prints: every task's, agent's and role's
 // cost, and the run's, each split into verified work and the rest.
-type CostReport struct {
+type Report struct {
 	Tasks  []TaskCost  `json:"tasks"`
 	Agents []AgentCost `json:"agents"`
 	Roles  []RoleCost  `json:"roles"`
-	Run    CostBucket  `json:"run"`
+	Run    Bucket      `json:"run"`
 }
 
-// BuildCostReport reads the attempt records of every task of tasks (see ReadCosts) and
-// sums them. Tasks are in queue order, agents and roles by name.
-func BuildCostReport(l queue.Layout, tasks *queue.Doc) CostReport {
-	rep := CostReport{Tasks: []TaskCost{}, Agents: []AgentCost{}, Roles: []RoleCost{}, Run: newBucket()}
-	rows := ReadCosts(l, tasks)
+// BuildReport sums rows, the attempts of the tasks of tasks (watch.ReadCosts reads them
+// from the attempt records), into each task's, agent's and role's cost and the run's.
+// Tasks are in queue order, agents and roles by name.
+func BuildReport(tasks *queue.Doc, rows []Row) Report {
+	rep := Report{Tasks: []TaskCost{}, Agents: []AgentCost{}, Roles: []RoleCost{}, Run: newBucket()}
 	byTask := map[string]*TaskCost{}
 	for _, t := range tasks.Tasks() {
-		rep.Tasks = append(rep.Tasks, TaskCost{Task: t.ID, Status: t.Status, CostBucket: newBucket()})
+		rep.Tasks = append(rep.Tasks, TaskCost{Task: t.ID, Status: t.Status, Bucket: newBucket()})
 	}
 	for i := range rep.Tasks {
 		byTask[rep.Tasks[i].Task] = &rep.Tasks[i]
 	}
-	agentsSeen := map[string]*CostBucket{}
-	rolesSeen := map[string]*CostBucket{}
-	bucket := func(m map[string]*CostBucket, k string) *CostBucket {
+	agentsSeen := map[string]*Bucket{}
+	rolesSeen := map[string]*Bucket{}
+	bucket := func(m map[string]*Bucket, k string) *Bucket {
 		if m[k] == nil {
 			b := newBucket()
 			m[k] = &b
@@ -109,6 +118,9 @@ func BuildCostReport(l queue.Layout, tasks *queue.Doc) CostReport {
 	}
 	for _, row := range rows {
 		tc := byTask[row.Task]
+		if tc == nil {
+			continue
+		}
 		tc.Attempts++
 		for _, run := range row.Runs {
 			tc.add(run.Usage, row.Verified)
@@ -118,15 +130,15 @@ func BuildCostReport(l queue.Layout, tasks *queue.Doc) CostReport {
 		}
 	}
 	for _, name := range sortedKeys(agentsSeen) {
-		rep.Agents = append(rep.Agents, AgentCost{Agent: name, CostBucket: *agentsSeen[name]})
+		rep.Agents = append(rep.Agents, AgentCost{Agent: name, Bucket: *agentsSeen[name]})
 	}
 	for _, name := range sortedKeys(rolesSeen) {
-		rep.Roles = append(rep.Roles, RoleCost{Role: name, CostBucket: *rolesSeen[name]})
+		rep.Roles = append(rep.Roles, RoleCost{Role: name, Bucket: *rolesSeen[name]})
 	}
 	return rep
 }
 
-func sortedKeys(m map[string]*CostBucket) []string {
+func sortedKeys(m map[string]*Bucket) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
