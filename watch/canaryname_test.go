@@ -115,6 +115,7 @@ func TestAdversarySparesCanaries(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			r := advRepo(t, tt.fixture, tt.command, tt.red, tt.green)
+			r.ownImpact() // the honest twins' GREEN must run, to plant its canaries
 			code, out := r.run("watch", "--once")
 			if tt.honest {
 				r.landed(code, out)

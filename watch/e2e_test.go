@@ -82,6 +82,16 @@ type repo struct {
 	// uncommitted keeps the test's edits out of git once the repository has a commit (a
 	// test of a person's uncommitted changes).
 	uncommitted bool
+	// env is added to the environment of every orchestrator command the test runs.
+	env []string
+}
+
+// ownImpact gives the repository's runs a folder of sealed package results of their own
+// (ORCHESTRATOR_IMPACT), for a test that looks at what its gates run: with the user's,
+// which every test shares, a gate whose packages another test already ran with the same
+// inputs would reuse their results and run nothing.
+func (r *repo) ownImpact() {
+	r.env = append(r.env, "ORCHESTRATOR_IMPACT="+privateImpact(r.t))
 }
 
 // task is one task of a generated queue.
@@ -200,6 +210,9 @@ func (r *repo) cmd(args ...string) *exec.Cmd {
 	}
 	c := exec.Command(orchestratorBin, append([]string{"--dir", r.root}, args...)...)
 	c.Dir = r.root
+	if len(r.env) > 0 {
+		c.Env = append(os.Environ(), r.env...)
+	}
 	return c
 }
 

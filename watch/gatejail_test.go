@@ -191,7 +191,7 @@ func writeFile(t *testing.T, p, text string) {
 // sharedGateCache is the gate's cache folder of the tests that give the orchestrator a home
 // of their own: the one the other tests' orchestrators use (gate.CacheDir), so that Go's
 // build cache stays warm from test to test.
-func sharedGateCache(t *testing.T) string {
+func sharedGateCache(t testing.TB) string {
 	t.Helper()
 	d, err := os.UserCacheDir()
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 func (r *realRepo) runWith(env []string, args ...string) (int, string) {
 	r.t.Helper()
 	c := r.cmd(args...)
-	c.Env = append(os.Environ(), env...)
+	c.Env = append(append(os.Environ(), r.env...), env...)
 	out, err := c.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return ee.ExitCode(), string(out)

@@ -82,7 +82,7 @@ func Value() money.Cents { return 0 }
 // privateImpact is a folder of sealed package results of the test's own (ORCHESTRATOR_IMPACT),
 // where the user's, which the other tests share, would have its gates reuse what they
 // sealed: in the user's cache folder, as the user's is.
-func privateImpact(t *testing.T) string {
+func privateImpact(t testing.TB) string {
 	t.Helper()
 	parent := filepath.Dir(sharedGateCache(t))
 	if err := os.MkdirAll(parent, 0o700); err != nil {
