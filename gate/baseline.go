@@ -28,7 +28,7 @@ func MakeBaseline(ctx context.Context, in Input, command string, globs []string,
 			s = &BaselineSeal{impact: in.Impact, plan: plan}
 			run, reuse = plan.runs(command), plan.describe()
 		} else {
-			reuse = "every package runs: " + why
+			reuse = "no sealed record used: " + why
 		}
 	}
 	if start != nil {

@@ -86,7 +86,7 @@ func TestBaselineReusesSealedPasses(t *testing.T) {
 		}
 	}
 	after, how := baseline(clone, "c0ffee000004")
-	if !strings.HasPrefix(how, "go test ./...: every package runs: ") {
+	if !strings.HasPrefix(how, "go test ./...: no sealed record used: ") {
 		t.Errorf("with records whose seal fails: %q, want every package run", how)
 	}
 	if !slices.Equal(sorted(after), sorted(first)) {

@@ -240,6 +240,11 @@ func (in Input) keys(g *testrun.GoTest, listed []listedPkg) (*impactPlan, string
 	if err != nil {
 		return nil, fmt.Sprintf("hash the module's files: %v", err)
 	}
+	if goroot == "" {
+		// A test binary imports testing, and so the runtime: go list names no runtime only
+		// where no package has a test file (nor imports anything).
+		return nil, "no package has test files"
+	}
 	toolchain, err := goVersion(goroot)
 	if err != nil {
 		return nil, err.Error()
@@ -382,9 +387,6 @@ func hashTrees(modDir string, owners map[string]bool, state string) (map[string]
 
 // goVersion names the Go toolchain of goroot: its VERSION file and its folder.
 func goVersion(goroot string) (string, error) {
-	if goroot == "" {
-		return "", errors.New("go list did not name the toolchain's runtime package")
-	}
 	b, err := os.ReadFile(filepath.Join(goroot, "VERSION"))
 	if err != nil {
 		return "", fmt.Errorf("the Go toolchain's version: %w", err)
