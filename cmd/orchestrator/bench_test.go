@@ -168,7 +168,9 @@ func buildOrchestrator(b *testing.B, dir string) string {
 		b.Skip("no sed to compare with")
 	}
 	bin := filepath.Join(dir, "orchestrator")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build builds it
+	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("build: %v\n%s", err, out)
 	}
 	return bin

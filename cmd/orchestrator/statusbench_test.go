@@ -87,6 +87,7 @@ func buildRevision(b *testing.B, dir, rev string) string {
 	bin := filepath.Join(dir, "orchestrator")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/orchestrator")
 	build.Dir = src
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build builds it
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("build %s: %v\n%s", rev, err, out)
 	}
