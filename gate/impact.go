@@ -39,6 +39,9 @@ type Impact struct {
 	Key *seal.Key
 	// Commit is the commit the gate judges: the records it writes name it.
 	Commit string
+	// Repo is the repository the gate judges in (its folder): the records it writes name
+	// it, and a record of another (a clone's) says so where it is reused.
+	Repo string
 }
 
 // A pkgRecord is the sealed result of one Go package's tests under one input key.
@@ -46,6 +49,7 @@ type pkgRecord struct {
 	Package string    `json:"package"`
 	Input   string    `json:"input"`
 	Commit  string    `json:"commit"`
+	Repo    string    `json:"repo,omitempty"`
 	Command string    `json:"command"`
 	Created time.Time `json:"created"`
 	// Failed says that the package failed: a test failed, or its tests did not build.
@@ -566,16 +570,22 @@ func (v *Verdict) runSuite(ctx context.Context, in Input, command string, failur
 		for _, t := range rec.Tests {
 			n[t.Status]++
 		}
-		from := cmp.Or(rec.Commit, "an earlier run")
+		from := "an earlier run"
+		if rec.Commit != "" {
+			from = rec.Commit[:min(12, len(rec.Commit))]
+		}
+		if rec.Repo != "" && rec.Repo != in.Impact.Repo {
+			from += " in " + rec.Repo
+		}
 		if rec.Failed {
 			how := fmt.Sprintf("%d passed, %d failed", n[testrun.Passed], n[testrun.Failed])
 			if len(rec.Tests) == 0 {
 				how = "before any of its tests ran"
 			}
-			fmt.Fprintf(&v.Log, "reused: same inputs as %.12s: package %s failed: %s; each test of the baseline in it that did not pass is owed to another task\n", from, p.path, how)
+			fmt.Fprintf(&v.Log, "reused: same inputs as %s: package %s failed: %s; each test of the baseline in it that did not pass is owed to another task\n", from, p.path, how)
 			continue
 		}
-		fmt.Fprintf(&v.Log, "reused: same inputs as %.12s: package %s, %d passed, %d skipped\n", from, p.path, n[testrun.Passed], len(rec.Tests)-n[testrun.Passed])
+		fmt.Fprintf(&v.Log, "reused: same inputs as %s: package %s, %d passed, %d skipped\n", from, p.path, n[testrun.Passed], len(rec.Tests)-n[testrun.Passed])
 	}
 	if len(plan.run) == 0 {
 		fmt.Fprintf(&v.Log, "impact: all %d packages of %s have a sealed record of the same inputs: nothing runs\n", len(plan.pkgs), command)
@@ -684,7 +694,7 @@ func (im *Impact) seal(plan *impactPlan, res *testrun.Result) (int, error) {
 			continue
 		}
 		rec := &pkgRecord{
-			Package: p.path, Input: p.key, Commit: im.Commit, Command: plan.g.Command,
+			Package: p.path, Input: p.key, Commit: im.Commit, Repo: im.Repo, Command: plan.g.Command,
 			Created: time.Now().UTC().Truncate(time.Second), Failed: fail, Tests: byPkg[p.path],
 		}
 		if rec.Tests == nil {

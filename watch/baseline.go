@@ -157,7 +157,7 @@ func (r *runner) measureBaseline(ctx context.Context, head, why string) error {
 	if k := sealKey(); k != nil {
 		// The packages' results, sealed for the gates that follow and reused where their
 		// inputs are the same (SPEC §7.3).
-		in.Impact = &gate.Impact{Dir: gate.ImpactDir(), Key: k, Commit: head}
+		in.Impact = &gate.Impact{Dir: gate.ImpactDir(), Key: k, Commit: head, Repo: r.repo.Root}
 	}
 	at := head[:min(12, len(head))]
 	b, unsealed, err := gate.MakeBaseline(ctx, in, cmd, r.o.Config.TestGlobs, func(run, reuse string) {

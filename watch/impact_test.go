@@ -257,6 +257,10 @@ func TestImpactSharedByClones(t *testing.T) {
 	if got := gate.RanCommands(log); strings.Join(got, "|") != "go test ./g09" {
 		t.Errorf("the second clone's GREEN ran %q, want go test ./g09\n%s", got, log)
 	}
+	// The records it reused are the first clone's, and gate.log says whose.
+	if n := strings.Count(log, "reused: same inputs as "+base[:12]+" in "+first.root+": "); n != 19 {
+		t.Errorf("the second clone's GREEN names the first clone's records %d times, want 19\n%s", n, log)
+	}
 	if b := second.read(".orchestrator/baseline.json"); !strings.Contains(b, "example.com/shop/g11.TestValue") {
 		t.Errorf("the second clone's baseline lacks the reused tests:\n%s", b)
 	}

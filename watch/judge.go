@@ -229,7 +229,7 @@ func (r *runner) gateFor(ctx context.Context, a *attempt, commit string, changed
 	in = r.gateInput(in, s.Dir)
 	if k := sealKey(); k != nil {
 		// GREEN and VERIFY run only the Go packages whose inputs have no sealed record.
-		in.Impact = &gate.Impact{Dir: gate.ImpactDir(), Key: k, Commit: commit}
+		in.Impact = &gate.Impact{Dir: gate.ImpactDir(), Key: k, Commit: commit, Repo: r.repo.Root}
 	}
 	in.Restore = func() error {
 		_, err := r.checkout(ctx, s, commit)

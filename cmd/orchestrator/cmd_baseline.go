@@ -162,7 +162,7 @@ func runBaseline(ctx context.Context, opts *baselineOptions) error {
 	if err == nil {
 		head, _ = repo.Head(ctx)
 		if key, err := repo.Key(); err == nil {
-			in.Impact = &gate.Impact{Dir: gate.ImpactDir(), Key: key, Commit: head}
+			in.Impact = &gate.Impact{Dir: gate.ImpactDir(), Key: key, Commit: head, Repo: repo.Root}
 		}
 	}
 	sealer := gate.PlanBaselineSeal(ctx, in, command)
