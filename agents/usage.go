@@ -50,7 +50,7 @@ func (u Usage) Known() bool {
 // both: unknown plus anything is unknown.
 func (u Usage) Add(o Usage) Usage {
 	s := Usage{
-		CostUSD:          addFloat(u.CostUSD, o.CostUSD),
+		CostUSD:          AddKnown(u.CostUSD, o.CostUSD),
 		InputTokens:      sumInts(u.InputTokens, o.InputTokens),
 		OutputTokens:     sumInts(u.OutputTokens, o.OutputTokens),
 		CacheReadTokens:  sumInts(u.CacheReadTokens, o.CacheReadTokens),
@@ -66,7 +66,9 @@ func (u Usage) Add(o Usage) Usage {
 	return s
 }
 
-func addFloat(a, b *float64) *float64 {
+// AddKnown returns the sum of two figures, nil (unknown) when either is: unknown plus
+// anything is unknown.
+func AddKnown[T int64 | float64](a, b *T) *T {
 	if a == nil || b == nil {
 		return nil
 	}

@@ -37,32 +37,13 @@ func newBucket() Bucket {
 }
 
 func (b *Bucket) add(u agents.Usage, verified bool) {
-	addF := func(p **float64, v *float64) {
-		if *p == nil || v == nil {
-			*p = nil
-			return
-		}
-		s := **p + *v
-		*p = &s
-	}
-	addI := func(p **int64, v *int64) {
-		if *p == nil || v == nil {
-			*p = nil
-			return
-		}
-		s := **p + *v
-		*p = &s
-	}
 	tokens := u.Tokens()
 	if verified {
-		addF(&b.VerifiedUSD, u.CostUSD)
-		addI(&b.VerifiedTokens, tokens)
+		b.VerifiedUSD, b.VerifiedTokens = agents.AddKnown(b.VerifiedUSD, u.CostUSD), agents.AddKnown(b.VerifiedTokens, tokens)
 	} else {
-		addF(&b.RejectedUSD, u.CostUSD)
-		addI(&b.RejectedTokens, tokens)
+		b.RejectedUSD, b.RejectedTokens = agents.AddKnown(b.RejectedUSD, u.CostUSD), agents.AddKnown(b.RejectedTokens, tokens)
 	}
-	addF(&b.TotalUSD, u.CostUSD)
-	addI(&b.Tokens, tokens)
+	b.TotalUSD, b.Tokens = agents.AddKnown(b.TotalUSD, u.CostUSD), agents.AddKnown(b.Tokens, tokens)
 	b.Runs++
 }
 
