@@ -217,6 +217,19 @@ func (d *Doc) Body(r *Record) string {
 	return string(d.Src[r.Start+i+1 : r.End])
 }
 
+// ProseText returns the record's text without its field tables' lines: its objective,
+// criteria and notes, as a prompt shows them beside the fields.
+func (d *Doc) ProseText(r *Record) string {
+	var out []string
+	for _, line := range strings.Split(d.Body(r), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "|") {
+			continue
+		}
+		out = append(out, strings.TrimRight(line, "\r"))
+	}
+	return strings.Join(out, "\n")
+}
+
 // TitleText returns the record heading's text after the ID and its separator.
 func (d *Doc) TitleText(r *Record) string { return string(r.Title.Bytes(d.Src)) }
 

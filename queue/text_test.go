@@ -41,3 +41,16 @@ func TestNotText(t *testing.T) {
 		})
 	}
 }
+
+// TestProseText: a record's prose without its field table, line endings as LF.
+func TestProseText(t *testing.T) {
+	src := "# Q\r\n\r\n### TASK-001: title\r\n\r\n| Field | Value |\r\n|---|---|\r\n| Status | pending |\r\n\r\n**Objective:** add | and subtract\r\n  | an indented row\r\n- AC-X.1 adds\r\n"
+	d, err := Parse("q.md", []byte(src), Tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := d.Record("TASK-001")
+	if got, want := d.ProseText(rec), "\n\n**Objective:** add | and subtract\n- AC-X.1 adds\n"; got != want {
+		t.Errorf("ProseText = %q, want %q", got, want)
+	}
+}

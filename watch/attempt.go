@@ -16,6 +16,7 @@ import (
 	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/seal"
+	"github.com/orchestrator/orchestrator/tdd"
 	"github.com/orchestrator/orchestrator/testrun"
 	"github.com/orchestrator/orchestrator/worktree"
 )
@@ -85,7 +86,7 @@ type attempt struct {
 
 	// cycle is the task's place in a TDD cycle (nil for other tasks); final is the
 	// agent's final message, once read.
-	cycle *cycle
+	cycle *tdd.Place
 	final string
 
 	graceTimer *time.Timer // set when its marker is seen
@@ -106,7 +107,7 @@ func (a *attempt) readTask(cfg *config.Config, tasks *queue.Doc) {
 	a.testCmd = testCommand(cfg, tasks, rec)
 	a.depTests = depTests(tasks, a.task)
 	a.title = tasks.TitleText(rec)
-	a.body = strings.TrimSpace(proseBody(tasks, rec))
+	a.body = strings.TrimSpace(tasks.ProseText(rec))
 	a.complexity = tasks.Get(rec, "Complexity")
 	a.setCycle(tasks)
 }

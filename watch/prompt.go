@@ -43,7 +43,7 @@ func renderPrompt(l queue.Layout, at place, tasks *queue.Doc, t queue.Task, test
 		Role:           prompts.RoleFor(t.Kind.String()),
 		TaskID:         t.ID,
 		Title:          tasks.TitleText(rec),
-		Body:           strings.TrimSpace(proseBody(tasks, rec)),
+		Body:           strings.TrimSpace(tasks.ProseText(rec)),
 		Root:           at.root,
 		TestCommand:    testCmd,
 		Attempt:        attempt,
@@ -67,20 +67,6 @@ func PromptFor(l queue.Layout, cfg *config.Config, id string) (string, error) {
 		return "", err
 	}
 	return info.Prompt, nil
-}
-
-// proseBody returns the record's text after its field tables: objective, criteria, notes.
-func proseBody(d *queue.Doc, rec *queue.Record) string {
-	body := d.Body(rec)
-	var out []string
-	for _, line := range strings.Split(body, "\n") {
-		trimmed := strings.TrimSpace(line)
-		if strings.HasPrefix(trimmed, "|") {
-			continue // the field table is given as fields
-		}
-		out = append(out, strings.TrimRight(line, "\r"))
-	}
-	return strings.Join(out, "\n")
 }
 
 // allowlist returns the files a task's prompt may include: its own Test File, and for a
