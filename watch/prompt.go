@@ -50,7 +50,7 @@ func renderPrompt(l queue.Layout, at place, tasks *queue.Doc, t queue.Task, test
 		LastGateOutput: lastGateOutput(at.runs, t.ID, attempt),
 	}
 	if at.feedback {
-		in.Feedback = judgeReasons(at.runs, t.ID, attempt)
+		in.Feedback = reviewFeedback(at.runs, t.ID, attempt)
 	}
 	for _, f := range tasks.Fields(rec) {
 		in.Fields = append(in.Fields, prompts.Field{Name: tasks.Name(f), Value: tasks.Value(f)})

@@ -15,6 +15,7 @@ import (
 	"github.com/orchestrator/orchestrator/markers"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/retry"
+	"github.com/orchestrator/orchestrator/review"
 	"github.com/orchestrator/orchestrator/seal"
 	"github.com/orchestrator/orchestrator/testrun"
 )
@@ -123,7 +124,7 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 	l := r.o.Layout
 	status, more, halt := r.statusAfter(a, res)
 	more = append(more, r.costOps(a)...) // Cost and Tokens, in the same write as the status
-	if res.Type == typeRewriteTests {
+	if res.Type == review.TypeRewriteTests {
 		// The judge says the tests are wrong: a person rewrites them, not the implementer.
 		id, err := retry.Ask(ctx, l, a.id, a.task.Category, res.Reason, time.Now())
 		if err != nil {
@@ -351,7 +352,7 @@ func (r *runner) statusAfter(a *attempt, res result) (string, []queue.Op, string
 			Value: oneLine("unclear requirement, needs a person: " + res.Message)}}, ""
 	case "blocked":
 		why := "dependency: " + res.Message
-		if res.Type == typeLandingConflict || res.Type == typeRewriteTests {
+		if res.Type == typeLandingConflict || res.Type == review.TypeRewriteTests {
 			why = res.Reason
 		}
 		return queue.StatusBlocked, []queue.Op{queue.SetField{ID: a.id, Field: "Blocked-Reason", Value: oneLine(why)}}, ""

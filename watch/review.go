@@ -22,33 +22,6 @@ import (
 	"github.com/orchestrator/orchestrator/worktree"
 )
 
-// typeRewriteTests is the outcome type of a change whose judge says the tests themselves
-// are wrong: the task is blocked with an issue for a person (SPEC §11.2).
-const typeRewriteTests = "rewrite_tests"
-
-// maxEvidence bounds each part of the evidence a reviewer or a judge is given.
-const maxEvidence = 48 << 10
-
-// A reviewRecord is review.json of an attempt: the pre-checks, recorded whatever the
-// reviewer says, and what the reviewer and the judge answered.
-type reviewRecord struct {
-	Prechecks *review.Prechecks `json:"prechecks"`
-	Tampered  string            `json:"test_tampered,omitempty"`
-	Reviewer  *roleRun          `json:"reviewer,omitempty"`
-	Judge     *roleRun          `json:"judge,omitempty"`
-	Decision  string            `json:"decision"` // pass, fail, rewrite_tests, error
-	Reason    string            `json:"reason"`
-}
-
-// A roleRun is one reviewer's or judge's run: its agent, how it ended, and what it said.
-type roleRun struct {
-	Agent   string          `json:"agent"`
-	Reemit  bool            `json:"reemit,omitempty"` // it was asked once to re-emit its block
-	Error   string          `json:"error,omitempty"`
-	Notes   review.Notes    `json:"notes,omitempty"`
-	Verdict *review.Verdict `json:"verdict,omitempty"`
-}
-
 // reviewing reports whether a's change goes to the reviewer and the judge before it lands:
 // a BUILD task's, when config review names either.
 func (r *runner) reviewing(a *attempt) bool {
@@ -65,22 +38,30 @@ func (r *runner) reviewing(a *attempt) bool {
 // reasons are in review.json, never in gate.log, so that under retry_feedback: raw they
 // reach nobody.
 func (r *runner) reviewChange(ctx context.Context, a *attempt, res *result, tampered string) string {
-	rec := &reviewRecord{Tampered: tampered}
+	rec := &review.Record{Tampered: tampered}
 	defer func() {
 		b, _ := json.MarshalIndent(rec, "", "  ")
 		a.write("review.json", append(b, '\n'))
 	}()
-	decide := func(outcome, typ, reason string) string {
-		res.Outcome, res.Type, res.Reason = outcome, typ, reason
-		rec.Reason = reason
-		return fmt.Sprintf("review: %s: %s\n", rec.Decision, reason)
+	decide := func(d review.Decision) string {
+		rec.Decision, rec.Reason = d.Decision, d.Reason
+		res.Outcome, res.Type, res.Reason = d.Outcome, d.Type, d.Reason
+		if d.Primary != "" {
+			res.Primary = d.Primary
+		}
+		return fmt.Sprintf("review: %s: %s\n", d.Decision, d.Reason)
 	}
-	r.report.event(a.id, "review", fmt.Sprintf("attempt %d: its tests pass; to the %s", a.n, reviewers(r.o.Config.Review.Reviewer, r.o.Config.Review.Judge)))
+	failed := func(f *roleFailure) string {
+		if f.setup {
+			return decide(review.Decision{Decision: review.DecisionError, Outcome: outcomeSetup, Reason: f.reason})
+		}
+		return decide(review.Decision{Decision: review.DecisionError, Outcome: "failed", Type: f.typ, Reason: f.reason, Primary: f.primary})
+	}
+	r.report.event(a.id, "review", fmt.Sprintf("attempt %d: its tests pass; to the %s", a.n, review.Reviewers(r.o.Config.Review.Reviewer, r.o.Config.Review.Judge)))
 	ev, err := r.evidence(ctx, a, rec)
 	if err != nil {
-		rec.Decision = "error"
-		res.Primary = "review_error: the evidence could not be read"
-		return decide("failed", "review_error", "the review could not run: "+err.Error())
+		return decide(review.Decision{Decision: review.DecisionError, Outcome: "failed", Type: "review_error",
+			Reason: "the review could not run: " + err.Error(), Primary: "review_error: the evidence could not be read"})
 	}
 	var notes review.Notes
 	if name := r.o.Config.Review.Reviewer; name != "" {
@@ -92,101 +73,45 @@ func (r *runner) reviewChange(ctx context.Context, a *attempt, res *result, tamp
 		rec.Reviewer = run
 		run.Notes = notes
 		if failure != nil {
-			rec.Decision = "error"
-			if failure.setup {
-				return decide(outcomeSetup, "", failure.reason)
-			}
-			res.Primary = failure.primary
-			return decide("failed", failure.typ, failure.reason)
+			return failed(failure)
 		}
-		ev = append(ev, prompts.Evidence{Title: "The reviewer's notes", Content: notesText(notes)})
+		ev = append(ev, prompts.Evidence{Title: "The reviewer's notes", Content: notes.Text()})
 	}
-	name := r.o.Config.Review.Judge
-	if name == "" {
-		// A reviewer alone: its answers decide. Every answer must be yes.
-		if no := notes.No(); len(no) > 0 {
-			rec.Decision = "fail"
-			var why []string
-			for _, q := range no {
-				why = append(why, q+": "+notes[q].Evidence)
-			}
-			res.Primary = "review_rejected: the reviewer answered no to " + strings.Join(no, ", ")
-			return decide("failed", string(retry.ReviewRejected), "the reviewer answered no: "+strings.Join(why, "; "))
+	var d review.Decision
+	judge := r.o.Config.Review.Judge
+	if judge == "" {
+		// A reviewer alone: its answers decide.
+		d = review.OnNotes(r.o.Config.Review.Reviewer, notes, tampered)
+	} else {
+		var verdict *review.Verdict
+		run, _, failure := r.runRole(ctx, a, agents.RoleJudge, judge, ev, func(text string) error {
+			v, _, err := review.ParseVerdict(text)
+			verdict = v
+			return err
+		})
+		rec.Judge = run
+		run.Verdict = verdict
+		if failure != nil {
+			return failed(failure)
 		}
-		if tampered != "" {
-			rec.Decision = "fail"
-			res.Primary = "test_tampered: no judge to rule on the test change"
-			return decide("failed", gate.TypeTampered, tampered+" (only a judge can rule a test change justified)")
-		}
-		rec.Decision = "pass"
-		rec.Reason = "the reviewer answered yes to all four questions"
-		a.ruling = "reviewer " + r.o.Config.Review.Reviewer + ": yes to all four questions"
-		res.Reason += "; " + a.ruling
-		return "review: pass: " + rec.Reason + "\n"
+		d = review.OnVerdict(judge, verdict, tampered)
 	}
-	var verdict *review.Verdict
-	run, _, failure := r.runRole(ctx, a, agents.RoleJudge, name, ev, func(text string) error {
-		v, _, err := review.ParseVerdict(text)
-		verdict = v
-		return err
-	})
-	rec.Judge = run
-	run.Verdict = verdict
-	if failure != nil {
-		rec.Decision = "error"
-		if failure.setup {
-			return decide(outcomeSetup, "", failure.reason)
-		}
-		res.Primary = failure.primary
-		return decide("failed", failure.typ, failure.reason)
+	if d.Decision != review.DecisionPass {
+		return decide(d)
 	}
-	reasons := strings.Join(verdict.Reasons, "; ")
-	switch {
-	case !verdict.Pass() && verdict.RewriteTests:
-		rec.Decision = typeRewriteTests
-		return decide("blocked", typeRewriteTests, fmt.Sprintf("the judge (%s) recommends rewriting the tests: %s", name, reasons))
-	case !verdict.Pass():
-		rec.Decision = "fail"
-		res.Primary = "review_rejected: " + retry.Normalize(verdict.Reasons[0])
-		return decide("failed", string(retry.ReviewRejected), fmt.Sprintf("the judge (%s) failed the change", name))
-	case tampered != "" && !verdict.TestChangeJustified:
-		rec.Decision = "fail"
-		res.Primary = "test_tampered: the judge did not rule the test change justified"
-		return decide("failed", gate.TypeTampered, tampered+"; the judge did not rule the change justified")
-	}
-	rec.Decision = "pass"
-	rec.Reason = "the judge passed the change: " + reasons
-	a.ruling = fmt.Sprintf("judge %s: pass: %s", name, reasons)
-	if tampered != "" {
-		a.ruling = fmt.Sprintf("judge %s: test change justified: %s", name, reasons)
-	}
+	// A pass keeps the gate's outcome and its reason, with the ruling added.
+	rec.Decision, rec.Reason = d.Decision, d.Reason
+	a.ruling = d.Ruling
 	res.Reason += "; " + a.ruling
-	return fmt.Sprintf("review: pass: judge %s\n", name)
-}
-
-// reviewers names who reviews: "reviewer claude and judge codex".
-func reviewers(reviewer, judge string) string {
-	switch {
-	case reviewer == "":
-		return "judge " + judge
-	case judge == "":
-		return "reviewer " + reviewer
+	if judge != "" {
+		return fmt.Sprintf("review: pass: judge %s\n", judge)
 	}
-	return "reviewer " + reviewer + " and judge " + judge
-}
-
-// notesText shows the reviewer's answers, one question per line.
-func notesText(n review.Notes) string {
-	var b strings.Builder
-	for _, q := range review.Questions {
-		fmt.Fprintf(&b, "%s: %s: %s\n", q, n[q].Answer, n[q].Evidence)
-	}
-	return b.String()
+	return "review: pass: " + rec.Reason + "\n"
 }
 
 // evidence gathers what the reviewer and the judge examine: the change, the tests it is
 // judged by, their results, and the pre-checks (recorded in rec).
-func (r *runner) evidence(ctx context.Context, a *attempt, rec *reviewRecord) ([]prompts.Evidence, error) {
+func (r *runner) evidence(ctx context.Context, a *attempt, rec *review.Record) ([]prompts.Evidence, error) {
 	base := a.base
 	if a.onto != "" {
 		base = a.onto // the candidate was rebased onto the head before its gate
@@ -244,9 +169,9 @@ func (r *runner) evidence(ctx context.Context, a *attempt, rec *reviewRecord) ([
 		}
 	}
 	ev := []prompts.Evidence{
-		{Title: "The change (git diff)", Content: capText(patch)},
-		{Title: "The tests", Content: capText(testText.String())},
-		{Title: "The test results", Content: capText(results)},
+		{Title: "The change (git diff)", Content: review.Cap(patch)},
+		{Title: "The tests", Content: review.Cap(testText.String())},
+		{Title: "The test results", Content: review.Cap(results)},
 		{Title: "The pre-checks", Content: rec.Prechecks.Text()},
 	}
 	if rec.Tampered != "" {
@@ -268,13 +193,6 @@ func (r *runner) mutationSummary(id string) string {
 	return m.Summary()
 }
 
-func capText(s string) string {
-	if len(s) > maxEvidence {
-		return s[:maxEvidence] + fmt.Sprintf("\n[... %d bytes cut]\n", len(s)-maxEvidence)
-	}
-	return s
-}
-
 // A roleFailure is why a reviewer's or a judge's run gave no answer. setup marks one that
 // is no failure of the change under review (SPEC §7.6): an answer that could not be read
 // even after its re-emit.
@@ -289,9 +207,9 @@ type roleFailure struct {
 // or judge program cannot give an answer the orchestrator reads), not of the change it
 // was to judge: the run stops (roleFailure.setup). A change to the checkout is a
 // scope_violation.
-func (r *runner) runRole(ctx context.Context, a *attempt, role, name string, ev []prompts.Evidence, parse func(string) error) (*roleRun, string, *roleFailure) {
-	run := &roleRun{Agent: name}
-	fail := func(typ, reason, primary string) (*roleRun, string, *roleFailure) {
+func (r *runner) runRole(ctx context.Context, a *attempt, role, name string, ev []prompts.Evidence, parse func(string) error) (*review.RoleRun, string, *roleFailure) {
+	run := &review.RoleRun{Agent: name}
+	fail := func(typ, reason, primary string) (*review.RoleRun, string, *roleFailure) {
 		run.Error = reason
 		return run, "", &roleFailure{typ: typ, reason: reason, primary: primary}
 	}
@@ -354,7 +272,7 @@ func (r *runner) runOnce(ctx context.Context, a *attempt, role, name, prompt str
 	if err != nil {
 		return "", nil, err
 	}
-	before, err := treeState(ctx, dir)
+	before, err := worktree.StateOf(ctx, dir)
 	if err != nil {
 		return "", nil, err
 	}
@@ -406,11 +324,11 @@ func (r *runner) runOnce(ctx context.Context, a *attempt, role, name, prompt str
 	agents.StopAdopted(p.PID(), p.StartTime(), "ORCHESTRATOR_ATTEMPT_DIR", runDir, r.o.Config.StopGrace.Duration)
 	out := p.Stdout()
 	r.addUsage(a, role, name, argModel(argv), []byte(out))
-	after, serr := treeState(ctx, dir)
+	after, serr := worktree.StateOf(ctx, dir)
 	if serr != nil {
 		return "", nil, serr
 	}
-	if changed := diffStates(before, after); changed != "" {
+	if changed := before.Changed(after); changed != "" {
 		return "", nil, &scopeChange{paths: changed}
 	}
 	if err != nil {
@@ -420,73 +338,13 @@ func (r *runner) runOnce(ctx context.Context, a *attempt, role, name, prompt str
 	return final, agents.ResumeCommand(adapter.Name(), argv, []byte(out)), err
 }
 
-// treeState is what git sees of a checkout: every path that differs from its commit,
-// ignored files included, with its size and time, so that a change to any file shows.
-func treeState(ctx context.Context, dir string) (map[string]string, error) {
-	cmd, err := worktree.GitCommand(ctx, dir, "status", "--porcelain=v1", "-z", "--ignored=matching", "--untracked-files=all")
-	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("git status in %s: %w", dir, err)
-	}
-	state := map[string]string{}
-	for _, e := range strings.Split(string(out), "\x00") {
-		if len(e) < 4 {
-			continue
-		}
-		path := e[3:]
-		mark := e[:2]
-		if fi, err := os.Lstat(filepath.Join(dir, path)); err == nil {
-			mark += fmt.Sprintf(" %d %d", fi.Size(), fi.ModTime().UnixNano())
-		}
-		state[path] = mark
-	}
-	return state, nil
-}
-
-// diffStates lists the paths whose state differs, "" when none does.
-func diffStates(before, after map[string]string) string {
-	var changed []string
-	for p, s := range after {
-		if before[p] != s {
-			changed = append(changed, p)
-		}
-	}
-	for p := range before {
-		if _, ok := after[p]; !ok {
-			changed = append(changed, p)
-		}
-	}
-	if len(changed) == 0 {
-		return ""
-	}
-	if len(changed) > 10 {
-		changed = append(changed[:10], "and "+strconv.Itoa(len(changed)-10)+" more")
-	}
-	return strings.Join(changed, ", ")
-}
-
-// judgeReasons returns the judge's reasons for failing the attempt before attempt, ""
-// when the judge did not fail it: what the next implementer is told under retry_feedback:
-// review.
-func judgeReasons(runs, id string, attempt int) string {
+// reviewFeedback returns why the review failed the attempt before attempt, "" when it did
+// not: what the next implementer is told under retry_feedback: review.
+func reviewFeedback(runs, id string, attempt int) string {
 	if attempt < 2 {
 		return ""
 	}
-	b, err := os.ReadFile(filepath.Join(runs, id, strconv.Itoa(attempt-1), "review.json"))
-	if err != nil {
-		return ""
-	}
-	var rec reviewRecord
-	if json.Unmarshal(b, &rec) != nil || rec.Decision != "fail" {
-		return ""
-	}
-	if rec.Judge != nil && rec.Judge.Verdict != nil {
-		return strings.Join(rec.Judge.Verdict.Reasons, "\n")
-	}
-	return rec.Reason
+	return review.FailReasons(filepath.Join(runs, id, strconv.Itoa(attempt-1), "review.json"))
 }
 
 // review puts a BUILD task's change to the reviewer and the judge: one whose GREEN gate
