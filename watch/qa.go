@@ -3,11 +3,9 @@ package watch
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/orchestrator/orchestrator/gate"
-	"github.com/orchestrator/orchestrator/retry"
 	"github.com/orchestrator/orchestrator/spotcheck"
 )
 
@@ -33,40 +31,5 @@ func (r *runner) judgeQA(ctx context.Context, a *attempt, commit string, verify 
 	if err != nil {
 		return nil, err
 	}
-	v := &gate.Verdict{}
-	fmt.Fprintf(&v.Log, "spot check of %s at %.12s: %s\n%s", a.id, commit, rep.Decision, rep.Markdown())
-	summary := fmt.Sprintf("spot check %s (%s)", rep.Decision, rep.Path)
-	if len(rep.Mutations) > 0 {
-		var ms []string
-		for _, m := range rep.Mutations {
-			ms = append(ms, fmt.Sprintf("%s %d/%d mutants killed", m.Task, m.Killed, m.Mutants))
-		}
-		summary += "; " + strings.Join(ms, ", ")
-	}
-	if rep.Decision == spotcheck.Pass || rep.Decision == spotcheck.Warn {
-		v.Pass, v.Reason = true, summary
-		return v, nil
-	}
-	v.Output = strings.Join(failuresOf(rep), "\n") + "\n\n" + rep.Output
-	v.Pass, v.Type, v.Reason = false, string(retry.QAFailure), summary+": "+strings.Join(failuresOf(rep), "; ")
-	return v, nil
-}
-
-// failuresOf lists what failed a spot check: its failed picks and the tasks whose tests
-// killed no mutant.
-func failuresOf(rep *spotcheck.Report) []string {
-	var out []string
-	for _, c := range rep.Selection {
-		for _, p := range c.Picks {
-			if !p.Passed {
-				out = append(out, fmt.Sprintf("%s %s: %s", c.Name, p.ID, p.Why))
-			}
-		}
-	}
-	for _, m := range rep.Mutations {
-		if m.Decision == spotcheck.Fail {
-			out = append(out, fmt.Sprintf("the tests of %s killed none of its %d mutants", m.Task, m.Mutants))
-		}
-	}
-	return out
+	return rep.Verdict(), nil
 }
