@@ -1,7 +1,8 @@
 // Package review holds what the reviewer and the judge (SPEC §11.2) are given besides the
 // change itself: deterministic pre-checks of a change, computed from its patch and the
-// tests it is judged by, and recorded whatever the reviewer says; and the parsing of the
-// reviewer's notes and the judge's verdict.
+// tests it is judged by, and recorded whatever the reviewer says; the parsing of the
+// reviewer's notes and the judge's verdict; and what a review decides from them, with its
+// record (review.json).
 //
 // The pre-checks catch what a passing suite can hide: tests the change skipped or deleted,
 // assertions it removed, the tests' expected values written into the implementation

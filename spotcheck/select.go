@@ -1,6 +1,6 @@
 // Package spotcheck is the QA spot check (SPEC §11.1): a deterministic sample of the test
 // plan, run by name and decided by the decision matrix, and mutation of landed code to show
-// that its tests can fail.
+// that its tests can fail; its report is the verdict of a QA task.
 package spotcheck
 
 import (
