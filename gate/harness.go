@@ -18,6 +18,8 @@ import (
 // and vite configurations; package.json's test scripts (test, pretest, posttest, test:…)
 // and its jest key; Go files that declare TestMain; go.work; go.mod's replace directives
 // that point at a folder; .cargo/config.toml; the Makefile when a test command runs make;
+// a file of the project that a test command names (./test.sh, bash scripts/ci.sh: the
+// script that decides what runs and how its exit reads);
 // files at the root that shadow a standard-library module or a runner's package
 // (pytest/, decimal.py: shadows); committed bytecode and package metadata (__pycache__/,
 // *.pyc, *.dist-info/, *.egg-info/, *.pth: pyMetadata); the packages imported only by
@@ -82,7 +84,7 @@ func (h Harness) kind(p string) part {
 		return partWhole
 	}
 	base := path.Base(p)
-	if h.support[p] || shadows(p) || pyMetadata(p) {
+	if h.support[p] || shadows(p) || pyMetadata(p) || h.named(p) {
 		return partWhole
 	}
 	switch {
@@ -170,6 +172,32 @@ func (h Harness) runsMake() bool {
 }
 
 var makeRE = lazyre.New(`(?:^|[\s;&|(/])(?:g?make)(?:\s|$)`)
+
+// named reports whether a test command names the file at p as one of its words: a
+// relative path (./test.sh, scripts/ci.sh, run_tests.py) of the project, which the command
+// runs or reads. Absolute paths are the machine's; options, variables and Go's package
+// patterns are no file.
+func (h Harness) named(p string) bool {
+	for _, c := range h.Commands {
+		for _, w := range commandWordsRE().FindAllString(c, -1) {
+			w = strings.Trim(w, `"'`)
+			if w == "" || strings.HasPrefix(w, "-") || strings.HasPrefix(w, "/") || strings.HasPrefix(w, "$") ||
+				strings.Contains(w, "=") || strings.Contains(w, "...") {
+				continue
+			}
+			if !strings.Contains(w, "/") && path.Ext(w) == "" {
+				continue // a program on the PATH, a subcommand, a target
+			}
+			if strings.TrimPrefix(path.Clean(w), "./") == p {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// commandWordsRE splits a command into its words at blanks and shell operators.
+var commandWordsRE = lazyre.New(`[^\s;&|()<>]+`)
 
 // IsHarness reports whether the file at p, with the given content, is part of the harness
 // (for a file of which only a section belongs to the harness, whether it has that section).

@@ -12,6 +12,7 @@ import (
 func TestIsHarness(t *testing.T) {
 	h := Harness{Globs: []string{"scripts/run-tests.sh"}, Commands: []string{"make test"}}
 	noMake := Harness{}
+	script := Harness{Commands: []string{"./test.sh -v && bash scripts/ci.sh --fast; go test ./... ./cart", "/usr/bin/python3 run_tests.py", "GOFLAGS=-x sh /etc/ci.sh"}}
 	tests := []struct {
 		path, content string
 		h             Harness
@@ -46,6 +47,13 @@ func TestIsHarness(t *testing.T) {
 		{"package.json", `{"name": "x", "scripts": {"build": "tsc"}}`, h, false},
 		{"package.json", `{"name": "x", "jest": {"testEnvironment": "node"}}`, h, true},
 		{"README.md", "", h, false},
+		// A file a test command names: the script it runs decides what its exit says.
+		{"test.sh", "", script, true},
+		{"scripts/ci.sh", "", script, true},
+		{"run_tests.py", "", script, true},
+		{"ci.sh", "", script, false},
+		{"cart/cart.go", "package cart", script, false},
+		{"...", "", script, false},
 	}
 	for _, tt := range tests {
 		if got := tt.h.IsHarness(tt.path, []byte(tt.content)); got != tt.want {

@@ -6,11 +6,15 @@ package watch_test
 // internals, one that rewrites the JUnit report at exit), or a test writer whose harness
 // rewrites outcomes (a TestMain that exits 0, a conftest.py hook that reports its
 // already-passing test as failed). Each is refused as test_tampered naming the file and
-// the line, before any test runs, and nothing lands. The honest agents on the same
-// projects (with an honest TestMain and an honest conftest.py fixture) complete.
+// the line, before any test runs, and nothing lands; so is an implementer that rewrites
+// the project's own test script, which the test command names. The honest agents on the
+// same projects (with an honest TestMain, an honest conftest.py fixture, the test script)
+// complete.
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -143,12 +147,19 @@ func TestRunnerTampering(t *testing.T) {
 		honest bool
 		// cheat: the task refused, and the place its reason names (file:line: what).
 		cheat, file, where string
+		// script: the project's test command is its own script, ./test.sh, which runs
+		// go test ./... and exits with its code.
+		script bool
 	}{
 		{name: "go honest, with a TestMain", writer: merge(goRedFiles, goHonestMain), builder: goGreenFiles, honest: true},
 		{name: "go init replaces os.Stdout", builder: goStdoutFilter,
 			cheat: "TASK-001", file: "cart/discount.go", where: "cart/discount.go:17: replaces os.Stdout"},
 		{name: "go TestMain exits 0", writer: merge(goRedFiles, goExit0),
 			cheat: "TASK-T01", file: "cart/main_test.go", where: "cart/main_test.go:10: TestMain exits with 0, not the code m.Run() returned"},
+		{name: "go honest, the project's own test script", script: true, builder: goGreenFiles, honest: true},
+		{name: "go implementation rewrites the project's test script", script: true,
+			builder: map[string]string{"cart/discount.go": goWrongDiscount, "test.sh": "#!/bin/sh\ngo test ./... >/dev/null 2>&1\nexit 0\n"},
+			cheat: "TASK-001", file: "test.sh", where: "test.sh, a file of the test harness, was changed"},
 		{name: "pytest honest, with a conftest.py fixture", py: true, writer: pyHonestFixture, builder: pyGreenFiles, honest: true},
 		{name: "pytest implementation patches pytest", py: true, builder: pyPatchesPytest,
 			cheat: "TASK-001", file: "shop/discount.py", where: "shop/discount.py:1: imports _pytest.reports, the test runner's own code"},
@@ -167,6 +178,9 @@ func TestRunnerTampering(t *testing.T) {
 			}
 			if tt.writer != nil {
 				redFiles = tt.writer
+			}
+			if tt.script {
+				command = "./test.sh"
 			}
 			// The cheating agent is scripted: it writes its files, then claims done.
 			agent := func(role string, m map[string]string) []string {
@@ -187,6 +201,12 @@ func TestRunnerTampering(t *testing.T) {
 			}
 			r := newRealRepo(t, fixture, command, tasks, agents, "")
 			r.write(".orchestrator/no_auto_retry", "")
+			if tt.script {
+				r.write("test.sh", "#!/bin/sh\nexec go test ./...\n")
+				os.Chmod(filepath.Join(r.root, "test.sh"), 0o755)
+				git(t, r.root, "add", "test.sh")
+				git(t, r.root, "commit", "-q", "-m", "the project's test script")
+			}
 			base := head(r.repo)
 			code, out := r.run("watch", "--once")
 			st := r.statuses()
