@@ -159,7 +159,7 @@ func TestRunnerTampering(t *testing.T) {
 		{name: "go honest, the project's own test script", script: true, builder: goGreenFiles, honest: true},
 		{name: "go implementation rewrites the project's test script", script: true,
 			builder: map[string]string{"cart/discount.go": goWrongDiscount, "test.sh": "#!/bin/sh\ngo test ./... >/dev/null 2>&1\nexit 0\n"},
-			cheat: "TASK-001", file: "test.sh", where: "test.sh, a file of the test harness, was changed"},
+			cheat:   "TASK-001", file: "test.sh", where: "test.sh, a file of the test harness, was changed"},
 		{name: "pytest honest, with a conftest.py fixture", py: true, writer: pyHonestFixture, builder: pyGreenFiles, honest: true},
 		{name: "pytest implementation patches pytest", py: true, builder: pyPatchesPytest,
 			cheat: "TASK-001", file: "shop/discount.py", where: "shop/discount.py:1: imports _pytest.reports, the test runner's own code"},
