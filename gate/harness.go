@@ -56,6 +56,34 @@ type HarnessChange struct {
 	// test scripts, pyproject.toml beyond its pytest sections): not a test writer's to
 	// change.
 	Other bool
+	// Data: the file is test data that was there before (isTestData): a golden file, a
+	// case of a data-driven test.
+	Data bool
+}
+
+// dataChanges returns the changes to test data that existed before (isTestData): what an
+// existing test expects, which only a TEST task may change (SPEC §7.3). New data files
+// are not among them: no test that ran before reads them.
+func dataChanges(paths []string, read Contents) ([]HarnessChange, error) {
+	var out []HarnessChange
+	for _, p := range paths {
+		if !isTestData(p) {
+			continue
+		}
+		before, after, err := read(p)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", p, err)
+		}
+		if before == nil || bytes.Equal(before, after) && after != nil {
+			continue
+		}
+		c := HarnessChange{Path: p, What: "changed", Data: true}
+		if after == nil {
+			c.What = "deleted"
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 func (c HarnessChange) String() string {
@@ -458,6 +486,15 @@ func (v *Verdict) checkHarness(in Input, typ string) (*Verdict, error) {
 	if err != nil {
 		return nil, err
 	}
+	data, err := dataChanges(in.Changed, in.Contents)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range data {
+		if !slices.ContainsFunc(changes, func(c HarnessChange) bool { return c.Path == d.Path }) {
+			changes = append(changes, d)
+		}
+	}
 	if len(changes) == 0 {
 		fmt.Fprintf(&v.Log, "harness: unchanged\n")
 		return nil, nil
@@ -465,14 +502,17 @@ func (v *Verdict) checkHarness(in Input, typ string) (*Verdict, error) {
 	c := changes[0]
 	v.File = c.Path
 	what := "a file of the test harness"
-	if c.Test {
+	switch {
+	case c.Test:
 		what = "a test file"
+	case c.Data:
+		what = "a file tests read (test data)"
 	}
 	var all []string
 	for _, c := range changes {
 		all = append(all, c.String())
 	}
-	return v.fail(typ, "%s: %s, %s, was %s; only a TEST task may change tests and the harness (changed: %s)",
+	return v.fail(typ, "%s: %s, %s, was %s; only a TEST task may change tests, their data and the harness (changed: %s)",
 		typ, c.Path, what, c.What, strings.Join(all, ", ")), nil
 }
 

@@ -174,6 +174,13 @@ func TestTestDataOnlyEndToEnd(t *testing.T) {
 			green: map[string]string{"money/money.go": goMoneyRoundUp}, task: "TASK-T01", typ: "false_red", reasonNames: "the tests already pass"},
 		{name: "the implementer rewrites the test data", red: map[string]string{data: "3 10 1\n"},
 			green: map[string]string{data: "3 10 0\n"}, task: "TASK-001", typ: "test_tampered", reasonNames: data},
+		// A case that was there before the task (a baseline test's data), rewritten by the
+		// implementer to what its code gives; its twin adds a case of its own and lands.
+		{name: "the implementer rewrites an earlier test's data", red: map[string]string{data: "3 10 1\n"},
+			green: map[string]string{"money/money.go": goMoneyRoundUp, "money/testdata/percent/fifteen.txt": "1000 15 151\n"},
+			task: "TASK-001", typ: "test_tampered", reasonNames: "money/testdata/percent/fifteen.txt, a file tests read (test data), was changed"},
+		{name: "honest, the implementer adds a case", red: map[string]string{data: "3 10 1\n"},
+			green: map[string]string{"money/money.go": goMoneyRoundUp, "money/testdata/percent/twenty.txt": "2000 10 200\n"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
