@@ -178,7 +178,7 @@ func TestTestDataOnlyEndToEnd(t *testing.T) {
 		// implementer to what its code gives; its twin adds a case of its own and lands.
 		{name: "the implementer rewrites an earlier test's data", red: map[string]string{data: "3 10 1\n"},
 			green: map[string]string{"money/money.go": goMoneyRoundUp, "money/testdata/percent/fifteen.txt": "1000 15 151\n"},
-			task: "TASK-001", typ: "test_tampered", reasonNames: "money/testdata/percent/fifteen.txt, a file tests read (test data), was changed"},
+			task:  "TASK-001", typ: "test_tampered", reasonNames: "money/testdata/percent/fifteen.txt, a file tests read (test data), was changed"},
 		{name: "honest, the implementer adds a case", red: map[string]string{data: "3 10 1\n"},
 			green: map[string]string{"money/money.go": goMoneyRoundUp, "money/testdata/percent/twenty.txt": "2000 10 200\n"}},
 	} {
