@@ -203,12 +203,12 @@ func (in Input) failureDecidesNothing(p testedPkg, rec *pkgRecord, module string
 	return true
 }
 
-// keys computes the input key of every package g tests (SPEC §7.3): the files of its
-// folder, Go or not, with the folders below it that hold no package (testdata/ among
-// them); the same of every package of the checkout its test binary imports, directly or
-// not; the module and version of every other package it imports; the module's files that
-// belong to no package (go.mod and go.sum among them); the Go toolchain; the command; and
-// the environment the gate gives the run.
+// keys computes the input key of every package g tests (SPEC §7.3): the Go files of its
+// folder, with the folders below it that hold no package; the same of every package of
+// the checkout its test binary imports, directly or not; the module and version of every
+// other package it imports; every other file of the checkout (test data and golden files
+// wherever they are, go.mod and go.sum among them: hashTrees); the Go toolchain; the
+// command; and the environment the gate gives the run.
 func (in Input) keys(g *testrun.GoTest, listed []listedPkg) (*impactPlan, string) {
 	checkout := cmp.Or(in.Checkout, in.Root)
 	byPath := map[string]*listedPkg{}
@@ -240,7 +240,7 @@ func (in Input) keys(g *testrun.GoTest, listed []listedPkg) (*impactPlan, string
 			owners[p.Dir] = true
 		}
 	}
-	trees, common, err := hashTrees(modDir, owners, queue.Layout{Root: in.Root}.Dir())
+	trees, common, err := hashTrees(checkout, modDir, owners, queue.Layout{Root: in.Root}.Dir())
 	if err != nil {
 		return nil, fmt.Sprintf("hash the module's files: %v", err)
 	}
@@ -313,14 +313,20 @@ func (in Input) keys(g *testrun.GoTest, listed []listedPkg) (*impactPlan, string
 	return plan, ""
 }
 
-// hashTrees hashes the files under modDir: each file goes to the nearest folder of owners
-// that holds it, else to the common hash; folders of another module (their own go.mod),
-// .git (a folder, or a worktree's file, which names a folder of its own in each
-// checkout) and state, the project's orchestrator folder, are left out. go.mod, go.sum
-// and go.work are always common. A symbolic link is hashed as the path it names.
-func hashTrees(modDir string, owners map[string]bool, state string) (map[string]string, string, error) {
+// hashTrees hashes the files of the checkout at root: a Go file of the module at modDir
+// goes to the nearest folder of owners that holds it (it is an input of that package's
+// build); every other file (test data, golden files, embedded files, go.mod and go.sum,
+// the files of a nested module or outside the module) to the common hash, which is an
+// input of every package: a test may read any file of the checkout (../testdata/x,
+// another package's golden file), and which one it reads is known only to its run. .git
+// (a folder, or a worktree's file, which names a folder of its own in each checkout) and
+// state, the project's orchestrator folder, are left out. A symbolic link is hashed as
+// the path it names; one that leads out of the checkout is an error, since what it names
+// is no file of the checkout.
+func hashTrees(root, modDir string, owners map[string]bool, state string) (map[string]string, string, error) {
 	lines := map[string][]string{}
-	err := filepath.WalkDir(modDir, func(p string, d fs.DirEntry, err error) error {
+	var nested []string // the folders of other modules inside modDir
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -328,20 +334,31 @@ func hashTrees(modDir string, owners map[string]bool, state string) (map[string]
 			// The orchestrator's own folder is no input: no candidate may change it (SPEC
 			// §7.1), and its task queue, whose Status cells land with each task's work,
 			// would make every landing a change of every package.
-			if p != modDir && (d.Name() == ".git" || p == state || fileExists(filepath.Join(p, "go.mod"))) {
+			if p != root && (d.Name() == ".git" || p == state) {
 				return filepath.SkipDir
+			}
+			if p != modDir && within(modDir, p) && fileExists(filepath.Join(p, "go.mod")) {
+				nested = append(nested, p)
 			}
 			return nil
 		}
 		if d.Name() == ".git" {
 			return nil
 		}
-		rel, _ := filepath.Rel(modDir, p)
+		rel, _ := filepath.Rel(root, p)
 		var sum string
 		if d.Type()&fs.ModeSymlink != 0 {
 			target, err := os.Readlink(p)
 			if err != nil {
 				return err
+			}
+			if to := target; !filepath.IsAbs(to) {
+				to = filepath.Join(filepath.Dir(p), to)
+				if !within(root, filepath.Clean(to)) {
+					return fmt.Errorf("%s is a symbolic link out of the checkout (%s)", filepath.ToSlash(rel), target)
+				}
+			} else {
+				return fmt.Errorf("%s is a symbolic link out of the checkout (%s)", filepath.ToSlash(rel), target)
 			}
 			sum = "link " + target
 		} else {
@@ -353,7 +370,7 @@ func hashTrees(modDir string, owners map[string]bool, state string) (map[string]
 			sum = hex.EncodeToString(s[:])
 		}
 		owner := ""
-		if !slices.Contains([]string{"go.mod", "go.sum", "go.work", "go.work.sum"}, rel) {
+		if strings.HasSuffix(p, ".go") && within(modDir, p) && !slices.ContainsFunc(nested, func(n string) bool { return within(n, p) }) {
 			for dir := filepath.Dir(p); within(modDir, dir); dir = filepath.Dir(dir) {
 				if owners[dir] {
 					owner = dir

@@ -51,6 +51,53 @@ func manyModule(tb testing.TB, n int) string {
 	return root
 }
 
+// TestImpactSeesDataReadAcrossPackages: a test that reads a data file of another folder
+// (../testdata/vat.txt, which the module's root package holds) runs again when that file
+// changes, and fails: a candidate that deletes the file is refused, not granted the pass
+// sealed when the file was there. A symbolic link out of the checkout leaves no record
+// usable: every package runs.
+func TestImpactSeesDataReadAcrossPackages(t *testing.T) {
+	root := t.TempDir()
+	write := func(rel, text string) {
+		t.Helper()
+		p := filepath.Join(root, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.mod", "module example.com/shop\n\ngo 1.22\n")
+	write("doc.go", "// Package shop sells things.\npackage shop\n")
+	write("shop_test.go", "package shop\n\nimport \"testing\"\n\nfunc TestShop(t *testing.T) {}\n")
+	write("testdata/vat.txt", "20\n")
+	write("tax/tax.go", "package tax\n\n// Standard is the standard rate.\nconst Standard = 20\n")
+	write("tax/rates_test.go", "package tax\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestRatesFile(t *testing.T) {\n\tb, err := os.ReadFile(\"../testdata/vat.txt\")\n\tif err != nil || string(b) != \"20\\n\" {\n\t\tt.Fatalf(\"%q %v\", b, err)\n\t}\n}\n")
+	key, err := seal.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	im := &Impact{Dir: filepath.Join(t.TempDir(), "impact"), Key: key, Commit: "c0ffee000001"}
+	if v := impactGreen(t, root, im, nil); !v.Pass {
+		t.Fatalf("first GREEN: %s\n%s", v.Reason, v.Log.String())
+	}
+	baseline := []string{"example.com/shop.TestShop", "example.com/shop/tax.TestRatesFile"}
+	os.Remove(filepath.Join(root, "testdata", "vat.txt"))
+	write("testdata/vat-2027.txt", "21\n")
+	v := impactGreen(t, root, im, baseline)
+	if v.Pass || strings.Contains(v.Log.String(), "package example.com/shop/tax, ") {
+		t.Fatalf("the data file tax's test reads is gone, and GREEN passed or reused tax's record: %s\n%s", v.Reason, v.Log.String())
+	}
+	if !strings.Contains(v.Reason, "TestRatesFile") {
+		t.Errorf("the refusal does not name the test that fails: %s", v.Reason)
+	}
+	write("testdata/vat.txt", "20\n")
+	os.Symlink("/etc/hostname", filepath.Join(root, "testdata", "host"))
+	v = impactGreen(t, root, im, baseline)
+	if !v.Pass || !slices.Equal(RanCommands(v.Log.String()), []string{"go test ./..."}) || !strings.Contains(v.Log.String(), "symbolic link out of the checkout") {
+		t.Errorf("a link out of the checkout: pass %v, ran %q\n%s", v.Pass, RanCommands(v.Log.String()), v.Log.String())
+	}
+}
+
 // impactGreen runs the GREEN gate of the whole suite on root with the records in im.
 func impactGreen(tb testing.TB, root string, im *Impact, baseline []string) *Verdict {
 	tb.Helper()
@@ -71,8 +118,9 @@ func impactGreen(tb testing.TB, root string, im *Impact, baseline []string) *Ver
 
 // TestImpactRunsWhatTheChangeReaches: on a module of 20 packages, the first GREEN runs
 // them all and seals each package's pass; the same tree again runs nothing; a change to
-// one package runs it and its importers; to its testdata/, that package; to the leaf all
-// import, all of them. The tests that did not run count as passed, by name.
+// one package's Go files runs it and its importers; to its testdata/, every package (a
+// test of any package may read it); to the leaf all import, all of them. The tests that
+// did not run count as passed, by name.
 func TestImpactRunsWhatTheChangeReaches(t *testing.T) {
 	root := manyModule(t, 20)
 	key, err := seal.New()
@@ -111,8 +159,9 @@ func TestImpactRunsWhatTheChangeReaches(t *testing.T) {
 		}, nil, 20},
 		{"one package: it and its importers", func() { edit("p05/p05.go", "+ 5", "+ 2 + 3") },
 			[]string{"go test ./p05 ./p06 ./p07"}, 17},
-		{"testdata of one package", func() { os.WriteFile(filepath.Join(root, "p09/testdata/more.txt"), []byte("x"), 0o644) },
-			[]string{"go test ./p09"}, 19},
+		{"testdata of one package: all (any package's test may read it)", func() { os.WriteFile(filepath.Join(root, "p09/testdata/more.txt"), []byte("x"), 0o644) },
+			[]string{"go test ./..."}, 0},
+		{"the same again: nothing", func() {}, nil, 20},
 		{"the leaf all import: all", func() { edit("base/base.go", "return 1", "return 2 - 1") },
 			[]string{"go test ./..."}, 0},
 		{"a file of no package: all", func() { os.WriteFile(filepath.Join(root, "notes.txt"), []byte("read by any test\n"), 0o644) },
