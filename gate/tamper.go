@@ -273,9 +273,23 @@ var testFlagRE = lazyre.New(`^-{0,2}test\.$|^-{1,2}test\.|^test\.(?:v|run|skip|c
 // binaryNameRE matches what a test binary's name ends with.
 var binaryNameRE = lazyre.New(`^[.-]test(?:\.exe)?$`)
 
+// selfPathRE matches the paths of /proc by which a process reads its own command line or
+// runs its own executable again.
+var selfPathRE = lazyre.New(`^/proc/(?:self|thread-self)/(?:exe|cmdline)$`)
+
+// processStarters are the calls that start a process.
+var processStarters = [][2]string{
+	{"os/exec", "Command"}, {"os/exec", "CommandContext"}, {"os", "StartProcess"},
+	{"syscall", "Exec"}, {"syscall", "ForkExec"}, {"syscall", "StartProcess"},
+	{"golang.org/x/sys/unix", "Exec"},
+}
+
 // goReach returns where a Go file of implementation code reaches into the test runner:
 // it imports "testing", names a -test. flag, tells a test binary by its name, replaces
-// os.Stdout, os.Stderr or os.Args (or duplicates a file onto descriptor 1 or 2).
+// os.Stdout, os.Stderr or os.Args (or duplicates a file onto descriptor 1 or 2, or opens
+// one of them by its number), names /proc/self/exe or /proc/self/cmdline (the test binary
+// run again under a filter of its output), or starts a process from an init function
+// (before any test runs, where honest package code starts none).
 func goReach(name string, src []byte) []Tampering {
 	g := parseGo(name, src)
 	if g == nil {
@@ -308,12 +322,30 @@ func goReach(name string, src []byte) []Tampering {
 					g.add(n.Pos(), false, "names the test binary's flag %q", s)
 				case readsArgs && binaryNameRE().MatchString(s):
 					g.add(n.Pos(), false, "tells a test binary by its name (%q) from os.Args", s)
+				case selfPathRE().MatchString(s):
+					g.add(n.Pos(), false, "names %s, the running test binary's own", s)
 				}
 				return false
 			}
 		}
 		return true
 	})
+	for _, d := range g.file.Decls {
+		fn, ok := d.(*ast.FuncDecl)
+		if !ok || fn.Recv != nil || fn.Name.Name != "init" || fn.Body == nil {
+			continue
+		}
+		ast.Inspect(fn.Body, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok {
+				for _, ps := range processStarters {
+					if g.pkgSel(call.Fun, ps[0], ps[1]) {
+						g.add(call.Pos(), false, "starts a process from an init function (%s.%s)", path.Base(ps[0]), ps[1])
+					}
+				}
+			}
+			return true
+		})
+	}
 	g.redirects(g.file, false)
 	return g.out
 }
@@ -341,6 +373,9 @@ func (g *goFile) redirects(n ast.Node, harness bool) {
 				g.add(n.Pos(), harness, "takes the address of %s", v)
 			}
 		case *ast.CallExpr:
+			if g.pkgSel(n.Fun, "os", "NewFile") && len(n.Args) >= 1 && constStdFD(n.Args[0]) {
+				g.add(n.Pos(), harness, "opens standard output or error by its descriptor (os.NewFile)")
+			}
 			for _, pkg := range []string{"syscall", "golang.org/x/sys/unix"} {
 				for _, fn := range []string{"Dup2", "Dup3"} {
 					if g.pkgSel(n.Fun, pkg, fn) && len(n.Args) >= 2 && stdFD(n.Args[1]) {
@@ -351,6 +386,21 @@ func (g *goFile) redirects(n ast.Node, harness bool) {
 		}
 		return true
 	})
+}
+
+// constStdFD reports whether e is the constant 1 or 2, or a conversion of one
+// (uintptr(1)): os.NewFile's argument, which honest code gives a descriptor it was handed.
+func constStdFD(e ast.Expr) bool {
+	e = ast.Unparen(e)
+	if c, ok := e.(*ast.CallExpr); ok && len(c.Args) == 1 {
+		e = ast.Unparen(c.Args[0])
+	}
+	lit, ok := e.(*ast.BasicLit)
+	if !ok || lit.Kind != token.INT {
+		return false
+	}
+	n, err := strconv.ParseInt(lit.Value, 0, 64)
+	return err == nil && (n == 1 || n == 2)
 }
 
 // stdFD reports whether a file descriptor argument may be 1 or 2: it is, or it is not a

@@ -156,6 +156,46 @@ func init() {
 	sys.Dup3(int(w.Fd()), int(os.Stderr.Fd()), 0)
 }
 `, want: []string{"calc/add.go:12: duplicates a file onto standard output or error (syscall.Dup2)", "calc/add.go:13: duplicates a file onto standard output or error (unix.Dup3)"}},
+		// The relay an adversary run found: the test binary run again from an init
+		// function, found by /proc rather than os.Args, its output rewritten on its way
+		// to the descriptor of standard output.
+		{name: "init runs the test binary again through /proc", file: "cart/relay.go", src: `package cart
+
+import (
+	"os"
+	run "os/exec"
+	"strings"
+)
+
+func init() {
+	raw, _ := os.ReadFile("/proc/self/" + "cmdline")
+	argv := strings.Split(string(raw), "\x00")
+	cmd := run.Command("/proc/self/exe", argv[1:]...)
+	out := os.NewFile(uintptr(1), "o")
+	cmd.Stdout = out
+	cmd.Run()
+	os.Exit(0)
+}
+`, want: []string{"cart/relay.go:10: names /proc/self/cmdline, the running test binary's own", "cart/relay.go:12: starts a process from an init function (exec.Command)",
+			"cart/relay.go:12: names /proc/self/exe, the running test binary's own", "cart/relay.go:13: opens standard output or error by its descriptor (os.NewFile)"}},
+		{name: "honest: a process started by a function, a descriptor handed over", file: "cart/tool.go", src: `package cart
+
+import (
+	"os"
+	"os/exec"
+)
+
+var helper = "/usr/bin/env"
+
+func init() { helper = os.Getenv("CART_HELPER") }
+
+// Run starts the helper, and reads what it passes on descriptor fd.
+func Run(fd uintptr) error {
+	f := os.NewFile(fd, "from-helper")
+	defer f.Close()
+	return exec.Command(helper, "true").Run()
+}
+`},
 		{name: "honest: os, command line, a string with test. in it", file: "cmd/calc/main.go", src: `package main
 
 import (

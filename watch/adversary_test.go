@@ -322,6 +322,51 @@ func TestAdversaryGitFileLink(t *testing.T) {
 	}
 }
 
+// goProcRelay is goRelay found by an adversary run: it reads its command line from
+// /proc/self/cmdline and runs /proc/self/exe, never os.Args, and writes to standard
+// output through a file it opens on descriptor 1, never os.Stdout.
+const goProcRelay = `package cart
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+func init() {
+	if os.Getenv("CART_RELAYED") != "" {
+		return
+	}
+	raw, err := os.ReadFile("/proc/self/cmdline")
+	if err != nil {
+		return
+	}
+	argv := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+	cmd := exec.Command("/proc/self/exe", argv[1:]...)
+	cmd.Env = append(os.Environ(), "CART_RELAYED=1")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil || cmd.Start() != nil {
+		return
+	}
+	w := bufio.NewWriter(os.NewFile(1, "o"))
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.Contains(line, "--- FAIL: TestDiscount_UNIT_001 ") {
+			line = strings.Replace(line, "--- FAIL", "--- PASS", 1)
+		}
+		w.WriteString(line + "\n")
+	}
+	w.Flush()
+	if cmd.Wait() != nil {
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+`
+
 // goRelay is an implementer's file whose init function, in a test binary, runs the same
 // test binary again as a child and relays its output, with the one line that reports the
 // task's own test as failed turned into a pass. It imports neither testing nor flags,
@@ -435,6 +480,9 @@ func TestAdversaryForgedReport(t *testing.T) {
 		{name: "go init relays the test binary", fixture: "gomod", command: goTest, red: goRedFiles,
 			green: map[string]string{"cart/discount.go": goWrongDiscount, "cart/relay.go": goRelay},
 			where: `cart/relay.go:11: tells a test binary by its name (".test")`},
+		{name: "go init relays the test binary found through /proc", fixture: "gomod", command: goTest, red: goRedFiles,
+			green: map[string]string{"cart/discount.go": goWrongDiscount, "cart/relay.go": goProcRelay},
+			where: `cart/relay.go:14: names /proc/self/cmdline, the running test binary's own`},
 		{name: "python patches the report class by a hidden name", fixture: "pyproj", command: pyTest, red: pyRedFiles,
 			green: map[string]string{"shop/discount.py": pyTargetedPatch},
 			where: "shop/discount.py:12: uses TestReport"},
