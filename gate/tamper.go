@@ -33,7 +33,9 @@ import (
 //
 //   - implementation code (not the harness) that reaches into the test runner: Go that
 //     imports "testing", reads the test binary's -test. flags or tells a test binary by
-//     its name, or replaces os.Stdout, os.Stderr or os.Args; Python that imports or looks
+//     its name, replaces os.Stdout, os.Stderr or os.Args (or opens descriptor 1 or 2
+//     itself), names /proc/self/exe or /proc/self/cmdline, or starts a process from an
+//     init function (the test binary run again under a filter of its output); Python that imports or looks
 //     up pytest, its plugins or unittest's internals, reads the runner's environment or
 //     report path, rewrites files at exit or patches builtins; JavaScript and TypeScript
 //     that import the runner (vitest, jest) or replace process.stdout.write;
