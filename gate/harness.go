@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -37,6 +39,9 @@ type Harness struct {
 	// support holds the files of the packages imported only by tests (testSupport), as the
 	// gate found them in its checkout, before and after the change.
 	support map[string]bool
+	// scripts holds the shell scripts that the scripts a test command names run in turn
+	// (innerScripts), as the gate found them in its checkout.
+	scripts map[string]bool
 }
 
 // Contents reads a changed file as it is at the candidate's base (before) and in the
@@ -112,7 +117,7 @@ func (h Harness) kind(p string) part {
 		return partWhole
 	}
 	base := path.Base(p)
-	if h.support[p] || shadows(p) || pyMetadata(p) || h.named(p) {
+	if h.support[p] || shadows(p) || pyMetadata(p) || h.named(p) || h.scripts[p] {
 		return partWhole
 	}
 	switch {
@@ -201,27 +206,38 @@ func (h Harness) runsMake() bool {
 
 var makeRE = lazyre.New(`(?:^|[\s;&|(/])(?:g?make)(?:\s|$)`)
 
-// named reports whether a test command names the file at p as one of its words: a
-// relative path (./test.sh, scripts/ci.sh, run_tests.py) of the project, which the command
-// runs or reads. Absolute paths are the machine's; options, variables and Go's package
-// patterns are no file.
+// named reports whether a test command names the file at p as one of its words
+// (commandFiles).
 func (h Harness) named(p string) bool {
 	for _, c := range h.Commands {
-		for _, w := range commandWordsRE().FindAllString(c, -1) {
-			w = strings.Trim(w, `"'`)
-			if w == "" || strings.HasPrefix(w, "-") || strings.HasPrefix(w, "/") || strings.HasPrefix(w, "$") ||
-				strings.Contains(w, "=") || strings.Contains(w, "...") {
-				continue
-			}
-			if !strings.Contains(w, "/") && path.Ext(w) == "" {
-				continue // a program on the PATH, a subcommand, a target
-			}
-			if strings.TrimPrefix(path.Clean(w), "./") == p {
-				return true
-			}
+		if slices.Contains(commandFiles(c), p) {
+			return true
 		}
 	}
 	return false
+}
+
+// commandFiles returns the files of the project a command names as its words: relative
+// paths (./test.sh, scripts/ci.sh, run_tests.py), which it runs or reads, cleaned.
+// Absolute paths are the machine's; options, variables, assignments and Go's package
+// patterns are no file, nor is a word without a folder or an extension (a program on
+// the PATH, a subcommand, a target).
+func commandFiles(c string) []string {
+	var out []string
+	for _, w := range commandWordsRE().FindAllString(c, -1) {
+		w = strings.Trim(w, `"'`)
+		if w == "" || strings.HasPrefix(w, "-") || strings.HasPrefix(w, "/") || strings.HasPrefix(w, "$") ||
+			strings.Contains(w, "=") || strings.Contains(w, "...") {
+			continue
+		}
+		if !strings.Contains(w, "/") && path.Ext(w) == "" {
+			continue
+		}
+		if f := strings.TrimPrefix(path.Clean(w), "./"); f != "." && !strings.HasPrefix(f, "../") {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // commandWordsRE splits a command into its words at blanks and shell operators.
@@ -471,8 +487,49 @@ func (in Input) harness() Harness {
 	}
 	if in.Root != "" && in.Contents != nil {
 		h.support = testSupport(in.Root, in.Changed, in.Contents, h.TestGlobs)
+		h.scripts = h.innerScripts(in.Root)
 	}
 	return h
+}
+
+// innerScripts returns the shell scripts of the project at root that the files the test
+// commands name run in turn, to a depth of three: test.sh's `./scripts/run-unit.sh`. A
+// shell script is a file ending in .sh or .bash, or starting with #!; a word of a script
+// names one as a word of a command does (named), outside comments.
+func (h Harness) innerScripts(root string) map[string]bool {
+	out := map[string]bool{}
+	var todo []string
+	for _, c := range h.Commands {
+		todo = append(todo, commandFiles(c)...)
+	}
+	for depth := 0; depth < 3 && len(todo) > 0; depth++ {
+		var next []string
+		for _, f := range todo {
+			b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f)))
+			if err != nil || len(b) > 1<<20 || !shellScript(f, b) {
+				continue
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				if code, _, _ := strings.Cut(line, "#"); strings.TrimSpace(code) != "" || strings.HasPrefix(line, "#!") {
+					for _, g := range commandFiles(code) {
+						if !out[g] && g != f {
+							if inner, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(g))); err == nil && shellScript(g, inner) {
+								out[g] = true
+								next = append(next, g)
+							}
+						}
+					}
+				}
+			}
+		}
+		todo = next
+	}
+	return out
+}
+
+// shellScript reports whether the file f, with content b, is a shell script.
+func shellScript(f string, b []byte) bool {
+	return strings.HasSuffix(f, ".sh") || strings.HasSuffix(f, ".bash") || bytes.HasPrefix(b, []byte("#!"))
 }
 
 // checkHarness refuses a change to the harness, in the gate of a task that may not change

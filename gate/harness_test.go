@@ -62,6 +62,42 @@ func TestIsHarness(t *testing.T) {
 	}
 }
 
+// TestInnerScripts: the shell scripts a test command's script runs in turn are part of
+// the harness, to a depth of three; what they build or read that is no shell script (the
+// implementation a script compiles), a script named only in a comment, and a script of
+// no command are not.
+func TestInnerScripts(t *testing.T) {
+	root := t.TempDir()
+	for rel, text := range map[string]string{
+		"test.sh":           "#!/bin/sh\n# see scripts/old.sh\ngo build -o bin/app cmd/app/main.go\n./scripts/unit.sh && sh scripts/lint.sh\n",
+		"scripts/unit.sh":   "go test ./... && tools/deep/check\n",
+		"scripts/lint.sh":   "gofmt -l .\n",
+		"scripts/old.sh":    "exit 0\n",
+		"tools/deep/check":  "#!/bin/sh\nexec tools/deeper.bash\n",
+		"tools/deeper.bash": "tools/deepest.sh\n",
+		"tools/deepest.sh":  "exit 0\n",
+		"cmd/app/main.go":   "package main\n",
+		"scripts/deploy.sh": "exit 0\n",
+	} {
+		p := filepath.Join(root, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := Harness{Commands: []string{"./test.sh"}}.innerScripts(root)
+	for _, f := range []string{"scripts/unit.sh", "scripts/lint.sh", "tools/deep/check", "tools/deeper.bash"} {
+		if !got[f] {
+			t.Errorf("%s, which the test script runs, is not in the harness: %v", f, got)
+		}
+	}
+	for _, f := range []string{"scripts/old.sh", "cmd/app/main.go", "scripts/deploy.sh", "tools/deepest.sh", "test.sh"} {
+		if got[f] {
+			t.Errorf("%s is in the harness: %v", f, got)
+		}
+	}
+}
+
 // TestHarnessChanges reads what a change did to the harness, by the content before and
 // after: for a file of which a section is the harness, only that section counts; the rest
 // of it is another change (Other).
