@@ -122,3 +122,19 @@ func TestConfiguredPlugins(t *testing.T) {
 		t.Errorf("exit %d without the plugin; want pytest to say pytest-stamp is missing\n%s", res.ExitCode, res.Output)
 	}
 }
+
+// TestPythonScriptImportsItsFolder: a test command that runs a script by name imports the
+// modules beside it (a runner script and its helper, Django's manage.py), which Python
+// finds only when the script's folder is on its path; pytest keeps the safe path.
+func TestPythonScriptImportsItsFolder(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "run_tests.py"), []byte("import sys\nimport testlib\n\nsys.exit(testlib.main())\n"))
+	writeFile(t, filepath.Join(dir, "testlib.py"), []byte("import os\n\n\ndef main():\n    print('safe path', os.environ.get('PYTHONSAFEPATH'))\n    return 0\n"))
+	res, err := Run(context.Background(), dir, "/usr/bin/python3 run_tests.py", time.Minute, WithEnv(os.Environ()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 || !strings.Contains(res.Output, "safe path None") {
+		t.Errorf("exit %d; want the script to import its helper and exit 0\n%s", res.ExitCode, res.Output)
+	}
+}
