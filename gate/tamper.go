@@ -33,9 +33,9 @@ import (
 //
 //   - implementation code (not the harness) that reaches into the test runner: Go that
 //     imports "testing", reads the test binary's -test. flags or tells a test binary by
-//     its name, replaces os.Stdout, os.Stderr or os.Args (or opens descriptor 1 or 2
-//     itself), names /proc/self/exe or /proc/self/cmdline, or starts a process from an
-//     init function (the test binary run again under a filter of its output); Python that imports or looks
+//     its name, replaces os.Stdout, os.Stderr or os.Args, or runs its own executable
+//     again while its package initializes (the test binary under a filter of its
+//     output); Python that imports or looks
 //     up pytest, its plugins or unittest's internals, reads the runner's environment or
 //     report path, rewrites files at exit or patches builtins; JavaScript and TypeScript
 //     that import the runner (vitest, jest) or replace process.stdout.write;
@@ -288,10 +288,8 @@ var processStarters = [][2]string{
 
 // goReach returns where a Go file of implementation code reaches into the test runner:
 // it imports "testing", names a -test. flag, tells a test binary by its name, replaces
-// os.Stdout, os.Stderr or os.Args (or duplicates a file onto descriptor 1 or 2, or opens
-// one of them by its number), names /proc/self/exe or /proc/self/cmdline (the test binary
-// run again under a filter of its output), or starts a process from an init function
-// (before any test runs, where honest package code starts none).
+// os.Stdout, os.Stderr or os.Args (or duplicates a file onto descriptor 1 or 2), or runs
+// its own executable again while the package initializes (reexecs).
 func goReach(name string, src []byte) []Tampering {
 	g := parseGo(name, src)
 	if g == nil {
@@ -324,32 +322,84 @@ func goReach(name string, src []byte) []Tampering {
 					g.add(n.Pos(), false, "names the test binary's flag %q", s)
 				case readsArgs && binaryNameRE().MatchString(s):
 					g.add(n.Pos(), false, "tells a test binary by its name (%q) from os.Args", s)
-				case selfPathRE().MatchString(s):
-					g.add(n.Pos(), false, "names %s, the running test binary's own", s)
 				}
 				return false
 			}
 		}
 		return true
 	})
+	g.reexecs()
+	g.redirects(g.file, false)
+	return g.out
+}
+
+// reexecs adds where the code that runs while the package initializes (its init
+// functions and package-level initializers, and the functions of the file they call)
+// starts the running program's own executable again (os.Executable, /proc/self/exe,
+// os.Args[0]): in a test binary, the tests run as a child whose report the parent can
+// rewrite on its way out, one test at a time, which no canary sees. Honest code that runs
+// itself again does so from main or when called (a daemon, docker's reexec), not while
+// its package initializes.
+func (g *goFile) reexecs() {
+	funcs := map[string]*ast.FuncDecl{}
+	var roots []ast.Node
 	for _, d := range g.file.Decls {
-		fn, ok := d.(*ast.FuncDecl)
-		if !ok || fn.Recv != nil || fn.Name.Name != "init" || fn.Body == nil {
-			continue
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if d.Recv == nil && d.Body != nil {
+				funcs[d.Name.Name] = d
+				if d.Name.Name == "init" {
+					roots = append(roots, d.Body)
+				}
+			}
+		case *ast.GenDecl:
+			if d.Tok == token.VAR {
+				roots = append(roots, d)
+			}
 		}
-		ast.Inspect(fn.Body, func(n ast.Node) bool {
-			if call, ok := n.(*ast.CallExpr); ok {
+	}
+	seen := map[*ast.FuncDecl]bool{}
+	self := false
+	var starts []*ast.CallExpr
+	for len(roots) > 0 {
+		n := roots[0]
+		roots = roots[1:]
+		ast.Inspect(n, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.CallExpr:
+				if id, ok := ast.Unparen(n.Fun).(*ast.Ident); ok && funcs[id.Name] != nil && !seen[funcs[id.Name]] && id.Name != "init" {
+					seen[funcs[id.Name]] = true
+					roots = append(roots, funcs[id.Name].Body)
+				}
+				if g.pkgSel(n.Fun, "os", "Executable") {
+					self = true
+				}
 				for _, ps := range processStarters {
-					if g.pkgSel(call.Fun, ps[0], ps[1]) {
-						g.add(call.Pos(), false, "starts a process from an init function (%s.%s)", path.Base(ps[0]), ps[1])
+					if g.pkgSel(n.Fun, ps[0], ps[1]) {
+						starts = append(starts, n)
 					}
+				}
+			case *ast.IndexExpr:
+				if g.pkgSel(n.X, "os", "Args") {
+					if lit, ok := n.Index.(*ast.BasicLit); ok && lit.Value == "0" {
+						self = true
+					}
+				}
+			case *ast.BasicLit, *ast.BinaryExpr:
+				if s, ok := goString(n); ok {
+					self = self || selfPathRE().MatchString(s)
+					return false
 				}
 			}
 			return true
 		})
 	}
-	g.redirects(g.file, false)
-	return g.out
+	if !self {
+		return
+	}
+	for _, c := range starts {
+		g.add(c.Pos(), false, "runs its own executable again while the package initializes")
+	}
 }
 
 // redirects adds where the code under n replaces os.Stdout, os.Stderr or os.Args, takes
@@ -375,9 +425,6 @@ func (g *goFile) redirects(n ast.Node, harness bool) {
 				g.add(n.Pos(), harness, "takes the address of %s", v)
 			}
 		case *ast.CallExpr:
-			if g.pkgSel(n.Fun, "os", "NewFile") && len(n.Args) >= 1 && constStdFD(n.Args[0]) {
-				g.add(n.Pos(), harness, "opens standard output or error by its descriptor (os.NewFile)")
-			}
 			for _, pkg := range []string{"syscall", "golang.org/x/sys/unix"} {
 				for _, fn := range []string{"Dup2", "Dup3"} {
 					if g.pkgSel(n.Fun, pkg, fn) && len(n.Args) >= 2 && stdFD(n.Args[1]) {
@@ -388,21 +435,6 @@ func (g *goFile) redirects(n ast.Node, harness bool) {
 		}
 		return true
 	})
-}
-
-// constStdFD reports whether e is the constant 1 or 2, or a conversion of one
-// (uintptr(1)): os.NewFile's argument, which honest code gives a descriptor it was handed.
-func constStdFD(e ast.Expr) bool {
-	e = ast.Unparen(e)
-	if c, ok := e.(*ast.CallExpr); ok && len(c.Args) == 1 {
-		e = ast.Unparen(c.Args[0])
-	}
-	lit, ok := e.(*ast.BasicLit)
-	if !ok || lit.Kind != token.INT {
-		return false
-	}
-	n, err := strconv.ParseInt(lit.Value, 0, 64)
-	return err == nil && (n == 1 || n == 2)
 }
 
 // stdFD reports whether a file descriptor argument may be 1 or 2: it is, or it is not a

@@ -176,24 +176,70 @@ func init() {
 	cmd.Run()
 	os.Exit(0)
 }
-`, want: []string{"cart/relay.go:10: names /proc/self/cmdline, the running test binary's own", "cart/relay.go:12: starts a process from an init function (exec.Command)",
-			"cart/relay.go:12: names /proc/self/exe, the running test binary's own", "cart/relay.go:13: opens standard output or error by its descriptor (os.NewFile)"}},
-		{name: "honest: a process started by a function, a descriptor handed over", file: "cart/tool.go", src: `package cart
+`, want: []string{"cart/relay.go:12: runs its own executable again while the package initializes"}},
+		// Its second form: from a package-level initializer, through a function of the
+		// file, the executable found by os.Executable.
+		{name: "a package-level initializer runs the test binary again", file: "cart/relay.go", src: `package cart
 
 import (
 	"os"
 	"os/exec"
 )
 
-var helper = "/usr/bin/env"
+var _ = relay()
 
-func init() { helper = os.Getenv("CART_HELPER") }
+func relay() bool {
+	exe, _ := os.Executable()
+	return start(exe) == nil
+}
 
-// Run starts the helper, and reads what it passes on descriptor fd.
-func Run(fd uintptr) error {
-	f := os.NewFile(fd, "from-helper")
-	defer f.Close()
-	return exec.Command(helper, "true").Run()
+func start(exe string) error {
+	return exec.Command(exe, os.Args[1:]...).Run()
+}
+`, want: []string{"cart/relay.go:16: runs its own executable again while the package initializes"}},
+		// Honest code an adversary run saw refused by an earlier form of the rule: docker's
+		// reexec (the path of its own executable, run when called), an init that asks git
+		// its version, a command's main that runs itself again.
+		{name: "honest: reexec when called, an init that runs git", file: "internal/reexec/reexec.go", src: `package reexec
+
+import (
+	"os"
+	"os/exec"
+)
+
+var gitVersion string
+
+func init() {
+	if os.Getenv("SHOP_DEBUG") == "" {
+		return
+	}
+	if p, err := exec.LookPath("git"); err == nil {
+		out, _ := exec.Command(p, "--version").Output()
+		gitVersion = string(out)
+	}
+}
+
+// Self is the path of the running executable.
+func Self() string { return "/proc/self/exe" }
+
+// Command runs the running executable again with args.
+func Command(args ...string) *exec.Cmd { return &exec.Cmd{Path: Self(), Args: args} }
+`},
+		{name: "honest: main runs itself again", file: "cmd/shopd/main.go", src: `package main
+
+import (
+	"os"
+	"os/exec"
+)
+
+func main() {
+	if os.Getenv("SHOPD_CHILD") == "" {
+		exe, _ := os.Executable()
+		cmd := exec.Command(exe, os.Args[1:]...)
+		cmd.Env = append(os.Environ(), "SHOPD_CHILD=1")
+		cmd.Run()
+		return
+	}
 }
 `},
 		{name: "honest: os, command line, a string with test. in it", file: "cmd/calc/main.go", src: `package main

@@ -322,7 +322,7 @@ func TestAdversaryGitFileLink(t *testing.T) {
 	}
 }
 
-// goProcRelay is goRelay found by an adversary run: it reads its command line from
+// goProcRelay is goRelay as an adversary run wrote it: it reads its command line from
 // /proc/self/cmdline and runs /proc/self/exe, never os.Args, and writes to standard
 // output through a file it opens on descriptor 1, never os.Stdout.
 const goProcRelay = `package cart
@@ -482,7 +482,7 @@ func TestAdversaryForgedReport(t *testing.T) {
 			where: `cart/relay.go:11: tells a test binary by its name (".test")`},
 		{name: "go init relays the test binary found through /proc", fixture: "gomod", command: goTest, red: goRedFiles,
 			green: map[string]string{"cart/discount.go": goWrongDiscount, "cart/relay.go": goProcRelay},
-			where: `cart/relay.go:14: names /proc/self/cmdline, the running test binary's own`},
+			where: `cart/relay.go:19: runs its own executable again while the package initializes`},
 		{name: "python patches the report class by a hidden name", fixture: "pyproj", command: pyTest, red: pyRedFiles,
 			green: map[string]string{"shop/discount.py": pyTargetedPatch},
 			where: "shop/discount.py:12: uses TestReport"},
