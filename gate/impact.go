@@ -71,6 +71,9 @@ type listedPkg struct {
 	DepOnly      bool
 	ForTest      string
 	Deps         []string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
 	TestGoFiles  []string
 	XTestGoFiles []string
 	Incomplete   bool
@@ -105,7 +108,7 @@ type impactPlan struct {
 }
 
 // listFields are the fields of go list's JSON the plan reads.
-const listFields = "ImportPath,Dir,Standard,DepOnly,ForTest,Deps,TestGoFiles,XTestGoFiles,Incomplete,Error,DepsErrors,Module"
+const listFields = "ImportPath,Dir,Standard,DepOnly,ForTest,Deps,Imports,TestImports,XTestImports,TestGoFiles,XTestGoFiles,Incomplete,Error,DepsErrors,Module"
 
 // planImpact reads what command's run can reuse: the input key of each package the
 // command tests (impactKeys), and the sealed records under those keys, a pass's, or with
@@ -240,7 +243,7 @@ func (in Input) keys(g *testrun.GoTest, listed []listedPkg) (*impactPlan, string
 			owners[p.Dir] = true
 		}
 	}
-	trees, common, err := hashTrees(checkout, modDir, owners, queue.Layout{Root: in.Root}.Dir())
+	trees, common, goAll, err := hashTrees(checkout, modDir, owners, queue.Layout{Root: in.Root}.Dir())
 	if err != nil {
 		return nil, fmt.Sprintf("hash the module's files: %v", err)
 	}
@@ -278,6 +281,9 @@ func (in Input) keys(g *testrun.GoTest, listed []listedPkg) (*impactPlan, string
 		h := sha256.New()
 		h.Write(global.Sum(nil))
 		fmt.Fprintf(h, "%s\x00%s\x00", p.ImportPath, trees[p.Dir])
+		if readsOthers(&p, byPath, deps, modDir) {
+			fmt.Fprintf(h, "every Go file %s\x00", goAll)
+		}
 		var lines []string
 		for _, d := range deps {
 			path, _, _ := strings.Cut(d, " ")
@@ -323,10 +329,11 @@ func (in Input) keys(g *testrun.GoTest, listed []listedPkg) (*impactPlan, string
 // state, the project's orchestrator folder, are left out. A symbolic link is hashed as
 // the path it names; one that leads out of the checkout is an error, since what it names
 // is no file of the checkout.
-func hashTrees(root, modDir string, owners map[string]bool, state string) (map[string]string, string, error) {
+func hashTrees(root, modDir string, owners map[string]bool, state string) (trees map[string]string, common, goAll string, err error) {
 	lines := map[string][]string{}
 	var nested []string // the folders of other modules inside modDir
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	all := sha256.New() // the module's Go files, every package's
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -381,11 +388,15 @@ func hashTrees(root, modDir string, owners map[string]bool, state string) (map[s
 				}
 			}
 		}
-		lines[owner] = append(lines[owner], fmt.Sprintf("%s %s %s\n", filepath.ToSlash(rel), d.Type(), sum))
+		line := fmt.Sprintf("%s %s %s\n", filepath.ToSlash(rel), d.Type(), sum)
+		lines[owner] = append(lines[owner], line)
+		if owner != "" {
+			io.WriteString(all, line) // WalkDir's order is the files' lexical order
+		}
 		return nil
 	})
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	out := map[string]string{}
 	for owner, ls := range lines {
@@ -396,14 +407,49 @@ func hashTrees(root, modDir string, owners map[string]bool, state string) (map[s
 		}
 		out[owner] = hex.EncodeToString(h.Sum(nil))
 	}
-	common := out[""]
+	common = out[""]
 	delete(out, "")
 	for dir := range owners {
 		if out[dir] == "" {
 			out[dir] = "empty"
 		}
 	}
-	return out, common, nil
+	return out, common, hex.EncodeToString(all.Sum(nil)), nil
+}
+
+// buildsOthers are the packages through which a test builds, runs or reads the sources of
+// Go packages it does not import: `go run ../cmd/shop`, a parse of ../money/money.go.
+var buildsOthers = []string{"os/exec", "go/parser", "go/build", "go/importer", "golang.org/x/tools/go/packages", "golang.org/x/tools/go/loader"}
+
+// readsOthers reports whether the tests of package p may depend on Go files of packages
+// they do not import: p, or a package of the module its test binary imports, imports one
+// of buildsOthers, or p's test files name a Go file ("x.go", "*.go"). Then every Go file of
+// the module goes into p's key.
+func readsOthers(p *listedPkg, byPath map[string]*listedPkg, deps []string, modDir string) bool {
+	direct := func(q *listedPkg) bool {
+		for _, imp := range slices.Concat(q.Imports, q.TestImports, q.XTestImports) {
+			if slices.Contains(buildsOthers, imp) {
+				return true
+			}
+		}
+		return false
+	}
+	if direct(p) {
+		return true
+	}
+	for _, d := range deps {
+		path, _, _ := strings.Cut(d, " ")
+		if q := byPath[path]; q != nil && !q.Standard && q.Dir != "" && within(modDir, q.Dir) && direct(q) {
+			return true
+		}
+	}
+	for _, f := range slices.Concat(p.TestGoFiles, p.XTestGoFiles) {
+		b, err := os.ReadFile(filepath.Join(p.Dir, f))
+		if err != nil || bytes.Contains(b, []byte(`.go"`)) || bytes.Contains(b, []byte(`.go`+"`")) {
+			return true
+		}
+	}
+	return false
 }
 
 // goVersion names the Go toolchain of goroot: its VERSION file and its folder.

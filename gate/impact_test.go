@@ -98,6 +98,45 @@ func TestImpactSeesDataReadAcrossPackages(t *testing.T) {
 	}
 }
 
+// TestImpactSeesTestsThatBuildOthers: a test that runs another package it does not import
+// (`go run ../cmd/shop`, an end-to-end test of a command) runs again when that package's
+// Go files change, and fails on the change that breaks it; a package whose tests build
+// nothing keeps its record.
+func TestImpactSeesTestsThatBuildOthers(t *testing.T) {
+	root := t.TempDir()
+	write := func(rel, text string) {
+		t.Helper()
+		p := filepath.Join(root, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.mod", "module example.com/shop\n\ngo 1.22\n")
+	write("cmd/shop/main.go", "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"11.99\") }\n")
+	write("e2e/cli_test.go", "package e2e\n\nimport (\n\t\"os/exec\"\n\t\"strings\"\n\t\"testing\"\n)\n\nfunc TestCLI(t *testing.T) {\n\tout, err := exec.Command(\"go\", \"run\", \"../cmd/shop\").Output()\n\tif err != nil || strings.TrimSpace(string(out)) != \"11.99\" {\n\t\tt.Fatalf(\"%q %v\", out, err)\n\t}\n}\n")
+	write("money/money.go", "package money\n\n// One is one.\nfunc One() int { return 1 }\n")
+	write("money/money_test.go", "package money\n\nimport \"testing\"\n\nfunc TestOne(t *testing.T) {\n\tif One() != 1 {\n\t\tt.Fatal()\n\t}\n}\n")
+	key, err := seal.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	im := &Impact{Dir: filepath.Join(t.TempDir(), "impact"), Key: key, Commit: "c0ffee000001"}
+	if v := impactGreen(t, root, im, nil); !v.Pass {
+		t.Fatalf("first GREEN: %s\n%s", v.Reason, v.Log.String())
+	}
+	baseline := []string{"example.com/shop/e2e.TestCLI", "example.com/shop/money.TestOne"}
+	write("cmd/shop/main.go", "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"9.99 20\") }\n")
+	v := impactGreen(t, root, im, baseline)
+	log := v.Log.String()
+	if v.Pass || !strings.Contains(v.Reason, "TestCLI") {
+		t.Errorf("the command the e2e test runs changed, and GREEN passed or blamed another test: %s\n%s", v.Reason, log)
+	}
+	if !strings.Contains(log, "package example.com/shop/money, ") {
+		t.Errorf("money's tests build nothing, and its record was not reused:\n%s", log)
+	}
+}
+
 // impactGreen runs the GREEN gate of the whole suite on root with the records in im.
 func impactGreen(tb testing.TB, root string, im *Impact, baseline []string) *Verdict {
 	tb.Helper()
