@@ -493,7 +493,10 @@ func (in Input) harness() Harness {
 }
 
 // innerScripts returns the shell scripts of the project at root that the files the test
-// commands name run in turn, to a depth of three: test.sh's `./scripts/run-unit.sh`. A
+// commands name (and the Makefile's recipes, when one runs make) run in turn, to a depth
+// of three: test.sh's `./scripts/run-unit.sh`. What else a script runs (`go run
+// ./tools/runner`, the modules a Python runner imports) is the person's to name, in
+// config harness_globs. A
 // shell script is a file ending in .sh or .bash, or starting with #!; a word of a script
 // names one as a word of a command does (named), outside comments.
 func (h Harness) innerScripts(root string) map[string]bool {
@@ -502,11 +505,14 @@ func (h Harness) innerScripts(root string) map[string]bool {
 	for _, c := range h.Commands {
 		todo = append(todo, commandFiles(c)...)
 	}
+	if h.runsMake() {
+		todo = append(todo, "Makefile", "makefile", "GNUmakefile") // its recipes run scripts too
+	}
 	for depth := 0; depth < 3 && len(todo) > 0; depth++ {
 		var next []string
 		for _, f := range todo {
 			b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f)))
-			if err != nil || len(b) > 1<<20 || !shellScript(f, b) {
+			if err != nil || len(b) > 1<<20 || !shellScript(f, b) && !isMakefile(f) {
 				continue
 			}
 			for _, line := range strings.Split(string(b), "\n") {
@@ -526,6 +532,9 @@ func (h Harness) innerScripts(root string) map[string]bool {
 	}
 	return out
 }
+
+// isMakefile reports whether f is make's file at the project's root.
+func isMakefile(f string) bool { return f == "Makefile" || f == "makefile" || f == "GNUmakefile" }
 
 // shellScript reports whether the file f, with content b, is a shell script.
 func shellScript(f string, b []byte) bool {

@@ -86,6 +86,11 @@ func TestInnerScripts(t *testing.T) {
 		}
 	}
 	got := Harness{Commands: []string{"./test.sh"}}.innerScripts(root)
+	// A Makefile's recipe runs a script when a test command runs make.
+	os.WriteFile(filepath.Join(root, "Makefile"), []byte("test:\n\t./scripts/deploy.sh\n"), 0o644)
+	if made := (Harness{Commands: []string{"make test"}}).innerScripts(root); !made["scripts/deploy.sh"] {
+		t.Errorf("the script the Makefile's recipe runs is not in the harness: %v", made)
+	}
 	for _, f := range []string{"scripts/unit.sh", "scripts/lint.sh", "tools/deep/check", "tools/deeper.bash"} {
 		if !got[f] {
 			t.Errorf("%s, which the test script runs, is not in the harness: %v", f, got)
