@@ -217,31 +217,54 @@ func (h Harness) named(p string) bool {
 	return false
 }
 
-// commandFiles returns the files of the project a command names as its words: relative
-// paths (./test.sh, scripts/ci.sh, run_tests.py), which it runs or reads, cleaned.
-// Absolute paths are the machine's; options, variables, assignments and Go's package
-// patterns are no file, nor is a word without a folder or an extension (a program on
-// the PATH, a subcommand, a target).
+// commandFiles returns the scripts of the project a command runs: the program of each of
+// its simple commands when it is a relative path (./test.sh, scripts/ci.sh), and the
+// script an interpreter is given (sh scripts/ci.sh, python3 run_tests.py, node run.js),
+// cleaned. The files a command only reads or builds (grep x a.txt, go vet calc.go) are
+// not among them: they are the implementation as often as not. Absolute paths are the
+// machine's; a module run with -m is no file.
 func commandFiles(c string) []string {
 	var out []string
-	for _, w := range commandWordsRE().FindAllString(c, -1) {
-		w = strings.Trim(w, `"'`)
-		if w == "" || strings.HasPrefix(w, "-") || strings.HasPrefix(w, "/") || strings.HasPrefix(w, "$") ||
-			strings.Contains(w, "=") || strings.Contains(w, "...") {
+	for _, seg := range commandSegmentsRE().Split(c, -1) {
+		words := strings.Fields(seg)
+		for len(words) > 0 && (strings.Contains(words[0], "=") && !strings.HasPrefix(words[0], "-") || slices.Contains(wrappers, words[0])) {
+			words = words[1:] // VAR=value, exec, env, time, nice
+		}
+		if len(words) == 0 {
 			continue
 		}
-		if !strings.Contains(w, "/") && path.Ext(w) == "" {
-			continue
+		prog := strings.Trim(words[0], `"'`)
+		if interpreterRE().MatchString(path.Base(prog)) {
+			prog = ""
+			for _, w := range words[1:] {
+				w = strings.Trim(w, `"'`)
+				if w == "-m" || w == "-c" || w == "-e" {
+					break // a module, or a program on the command line
+				}
+				if !strings.HasPrefix(w, "-") {
+					prog = w
+					break
+				}
+			}
 		}
-		if f := strings.TrimPrefix(path.Clean(w), "./"); f != "." && !strings.HasPrefix(f, "../") {
+		if prog == "" || strings.HasPrefix(prog, "/") || strings.HasPrefix(prog, "$") || !strings.Contains(prog, "/") && path.Ext(prog) == "" {
+			continue // a program on the PATH, or none
+		}
+		if f := strings.TrimPrefix(path.Clean(prog), "./"); f != "." && !strings.HasPrefix(f, "../") {
 			out = append(out, f)
 		}
 	}
 	return out
 }
 
-// commandWordsRE splits a command into its words at blanks and shell operators.
-var commandWordsRE = lazyre.New(`[^\s;&|()<>]+`)
+// wrappers are the programs that run the command after them.
+var wrappers = []string{"exec", "env", "time", "nice", "command", "nohup"}
+
+// commandSegmentsRE splits a command into its simple commands at the shell's operators.
+var commandSegmentsRE = lazyre.New(`[;&|()\n` + "`" + `]+|\$\(`)
+
+// interpreterRE matches the programs that run a script file given as their argument.
+var interpreterRE = lazyre.New(`^(?:sh|bash|dash|zsh|ksh|python[0-9.]*|node|perl|ruby|php|Rscript|deno|bun|tsx|ts-node)$`)
 
 // IsHarness reports whether the file at p, with the given content, is part of the harness
 // (for a file of which only a section belongs to the harness, whether it has that section).

@@ -12,7 +12,8 @@ import (
 func TestIsHarness(t *testing.T) {
 	h := Harness{Globs: []string{"scripts/run-tests.sh"}, Commands: []string{"make test"}}
 	noMake := Harness{}
-	script := Harness{Commands: []string{"./test.sh -v && bash scripts/ci.sh --fast; go test ./... ./cart", "/usr/bin/python3 run_tests.py", "GOFLAGS=-x sh /etc/ci.sh"}}
+	script := Harness{Commands: []string{"./test.sh -v && bash scripts/ci.sh --fast; go test ./... ./cart", "/usr/bin/python3 run_tests.py", "GOFLAGS=-x sh /etc/ci.sh",
+		"test -f calc.go && grep -q Add calc.go && go vet lib.go", "python3 -m pytest tests/test_x.py", "env A=1 node tools/run.js"}}
 	tests := []struct {
 		path, content string
 		h             Harness
@@ -52,6 +53,10 @@ func TestIsHarness(t *testing.T) {
 		{"scripts/ci.sh", "", script, true},
 		{"run_tests.py", "", script, true},
 		{"ci.sh", "", script, false},
+		{"tools/run.js", "", script, true},
+		// What a command only reads or builds is no script of it.
+		{"calc.go", "package calc", script, false},
+		{"lib.go", "package calc", script, false},
 		{"cart/cart.go", "package cart", script, false},
 		{"...", "", script, false},
 	}

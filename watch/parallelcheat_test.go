@@ -26,10 +26,13 @@ func Value() int { return 0 }
 var suffix = "test"
 
 func init() {
-	if os.Getenv("PART_RELAYED") != "" || !strings.HasSuffix(os.Args[0], "."+suffix) {
+	// os.Args copied: the gate's reading of runner tampering does not follow it, so
+	// that what catches this relay is the canaries.
+	args := os.Args
+	if os.Getenv("PART_RELAYED") != "" || !strings.HasSuffix(args[0], "."+suffix) {
 		return
 	}
-	cmd := exec.Command(os.Args[0], os.Args[1:]...)
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), "PART_RELAYED=1")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
