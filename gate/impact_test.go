@@ -58,25 +58,14 @@ func manyModule(tb testing.TB, n int) string {
 // usable: every package runs.
 func TestImpactSeesDataReadAcrossPackages(t *testing.T) {
 	root := t.TempDir()
-	write := func(rel, text string) {
-		t.Helper()
-		p := filepath.Join(root, rel)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := writer(t, root)
 	write("go.mod", "module example.com/shop\n\ngo 1.22\n")
 	write("doc.go", "// Package shop sells things.\npackage shop\n")
 	write("shop_test.go", "package shop\n\nimport \"testing\"\n\nfunc TestShop(t *testing.T) {}\n")
 	write("testdata/vat.txt", "20\n")
 	write("tax/tax.go", "package tax\n\n// Standard is the standard rate.\nconst Standard = 20\n")
 	write("tax/rates_test.go", "package tax\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestRatesFile(t *testing.T) {\n\tb, err := os.ReadFile(\"../testdata/vat.txt\")\n\tif err != nil || string(b) != \"20\\n\" {\n\t\tt.Fatalf(\"%q %v\", b, err)\n\t}\n}\n")
-	key, err := seal.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	im := &Impact{Dir: filepath.Join(t.TempDir(), "impact"), Key: key, Commit: "c0ffee000001"}
+	im := newImpact(t)
 	if v := impactGreen(t, root, im, nil); !v.Pass {
 		t.Fatalf("first GREEN: %s\n%s", v.Reason, v.Log.String())
 	}
@@ -104,24 +93,13 @@ func TestImpactSeesDataReadAcrossPackages(t *testing.T) {
 // nothing keeps its record.
 func TestImpactSeesTestsThatBuildOthers(t *testing.T) {
 	root := t.TempDir()
-	write := func(rel, text string) {
-		t.Helper()
-		p := filepath.Join(root, rel)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := writer(t, root)
 	write("go.mod", "module example.com/shop\n\ngo 1.22\n")
 	write("cmd/shop/main.go", "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"11.99\") }\n")
 	write("e2e/cli_test.go", "package e2e\n\nimport (\n\t\"os/exec\"\n\t\"strings\"\n\t\"testing\"\n)\n\nfunc TestCLI(t *testing.T) {\n\tout, err := exec.Command(\"go\", \"run\", \"../cmd/shop\").Output()\n\tif err != nil || strings.TrimSpace(string(out)) != \"11.99\" {\n\t\tt.Fatalf(\"%q %v\", out, err)\n\t}\n}\n")
 	write("money/money.go", "package money\n\n// One is one.\nfunc One() int { return 1 }\n")
 	write("money/money_test.go", "package money\n\nimport \"testing\"\n\nfunc TestOne(t *testing.T) {\n\tif One() != 1 {\n\t\tt.Fatal()\n\t}\n}\n")
-	key, err := seal.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	im := &Impact{Dir: filepath.Join(t.TempDir(), "impact"), Key: key, Commit: "c0ffee000001"}
+	im := newImpact(t)
 	if v := impactGreen(t, root, im, nil); !v.Pass {
 		t.Fatalf("first GREEN: %s\n%s", v.Reason, v.Log.String())
 	}
@@ -135,6 +113,29 @@ func TestImpactSeesTestsThatBuildOthers(t *testing.T) {
 	if !strings.Contains(log, "package example.com/shop/money, ") {
 		t.Errorf("money's tests build nothing, and its record was not reused:\n%s", log)
 	}
+}
+
+// writer returns a function that writes a file of the folder root, making its folders.
+func writer(t *testing.T, root string) func(rel, text string) {
+	return func(rel, text string) {
+		t.Helper()
+		p := filepath.Join(root, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// newImpact returns a store of sealed package results of the test's own, whose records
+// name commit c0ffee000001.
+func newImpact(t *testing.T) *Impact {
+	t.Helper()
+	key, err := seal.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Impact{Dir: filepath.Join(t.TempDir(), "impact"), Key: key, Commit: "c0ffee000001"}
 }
 
 // impactGreen runs the GREEN gate of the whole suite on root with the records in im.
@@ -162,11 +163,7 @@ func impactGreen(tb testing.TB, root string, im *Impact, baseline []string) *Ver
 // did not run count as passed, by name.
 func TestImpactRunsWhatTheChangeReaches(t *testing.T) {
 	root := manyModule(t, 20)
-	key, err := seal.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	im := &Impact{Dir: filepath.Join(t.TempDir(), "impact"), Key: key, Commit: "c0ffee000001"}
+	im := newImpact(t)
 	edit := func(rel, old, new string) {
 		t.Helper()
 		p := filepath.Join(root, rel)
@@ -234,11 +231,7 @@ func TestImpactRunsWhatTheChangeReaches(t *testing.T) {
 // fails, gate.log says so, and the whole suite runs. The package's failure decides.
 func TestImpactRefusesEditedRecords(t *testing.T) {
 	root := manyModule(t, 20)
-	key, err := seal.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	im := &Impact{Dir: filepath.Join(t.TempDir(), "impact"), Key: key, Commit: "c0ffee000001"}
+	im := newImpact(t)
 	first := impactGreen(t, root, im, nil)
 	if !first.Pass {
 		t.Fatalf("first GREEN failed: %s\n%s", first.Reason, first.Log.String())

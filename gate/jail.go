@@ -70,9 +70,10 @@ func NewJail(spec JailSpec) (*Jail, error) {
 	if !spec.Network {
 		env = setEnv(env, "GOPROXY", "off") // fail at once rather than wait for a network there is not
 	}
-	// Python's settings are testrun's, which Run applies to every command, in the sandbox
-	// or not; these are the same for a command that reads Env otherwise.
-	env = testrun.PythonEnv(env)
+	// Python's settings are testrun's, which Run applies to every command by its runner,
+	// in the sandbox or not; these are the ones every runner's gets, for a command that
+	// reads Env otherwise.
+	env = testrun.PythonEnv(env, "")
 	env = setEnv(env, "TMPDIR", "/tmp")
 	slices.Sort(env)
 

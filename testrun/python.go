@@ -18,22 +18,28 @@ import (
 	"time"
 )
 
-// PythonEnv returns env with the settings every Python test run gets (SPEC §7.6): no
-// current folder or user site ahead of the standard library (PYTHONSAFEPATH,
-// PYTHONNOUSERSITE), no plugin autoload (the reporter adds the project's configured
-// plugins with -p), and no bytecode written. Bytecode is not read from the checkout either:
-// the gate removes what its checkout holds before each run (RemoveBytecode). A bytecode
-// folder of the run's own would do the same, but Python would then compile the standard
-// library and pytest from source at every run, about two seconds each here. Run applies
-// it to every command, in the sandbox or not.
-func PythonEnv(env []string) []string {
+// PythonEnv returns env with the settings every Python test run gets (SPEC §7.6): no user
+// site ahead of the standard library (PYTHONNOUSERSITE), no plugin autoload (the reporter
+// adds the project's configured plugins with -p), and no bytecode written; and for a run
+// of runner pytest, no current folder on the path either (PYTHONSAFEPATH). A script run by
+// name (python3 run_tests.py, python manage.py test) keeps its own folder on the path, from
+// which it imports the modules beside it; a file of the root named after a module of the
+// standard library is part of the harness (gate: shadows), which no implementer may add.
+// Bytecode is not read from the checkout either: the gate removes what its checkout holds
+// before each run (RemoveBytecode). A bytecode folder of the run's own would do the same,
+// but Python would then compile the standard library and pytest from source at every run,
+// about two seconds each here. Run applies it to every command, in the sandbox or not.
+func PythonEnv(env []string, r Runner) []string {
 	env = slices.Clone(env)
-	for _, kv := range [][2]string{
-		{"PYTHONSAFEPATH", "1"},
+	settings := [][2]string{
 		{"PYTHONNOUSERSITE", "1"},
 		{"PYTHONDONTWRITEBYTECODE", "1"},
 		{"PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1"},
-	} {
+	}
+	if r == Pytest {
+		settings = append(settings, [2]string{"PYTHONSAFEPATH", "1"})
+	}
+	for _, kv := range settings {
 		env = setEnv(env, kv[0], kv[1])
 	}
 	return env

@@ -103,14 +103,7 @@ func run(ctx context.Context, root, command string, r Runner, timeout time.Durat
 	if env == nil {
 		env = os.Environ()
 	}
-	env = PythonEnv(env)
-	if r != Pytest {
-		// A script run by name (python3 run_tests.py, python manage.py test) imports the
-		// modules beside it: Python puts the script's folder first on its path only
-		// without PYTHONSAFEPATH. A file of the root named after a module of the standard
-		// library is part of the harness (gate: shadows), which no implementer may add.
-		env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "PYTHONSAFEPATH=") })
-	}
+	env = PythonEnv(env, r)
 	ro := filepath.Join(tmp, "ro")
 	if err := os.Mkdir(ro, 0o700); err != nil {
 		return inv, -1, false, nil, nil, fmt.Errorf("run tests: %w", err)

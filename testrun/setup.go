@@ -575,7 +575,7 @@ func (c *SetupCheck) probe(ctx context.Context, pr probe, where, dir string, arg
 	if pr.runner == Pytest {
 		// The candidate's checkout is the folder: nothing of it on Python's path, no
 		// bytecode written there (the probe runs outside the sandbox).
-		cmd.Env = PythonEnv(cmd.Env)
+		cmd.Env = PythonEnv(cmd.Env, pr.runner)
 	}
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
