@@ -345,19 +345,7 @@ func (rep *Report) fileIssues(ctx context.Context, l queue.Layout, category stri
 	if rep.Decision != Fail && rep.Decision != Critical {
 		return nil
 	}
-	var why []string
-	for _, c := range rep.Selection {
-		for _, p := range c.Picks {
-			if !p.Passed {
-				why = append(why, fmt.Sprintf("%s: %s: %s", c.Name, p.ID, p.Why))
-			}
-		}
-	}
-	for _, m := range rep.Mutations {
-		if m.Decision == Fail {
-			why = append(why, fmt.Sprintf("mutation: the tests of %s killed none of its %d mutants", m.Task, m.Mutants))
-		}
-	}
+	why := rep.Failures()
 	details := strings.Join(why, "\n") + "\n\nReport: " + rep.Path
 	id, err := retry.QAIssue(ctx, l, rep.Task, category, "qa_failure", fmt.Sprintf("spot check %s: %d findings", rep.Decision, len(why)), details, time.Time{})
 	if err != nil {

@@ -32,20 +32,14 @@ func (rep *Report) Verdict() *gate.Verdict {
 	return v
 }
 
-// Failures lists what failed the spot check: its failed picks and the tasks whose tests
-// killed no mutant.
+// Failures lists what failed the spot check, one line each: its failed picks
+// ("category: ID: why") and the tasks whose tests killed no mutant. The QA task's verdict
+// and the spot check's qa_failure issue both say them.
 func (rep *Report) Failures() []string {
-	var out []string
-	for _, c := range rep.Selection {
-		for _, p := range c.Picks {
-			if !p.Passed {
-				out = append(out, fmt.Sprintf("%s %s: %s", c.Name, p.ID, p.Why))
-			}
-		}
-	}
+	out := (&Selection{Categories: rep.Selection}).Failures()
 	for _, m := range rep.Mutations {
 		if m.Decision == Fail {
-			out = append(out, fmt.Sprintf("the tests of %s killed none of its %d mutants", m.Task, m.Mutants))
+			out = append(out, fmt.Sprintf("mutation: the tests of %s killed none of its %d mutants", m.Task, m.Mutants))
 		}
 	}
 	return out

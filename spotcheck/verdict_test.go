@@ -25,7 +25,7 @@ func TestReportVerdict(t *testing.T) {
 	if v.Pass || v.Type != string(retry.QAFailure) {
 		t.Fatalf("FAIL: pass %v type %q", v.Pass, v.Type)
 	}
-	for _, want := range []string{"unit UT-2: failed", "the tests of TASK-001 killed none of its 4 mutants"} {
+	for _, want := range []string{"unit: UT-2: failed", "the tests of TASK-001 killed none of its 4 mutants"} {
 		if !strings.Contains(v.Reason, want) || !strings.Contains(v.Output, want) {
 			t.Errorf("FAIL does not name %q:\nreason %q\noutput %q", want, v.Reason, v.Output)
 		}
