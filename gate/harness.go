@@ -15,10 +15,10 @@ import (
 )
 
 // A Harness says which files decide how tests run and what they report (SPEC §7.6): the
-// test files; conftest.py at any depth; pytest.ini; the pytest sections of pyproject.toml
+// test files; conftest.py at any depth; pytest.ini and .pytest.ini; the pytest sections of pyproject.toml
 // ([tool.pytest…]), setup.cfg ([tool:pytest]) and tox.ini ([pytest]); the jest, vitest
-// and vite configurations; package.json's test scripts (test, pretest, posttest, test:…)
-// and its jest key; Go files that declare TestMain; go.work; go.mod's replace directives
+// and vite configurations and Babel's; package.json's test scripts (test, pretest,
+// posttest, test:…) and its jest and babel keys; Go files that declare TestMain; go.work; go.mod's replace directives
 // that point at a folder; .cargo/config.toml; the Makefile when a test command runs make;
 // a file of the project that a test command names (./test.sh, bash scripts/ci.sh: the
 // script that decides what runs and how its exit reads);
@@ -121,7 +121,7 @@ func (h Harness) kind(p string) part {
 		return partWhole
 	}
 	switch {
-	case base == "conftest.py", base == "pytest.ini", base == "go.work":
+	case base == "conftest.py", base == "pytest.ini", base == ".pytest.ini", base == "go.work":
 		return partWhole
 	case p == "go.mod":
 		return partSection
@@ -191,8 +191,10 @@ func pyMetadata(p string) bool {
 	return false
 }
 
-// configRE matches the file names of jest, vitest and vite configurations.
-var configRE = lazyre.New(`^(?:jest|vitest|vite)\.(?:config|workspace)(?:\.[\w-]+)*\.(?:js|cjs|mjs|ts|cts|mts|json)$`)
+// configRE matches the file names of jest, vitest and vite configurations, and Babel's,
+// which transforms the test files before jest runs them (a plugin there may drop every
+// assertion of a test file whose bytes stay as at RED).
+var configRE = lazyre.New(`^(?:(?:jest|vitest|vite)\.(?:config|workspace)(?:\.[\w-]+)*\.(?:js|cjs|mjs|ts|cts|mts|json)|babel\.config\.(?:js|cjs|mjs|ts|cts|mts|json)|\.babelrc(?:\.(?:js|cjs|mjs|json))?)$`)
 
 // runsMake reports whether a test command runs make.
 func (h Harness) runsMake() bool {
@@ -455,9 +457,11 @@ func packageJSONPart(content []byte) (harness, rest []byte) {
 		return content, nil
 	}
 	h := map[string]any{}
-	if j, ok := doc["jest"]; ok {
-		h["jest"] = canonical(j)
-		delete(doc, "jest")
+	for _, key := range []string{"jest", "babel"} {
+		if j, ok := doc[key]; ok {
+			h[key] = canonical(j)
+			delete(doc, key)
+		}
 	}
 	if s, ok := doc["scripts"]; ok {
 		var scripts map[string]json.RawMessage

@@ -47,6 +47,14 @@ func TestIsHarness(t *testing.T) {
 		{"package.json", `{"name": "x", "scripts": {"test": "vitest run"}}`, h, true},
 		{"package.json", `{"name": "x", "scripts": {"build": "tsc"}}`, h, false},
 		{"package.json", `{"name": "x", "jest": {"testEnvironment": "node"}}`, h, true},
+		// Babel transforms the test files before jest runs them.
+		{"package.json", `{"name": "x", "babel": {"plugins": ["./strip.js"]}}`, h, true},
+		{"babel.config.js", "", h, true},
+		{"web/.babelrc", "", h, true},
+		{".babelrc.json", "", h, true},
+		{"babel.js", "", h, false},
+		// pytest reads .pytest.ini first, before pyproject.toml.
+		{".pytest.ini", "[pytest]\naddopts = -p shop.checks\n", h, true},
 		{"README.md", "", h, false},
 		// A file a test command names: the script it runs decides what its exit says.
 		{"test.sh", "", script, true},
