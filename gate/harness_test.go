@@ -185,6 +185,11 @@ func TestGreenHarness(t *testing.T) {
 		"testutil/eq.go":     "package testutil\n",
 		"tests/test_shop.py": "from tests.helpers import check\nfrom shop.discount import discount\n",
 		"tests/helpers.py":   "def check(a, b):\n    assert a == b\n", "shop/discount.py": "def discount(c, p):\n    pass\n",
+		// Tests beside the code, waiting for cart/price.py (missing at RED) and a new Go
+		// package, promo.
+		"cart/test_cart.py": "from cart.price import price\nfrom cart.total import total\nfrom cart.helpers import check\nfrom cart.test_utils import check2\n",
+		"cart/total.py":     "def total(c):\n    return 0\n", "cart/test_utils.py": "def check2(a, b):\n    assert a == b\n",
+		"calc/promo_test.go": "package calc\n\nimport (\n\t_ \"example.com/calc/mocks\"\n\t_ \"example.com/calc/promo\"\n)\n",
 	}
 	tests := []struct {
 		name    string
@@ -220,6 +225,16 @@ func TestGreenHarness(t *testing.T) {
 		{"honest: the Go package the tests test", map[string]string{"calc/add.go": "package calc\n\nfunc Add(a, b int) int { return a + b }\n"}, ""},
 		{"a Python module only tests import, among the tests", map[string]string{"tests/helpers.py": "def check(a, b):\n    pass\n"}, "tests/helpers.py"},
 		{"honest: the Python module the tests test", map[string]string{"shop/discount.py": "def discount(c, p):\n    return c - c * p // 100\n"}, ""},
+		// A module or package the tests were waiting for (missing at RED) is the code
+		// they test, wherever it sits; added help for tests is still support.
+		{"honest: a new Python module that tests beside it import", map[string]string{"cart/price.py": "def price(c):\n    return c\n"}, ""},
+		{"honest: a new Go package another folder's test imports", map[string]string{"promo/promo.go": "package promo\n\nfunc Off(c int) int { return c }\n"}, ""},
+		{"a new helper module that tests beside it import", map[string]string{"cart/helpers.py": "def check(a, b):\n    pass\n"}, "cart/helpers.py"},
+		{"a new Go test-help package another folder's test imports", map[string]string{"mocks/clock.go": "package mocks\n\nfunc Now() int { return 0 }\n"}, "mocks/clock.go"},
+		// Tests beside the code: a module they alone import is the code under test, not
+		// support, unless named as help for tests.
+		{"honest: a module tests beside it import, changed", map[string]string{"cart/total.py": "def total(c):\n    return sum(c)\n"}, ""},
+		{"a helper module tests beside it import, changed", map[string]string{"cart/test_utils.py": "def check(a, b):\n    pass\n"}, "cart/test_utils.py"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

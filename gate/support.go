@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -24,9 +25,15 @@ import (
 //   - Go: the non-test files of a package of the root module whose importers are all
 //     _test.go files of other folders (a package's own external tests do not count: the
 //     code a test writer's tests import, before anything else does, is not support).
-//   - Python: a module whose importers are all test files, in a folder that holds tests
-//     (a test file or conftest.py) or is named test, tests or testing: the code under test
-//     is imported by tests alone too, but lives elsewhere.
+//   - Python: a module whose importers are all test files, in a test folder (named test,
+//     tests or testing) or, among tests that sit beside the code, named as test help
+//     (helpers.py, fixtures.py, test_utils.py: testHelpName): the code under test is
+//     imported by tests alone too.
+//
+// A file the candidate adds is not support for being imported by tests alone, unless it
+// is named as test help: the tests (which the candidate cannot change) were waiting for
+// it, a module or package that did not exist when they were written; it is the code they
+// test (SPEC §7.2: the implementation missing at RED).
 func testSupport(root string, changed []string, read Contents, globs []string) map[string]bool {
 	if globs == nil {
 		globs = testrun.DefaultGlobs
@@ -92,7 +99,31 @@ func testSupport(root string, changed []string, read Contents, globs []string) m
 			out[p] = true
 		}
 	}
+	for p := range out {
+		if _, existed := before[p]; !existed && !testHelpName(p) {
+			delete(out, p)
+		}
+	}
 	return out
+}
+
+// testHelpWords are the words of a file or folder name that mark what is in it as help for
+// tests rather than code under test.
+var testHelpWords = []string{"test", "tests", "testing", "testutil", "testutils", "testhelpers", "conftest",
+	"fixture", "fixtures", "helper", "helpers", "mock", "mocks", "fake", "fakes", "stub", "stubs"}
+
+// testHelpName reports whether the path p names help for tests: one of its folders or its
+// file name, split into words at "_", "-" and ".", has a word of testHelpWords
+// (tests/helpers.py, shop/test_utils.py, internal/testutil/eq.go; not latest.py).
+func testHelpName(p string) bool {
+	for _, part := range strings.Split(strings.TrimSuffix(p, path.Ext(p)), "/") {
+		for _, w := range strings.FieldsFunc(strings.ToLower(part), func(r rune) bool { return r == '_' || r == '-' || r == '.' }) {
+			if slices.Contains(testHelpWords, w) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // modulePath reads the module path of a go.mod.
@@ -248,7 +279,7 @@ func pySupport(files map[string][]byte, globs []string) map[string]bool {
 			continue
 		}
 		dir := path.Dir(p)
-		among := testDirs[dir]
+		among := testDirs[dir] && testHelpName(path.Base(p))
 		for _, part := range strings.Split(dir, "/") {
 			among = among || part == "test" || part == "tests" || part == "testing"
 		}
