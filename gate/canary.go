@@ -38,7 +38,7 @@ func (v *Verdict) runTests(ctx context.Context, in Input, command string) (*test
 	}
 	if p.Skip != "" {
 		fmt.Fprintf(&v.Log, "canary: none: %s\n", p.Skip)
-		res, err := testrun.Run(ctx, in.Root, command, in.Timeout, in.runOptions(command)...)
+		res, err := v.runWatched(ctx, in, command, command)
 		if err == nil && res.Forged != nil {
 			v.forged = res.Forged
 			fmt.Fprintf(&v.Log, "the report cannot be trusted: %s (%s)\n", res.Forged.What, res.Forged.Where)
@@ -51,7 +51,7 @@ func (v *Verdict) runTests(ctx context.Context, in Input, command string) (*test
 	if p.Command != command {
 		fmt.Fprintf(&v.Log, "canary %s: run as %s\n", p.Token, p.Command)
 	}
-	res, err := testrun.Run(ctx, in.Root, p.Command, in.Timeout, in.runOptions(p.Command)...)
+	res, err := v.runWatched(ctx, in, command, p.Command)
 	if rerr := p.Remove(); rerr != nil {
 		fmt.Fprintf(&v.Log, "canary %s: could not remove: %v\n", p.Token, rerr)
 	}
@@ -86,6 +86,23 @@ func (v *Verdict) runTests(ctx context.Context, in Input, command string) (*test
 		fmt.Fprintf(&v.Log, "canary %s: the command exited %d for the failing canary; the run's own tests decide: exit %d\n", p.Token, code, res.ExitCode)
 	}
 	return res, nil
+}
+
+// runWatched runs run, the gate's form of command, with the test files watched (guard.go):
+// a test file or test data that changed while it ran is a *TestsChangedError, and the
+// verdict fails as test_tampered whatever the caller makes of the run.
+func (v *Verdict) runWatched(ctx context.Context, in Input, command, run string) (*testrun.Result, error) {
+	g, note := guardTests(in.Root, in.Globs)
+	if note != "" {
+		fmt.Fprintf(&v.Log, "guard: %s\n", note)
+	}
+	res, err := testrun.Run(ctx, in.Root, run, in.Timeout, in.runOptions(run)...)
+	if changed := g.stop(command); changed != nil {
+		v.rewrote = changed
+		fmt.Fprintf(&v.Log, "guard: %v\n", changed)
+		return nil, changed
+	}
+	return res, err
 }
 
 // plantedCanary is the canary a run plants: the jail's (Jail.Canary), or one drawn for the

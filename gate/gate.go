@@ -150,12 +150,20 @@ type Verdict struct {
 	ChangedTests []string
 
 	forged *testrun.ForgedError // a run whose canaries were misreported (canary.go)
+	// rewrote is a run during which a test file changed (guard.go): nothing it or any
+	// other run of the gate reported counts.
+	rewrote *TestsChangedError
 }
 
 func (v *Verdict) fail(typ, format string, args ...any) *Verdict {
 	if v.forged != nil {
 		// Nothing a forged report said counts, whatever failure the caller saw in it.
 		typ, format, args = TypeForged, "%s", []any{forgedReason(v.forged)}
+	} else if v.rewrote != nil {
+		typ, format, args = TypeTampered, "%s", []any{v.rewrote.Error()}
+		if v.rewrote.Path != "" {
+			v.File = v.rewrote.Path
+		}
 	}
 	v.Pass, v.Type, v.Reason = false, typ, fmt.Sprintf(format, args...)
 	fmt.Fprintf(&v.Log, "decision: fail (%s): %s\n", typ, v.Reason)
@@ -170,6 +178,9 @@ func Refuse(typ, format string, args ...any) *Verdict {
 }
 
 func (v *Verdict) pass(format string, args ...any) *Verdict {
+	if v.forged != nil || v.rewrote != nil {
+		return v.fail(TypeTampered, "") // fail says which
+	}
 	v.Pass, v.Type, v.Reason = true, "", fmt.Sprintf(format, args...)
 	fmt.Fprintf(&v.Log, "decision: pass: %s\n", v.Reason)
 	return v
