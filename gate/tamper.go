@@ -100,6 +100,10 @@ func (h Harness) Tamperings(ctx context.Context, root string, changed []string) 
 				mode = "harness"
 			}
 			py = append(py, pyFile{Path: full, Name: p, Mode: mode})
+		case cExts[ext] && !slices.Contains(strings.Split(path.Dir(p), "/"), "testdata"):
+			out = append(out, cReach(p, string(src), 1)...)
+		case ext == ".syso" && sysoLinked(p):
+			out = append(out, Tampering{File: p, Line: 1, What: "an object file linked into the package (.syso), whose code the gate cannot read"})
 		case jsExts[ext] && !jsDeclaration(p):
 			if !harness {
 				out = append(out, jsReach(p, src)...)
@@ -189,7 +193,7 @@ type goFile struct {
 
 func parseGo(name string, src []byte) *goFile {
 	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, name, src, parser.SkipObjectResolution)
+	f, err := parser.ParseFile(fset, name, src, parser.SkipObjectResolution|parser.ParseComments)
 	if err != nil {
 		return nil // the compiler's to report
 	}
@@ -330,6 +334,7 @@ func goReach(name string, src []byte) []Tampering {
 	})
 	g.reexecs()
 	g.redirects(g.file, false)
+	g.cgoPreambles()
 	return g.out
 }
 
@@ -431,10 +436,32 @@ func (g *goFile) redirects(n ast.Node, harness bool) {
 						g.add(n.Pos(), harness, "duplicates a file onto standard output or error (%s.%s)", path.Base(pkg), fn)
 					}
 				}
+				for _, fn := range []string{"Syscall", "Syscall6", "RawSyscall", "RawSyscall6", "RawSyscallNoError"} {
+					if g.pkgSel(n.Fun, pkg, fn) && len(n.Args) > 0 {
+						if trap := g.rawTrap(n.Args[0], pkg); trap != "" {
+							g.add(n.Pos(), harness, "makes %s itself (%s.%s), which can put another file on standard output or start the test binary again", trap, path.Base(pkg), fn)
+						}
+					}
+				}
 			}
 		}
 		return true
 	})
+}
+
+// rawTrap says which system call e, the trap of a raw system call of pkg, is, when it is
+// one that duplicates descriptors or starts processes ("the system call SYS_DUP3"), or
+// when e is not a constant of pkg; else "".
+func (g *goFile) rawTrap(e ast.Expr, pkg string) string {
+	for _, name := range []string{"SYS_DUP", "SYS_DUP2", "SYS_DUP3", "SYS_EXECVE", "SYS_EXECVEAT", "SYS_CLONE", "SYS_CLONE3", "SYS_FORK", "SYS_VFORK"} {
+		if g.pkgSel(e, pkg, name) {
+			return "the system call " + name
+		}
+	}
+	if sel, ok := ast.Unparen(e).(*ast.SelectorExpr); ok && strings.HasPrefix(sel.Sel.Name, "SYS_") {
+		return ""
+	}
+	return "a system call by a number the gate cannot read"
 }
 
 // stdFD reports whether a file descriptor argument may be 1 or 2: it is, or it is not a

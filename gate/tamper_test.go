@@ -874,3 +874,81 @@ func FuzzTamperingGo(f *testing.F) {
 		goHarness("p/x_test.go", []byte(src))
 	})
 }
+
+// TestTamperingC: cgo preambles, C and assembly files and object files that a Go package
+// compiles in, beside honest cgo code (a preamble that calls the C library, a C file of
+// plain functions, assembly of arithmetic, an object file for another system).
+func TestTamperingC(t *testing.T) {
+	t.Parallel()
+	runTamperCases(t, []tamperCase{
+		{name: "a cgo constructor that relays the test binary", file: "cart/native.go", src: `package cart
+
+/*
+#include <unistd.h>
+// a comment that says fork( is not code
+__attribute__((constructor)) static void boot(void) {
+	int p[2];
+	pipe(p);
+	if (fork() == 0) { dup2(p[1], 1); return; }
+}
+*/
+import "C"
+`, want: []string{"cart/native.go:6: C code that runs as the binary loads (constructor)", "cart/native.go:9: C code that starts a process or redirects a descriptor (fork)"}},
+		{name: "a C file whose function an init calls, redirecting standard output", file: "cart/out.c", src: "#include <unistd.h>\n\nvoid quiet(int fd) {\n\tdup2(fd, 1);\n}\n",
+			want: []string{"cart/out.c:4: C code that starts a process or redirects a descriptor (dup2)"}},
+		{name: "an initialization section in C++", file: "cart/boot.cc", src: "static void run() {}\n__attribute__((section(\".init_array\"))) void (*p)() = run;\n",
+			want: []string{"cart/boot.cc:2: C code that runs as the binary loads (.init_array)"}},
+		{name: "a system call from Go assembly", file: "cart/sys_amd64.s", src: "#include \"textflag.h\"\n\nTEXT ·dup(SB),NOSPLIT,$0\n\tMOVQ $33, AX\n\tSYSCALL\n\tRET\n",
+			want: []string{"cart/sys_amd64.s:5: makes a system call from assembly"}},
+		{name: "an object file linked on Linux", file: "cart/blob_linux_amd64.syso", src: "\x7fELF",
+			want: []string{"cart/blob_linux_amd64.syso:1: an object file linked into the package"}},
+		{name: "honest: a cgo preamble that calls the C library", file: "geo/sqrt.go", src: `package geo
+
+/*
+#cgo LDFLAGS: -lm
+#include <math.h>
+static double hyp(double a, double b) { return sqrt(a*a + b*b); }
+*/
+import "C"
+
+// Hyp returns the hypotenuse.
+func Hyp(a, b float64) float64 { return float64(C.hyp(C.double(a), C.double(b))) }
+`},
+		{name: "honest: a C file of plain functions", file: "geo/area.c", src: "// area of a disk; does not fork() or dup2()\ndouble area(double r) { return 3.14159 * r * r; }\n"},
+		{name: "honest: assembly of arithmetic", file: "geo/add_amd64.s", src: "#include \"textflag.h\"\n\nTEXT ·add(SB),NOSPLIT,$0\n\tMOVQ a+0(FP), AX\n\tADDQ b+8(FP), AX\n\tMOVQ AX, ret+16(FP)\n\tRET\n"},
+		{name: "honest: a Windows resource object", file: "cmd/app/rsrc_windows_amd64.syso", src: "\x00"},
+	})
+}
+
+// TestTamperingRawSyscalls: a raw system call that duplicates a descriptor, starts a
+// process, or whose number the gate cannot read, beside an honest one.
+func TestTamperingRawSyscalls(t *testing.T) {
+	t.Parallel()
+	runTamperCases(t, []tamperCase{
+		{name: "dup3 onto standard output as a raw system call", file: "cart/raw.go", src: `package cart
+
+import "syscall"
+
+func init() {
+	r, w, _ := syscall.Syscall(syscall.SYS_PIPE2, 0, 0, 0)
+	_, _, _ = syscall.RawSyscall(syscall.SYS_DUP3, w, 1, 0)
+	_ = r
+}
+`, want: []string{"cart/raw.go:7: makes the system call SYS_DUP3 itself (syscall.RawSyscall)"}},
+		{name: "a system call by a computed number", file: "cart/raw.go", src: `package cart
+
+import "golang.org/x/sys/unix"
+
+var trap = uintptr(0x10 + 0x11)
+
+func Quiet(fd uintptr) { unix.Syscall(trap, fd, 1, 0) }
+`, want: []string{"cart/raw.go:7: makes a system call by a number the gate cannot read itself (unix.Syscall)"}},
+		{name: "honest: a raw getpid", file: "cart/raw.go", src: `package cart
+
+import "syscall"
+
+// PID returns the process ID.
+func PID() int { p, _, _ := syscall.RawSyscall(syscall.SYS_GETPID, 0, 0, 0); return int(p) }
+`},
+	})
+}
