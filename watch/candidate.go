@@ -26,7 +26,7 @@ func (r *runner) makeCandidate(ctx context.Context, a *attempt) error {
 		// or the base when none arrived (a timeout, an interrupt).
 		c, err = r.remoteCandidate(ctx, a)
 	} else {
-		c, err = a.slot.Commit(ctx, a.base, a.ref(), fmt.Sprintf("%s attempt %d (candidate)\n", a.id, a.n))
+		c, err = a.slot.Commit(ctx, a.base, a.ref(), fmt.Sprintf("%s attempt %d (candidate)\n", a.id, a.n), r.sharedLinks(a.slot.Dir)...)
 	}
 	if err != nil {
 		return err

@@ -79,20 +79,36 @@ var sharedDirs = []string{"node_modules"}
 
 // linkShared links the shared folders the person's project has into a checkout.
 func (r *runner) linkShared(checkout string) error {
+	for _, l := range r.sharedLinks(checkout) {
+		dst := filepath.Join(checkout, filepath.FromSlash(l.Path))
+		if _, err := os.Lstat(dst); err == nil {
+			continue // tracked, or linked already
+		}
+		if err := os.Symlink(l.Target, dst); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sharedLinks are the links linkShared puts in a checkout, one for each shared folder the
+// person's project has. A candidate leaves them out (worktree.Slot.Commit): they are the
+// orchestrator's, not the agent's change, even where .gitignore ignores only folders of
+// their name ("node_modules/").
+func (r *runner) sharedLinks(checkout string) []worktree.Link {
+	var out []worktree.Link
 	for _, d := range sharedDirs {
 		src := filepath.Join(r.o.Layout.Root, d)
 		if fi, err := os.Stat(src); err != nil || !fi.IsDir() {
 			continue
 		}
-		dst := filepath.Join(r.projectDir(checkout), d)
-		if _, err := os.Lstat(dst); err == nil {
-			continue // tracked, or linked already
+		rel, err := filepath.Rel(checkout, filepath.Join(r.projectDir(checkout), d))
+		if err != nil {
+			continue
 		}
-		if err := os.Symlink(src, dst); err != nil {
-			return err
-		}
+		out = append(out, worktree.Link{Path: filepath.ToSlash(rel), Target: src})
 	}
-	return nil
+	return out
 }
 
 // scopeDir is the orchestrator's folder as a path of the repository: no candidate may

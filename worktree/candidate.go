@@ -38,12 +38,25 @@ func Paths(changes []Change) []string {
 	return out
 }
 
+// A Link is a symbolic link the orchestrator itself puts in a slot (a JavaScript project's
+// node_modules, linked to the person's): Path is where, slash-separated from the slot's
+// root; Target is the path the link names, as the orchestrator wrote it.
+type Link struct {
+	Path   string
+	Target string
+}
+
 // Commit records what is in the slot's working tree now as a commit whose parent is base,
 // under ref, with message, and returns it. Files that .gitignore ignores are not part of
-// it. When the tree is base's own, nothing changed: it returns base itself and makes no
+// it, nor the orchestrator's own links (ownLinks) that are still there as it made them.
+// When the tree is base's own, nothing changed: it returns base itself and makes no
 // commit (ref is still set, to base).
-func (s *Slot) Commit(ctx context.Context, base, ref, message string) (string, error) {
+func (s *Slot) Commit(ctx context.Context, base, ref, message string, ownLinks ...Link) (string, error) {
 	if err := s.made(); err != nil {
+		return "", err
+	}
+	own, err := s.ownLinksAt(ctx, base, ownLinks)
+	if err != nil {
 		return "", err
 	}
 	// A copy of the orchestrator's index, so that the slot's stays the checkout's (Reset
@@ -56,6 +69,14 @@ func (s *Slot) Commit(ctx context.Context, base, ref, message string) (string, e
 	env := s.env(tmp)
 	if _, err := s.repo.git(ctx, s.Dir, env, "add", "-A", "--ignore-errors", "--", "."); err != nil {
 		return "", err
+	}
+	if len(own) > 0 {
+		// Taken out of the index after `git add`, not left out of it by an exclude
+		// pathspec: git add fails on a pathspec that names a path .gitignore ignores (a
+		// project whose .gitignore says "node_modules", which matches the link too).
+		if _, err := s.repo.git(ctx, s.Dir, env, append([]string{"update-index", "--force-remove", "--"}, own...)...); err != nil {
+			return "", err
+		}
 	}
 	tree, err := s.repo.git(ctx, s.Dir, env, "write-tree")
 	if err != nil {
@@ -78,6 +99,31 @@ func (s *Slot) Commit(ctx context.Context, base, ref, message string) (string, e
 		}
 	}
 	return commit, nil
+}
+
+// ownLinksAt returns the paths of links that are in the slot as the orchestrator made
+// them: a symbolic link naming its Target, where base tracks nothing. A .gitignore line
+// "node_modules/" ignores folders only, so `git add` stages such a link as if it were the
+// agent's change. Anything else there is the agent's, and git's rules apply to it as to
+// any file: a real folder (ignored or not, as .gitignore says), a link that names another
+// place, a link put in place of what base tracks there.
+func (s *Slot) ownLinksAt(ctx context.Context, base string, links []Link) ([]string, error) {
+	var own []string
+	for _, l := range links {
+		target, err := os.Readlink(filepath.Join(s.Dir, filepath.FromSlash(l.Path)))
+		if err != nil || target != l.Target {
+			continue
+		}
+		_, _, _, err = s.repo.object(ctx, base+":"+l.Path, false)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, ErrMissing) {
+			return nil, err
+		}
+		own = append(own, l.Path)
+	}
+	return own, nil
 }
 
 // commitTree makes a commit of tree with parent and message.
