@@ -66,6 +66,20 @@ def const_str(node):
     return None
 
 
+def literal(node):
+    """Whether an expression is a literal: a value pytest cannot take for a hook, since it
+    takes only routines."""
+    if node is None:
+        return False
+    if isinstance(node, ast.JoinedStr):
+        return True
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
 class Scan:
     def __init__(self, name, tree, mode):
         self.name, self.tree, self.mode = name, tree, mode
@@ -175,6 +189,95 @@ class Scan:
             return d
         return None
 
+    # Where pytest looks for hooks: the names a module binds.
+
+    def bindings(self):
+        """The names the module binds where pytest looks for hooks and for pytest_plugins,
+        by any means but def: (node, name, value), value None when it cannot be told (an import, a loop, an unpacking). Pytest takes every routine named pytest_*
+        of a plugin for a hook and reads pytest_plugins from the module's namespace, so a
+        name bound at module level (or in a class body, or in a function that declares it
+        global) counts, whatever binds it: an assignment, an import, globals()[...],
+        setattr, an attribute of the module."""
+        out = []
+        ns = set()
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and self.namespace(node.value):
+                for t in self.flatten(self.targets(node)):
+                    if isinstance(t, ast.Name):
+                        ns.add(t.id)
+        self.scope(self.tree, True, set(), out)
+        for node in ast.walk(self.tree):
+            value = getattr(node, "value", None)
+            if isinstance(node, (ast.Assign, ast.AugAssign)) or isinstance(node, ast.AnnAssign) and value is not None:
+                for t in self.flatten(self.targets(node)):
+                    if isinstance(t, ast.Subscript) and self.namespace(t.value, ns):
+                        out.append((t, const_str(t.slice), value))
+                    elif isinstance(t, ast.Attribute):
+                        out.append((t, t.attr, value))
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            if isinstance(f, ast.Name) and f.id == "setattr" and len(node.args) >= 3:
+                out.append((node, const_str(node.args[1]), node.args[2]))
+            elif isinstance(f, ast.Attribute) and self.namespace(f.value, ns):
+                if f.attr in ("__setitem__", "setdefault") and len(node.args) >= 2:
+                    out.append((node, const_str(node.args[0]), node.args[1]))
+                elif f.attr == "update":
+                    for k in node.keywords:
+                        out.append((node, k.arg, k.value))
+                    for a in node.args:
+                        if isinstance(a, ast.Dict):
+                            for k, v in zip(a.keys, a.values):
+                                out.append((node, const_str(k) if k is not None else None, v))
+        return [b for b in out if isinstance(b[1], str) and b[1].startswith("pytest_")]
+
+    def namespace(self, node, names=()):
+        """Whether an expression is a namespace whose keys are a module's names: globals(),
+        vars(...), an object's __dict__, or a name bound to one of those."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            return node.func.id in ("globals", "vars", "locals")
+        if isinstance(node, ast.Attribute):
+            return node.attr == "__dict__"
+        return isinstance(node, ast.Name) and node.id in names
+
+    def scope(self, node, outer, glob, out):
+        """The names bound in node's scope: outer for the module and the class bodies in
+        it, glob the names a function declares global."""
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                g = {n for s in ast.walk(child) if isinstance(s, ast.Global) for n in s.names}
+                self.scope(child, False, g, out)
+            elif isinstance(child, ast.ClassDef):
+                self.scope(child, outer, glob, out)
+            elif isinstance(child, ast.comprehension):
+                # A comprehension's own variables are its own; what it computes is not.
+                for n in [child.iter] + child.ifs:
+                    self.scope(n, outer, glob, out)
+            elif isinstance(child, (ast.Import, ast.ImportFrom)):
+                for a in child.names:
+                    name = a.asname or a.name.split(".")[0]
+                    if outer or name in glob:
+                        out.append((child, name, None))
+            elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+                p = self.parent.get(child)
+                if isinstance(p, ast.AnnAssign) and p.value is None:
+                    continue  # An annotation alone binds nothing.
+                if outer or child.id in glob:
+                    value = None
+                    if isinstance(p, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+                        value = p.value
+                    out.append((child, child.id, value))
+            else:
+                self.scope(child, outer, glob, out)
+
+    def hooks(self):
+        """Refuses pytest hooks and pytest_plugins bound by other means than def."""
+        for node, name, value in self.bindings():
+            if name == "pytest_plugins":
+                self.add(node, "sets pytest_plugins, which has pytest load plugins, in code that is not a test")
+            elif not literal(value):
+                self.add(node, "binds %s, a pytest hook, in code that is not a test" % name)
+
     # Implementation code: nothing of the runner.
 
     def impl(self):
@@ -228,6 +331,7 @@ class Scan:
                 if p:
                     self.add(t, "patches %s" % p)
         self.atexit()
+        self.hooks()
 
     def compared(self, node):
         """Whether a constant is compared with something: a name matched against it."""
@@ -303,20 +407,28 @@ class Scan:
     # Harness: it may set tests up, not rewrite what they report.
 
     def harness(self):
-        hooks = [f for f in self.funcs.values() if f.name.startswith("pytest_")]
+        hooks = [(f.name, f) for f in self.funcs.values() if f.name.startswith("pytest_")]
         for node in ast.walk(self.tree):
             # Methods of plugin classes are hooks too.
             if isinstance(node, ast.ClassDef):
                 for f in node.body:
-                    if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name.startswith("pytest_") and f not in hooks:
-                        hooks.append(f)
-        for hook in hooks:
+                    if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name.startswith("pytest_") and (f.name, f) not in hooks:
+                        hooks.append((f.name, f))
+        # So is a function or a lambda bound to a hook's name by assignment.
+        for _, name, value in self.bindings():
+            if isinstance(value, ast.Name) and value.id in self.funcs:
+                hooks.append((name, self.funcs[value.id]))
+            elif isinstance(value, ast.Lambda):
+                hooks.append((name, value))
+        for name, hook in hooks:
             for f in self.reachable([hook]):
-                self.rewrites(hook.name, f)
-            if hook.name == "pytest_report_teststatus":
-                for n in ast.walk(hook):
-                    if isinstance(n, ast.Return) and n.value is not None and not (
-                            isinstance(n.value, ast.Constant) and n.value.value is None):
+                self.rewrites(name, f)
+            if name == "pytest_report_teststatus":
+                returns = [n for n in ast.walk(hook) if isinstance(n, ast.Return)]
+                if isinstance(hook, ast.Lambda):
+                    returns.append(ast.Return(value=hook.body, lineno=hook.lineno))
+                for n in returns:
+                    if n.value is not None and not (isinstance(n.value, ast.Constant) and n.value.value is None):
                         self.add(n, "pytest_report_teststatus decides how a test's outcome is reported")
         for node in ast.walk(self.tree):
             for t in self.flatten(self.targets(node)):

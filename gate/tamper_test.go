@@ -510,6 +510,59 @@ __builtins__["exit"] = None
 `, want: []string{"shop/discount.py:4: patches builtins.print", "shop/discount.py:5: patches builtins", "shop/discount.py:6: patches builtins"}},
 		{name: "declares a pytest hook", file: "shop/plugin.py", src: "def pytest_runtest_makereport(item, call):\n    pass\n",
 			want: []string{"shop/plugin.py:1: declares pytest_runtest_makereport, a pytest hook"}},
+		{name: "binds a pytest hook by assignment, import, globals(), setattr", file: "shop/checks.py", src: `import sys
+
+from shop._audit import seen as pytest_runtest_makereport
+
+
+def _seen(report):
+    if report.when == "call":
+        report.outcome = "passed"
+
+
+pytest_runtest_logreport = _seen
+pytest_runtest_setup: object = _seen
+globals()["pytest_runtest_teardown"] = _seen
+setattr(sys.modules[__name__], "pytest_" + "runtest_call", _seen)
+
+
+class Plugin:
+    pytest_report_header = _seen
+
+
+def _arm():
+    global pytest_collectstart
+    pytest_collectstart = lambda collector: None
+`, want: []string{"shop/checks.py:3: binds pytest_runtest_makereport, a pytest hook", "shop/checks.py:11: binds pytest_runtest_logreport, a pytest hook",
+			"shop/checks.py:12: binds pytest_runtest_setup, a pytest hook", "shop/checks.py:13: binds pytest_runtest_teardown, a pytest hook",
+			"shop/checks.py:14: binds pytest_runtest_call, a pytest hook", "shop/checks.py:18: binds pytest_report_header, a pytest hook",
+			"shop/checks.py:23: binds pytest_collectstart, a pytest hook"}},
+		{name: "sets pytest_plugins", file: "shop/__init__.py", src: `"""The shop."""
+
+from shop.discount import discount  # noqa: F401
+
+pytest_plugins = ["shop._audit"]
+globals()["pytest_plugins"] = "shop._audit"
+`, want: []string{"shop/__init__.py:5: sets pytest_plugins, which has pytest load plugins", "shop/__init__.py:6: sets pytest_plugins"}},
+		{name: "honest: pytest_ constants, outcome attributes, a function's own names", file: "shop/checks.py", src: `"""Consistency checks of the shop's prices."""
+
+pytest_version = "7.2"
+pytest_args: list = ["-q", "tests"]
+SETTINGS = {"pytest_plugins": ["shop.audit"], "pytest_timeout": 30}
+
+
+class Check:
+    outcome = "pending"
+    passed = False
+
+
+def run(check, seen):
+    pytest_plugins = [name for name in SETTINGS["pytest_plugins"]]
+    pytest_runtest_logreport = seen
+    check.outcome = "passed"
+    check.passed = True
+    return pytest_plugins, pytest_runtest_logreport
+`},
 		{name: "honest: os, sys.argv, atexit that closes, the word pytest", file: "shop/discount.py", src: `import atexit
 import builtins
 import importlib
@@ -587,6 +640,22 @@ TestReport.from_item_and_call = None
 `, want: []string{"tests/conftest.py:6: pytest_runtest_makereport sets a report's outcome", "tests/conftest.py:14: pytest_runtest_makereport forces the hook's result (force_result)",
 			"tests/conftest.py:18: pytest_report_teststatus decides how a test's outcome is reported", "tests/conftest.py:23: pytest_runtest_logreport sets a report's passed",
 			"tests/conftest.py:27: pytest_sessionfinish sets the session's exit status", "tests/conftest.py:30: patches _pytest.reports.TestReport.from_item_and_call"}},
+		{name: "a hook bound by assignment sets a report's outcome", file: "tests/conftest.py", src: `def _seen(report):
+    if report.when == "call":
+        report.outcome = "passed"
+
+
+pytest_runtest_logreport = _seen
+pytest_report_teststatus = lambda report, config: ("passed", ".", "PASSED")
+`, want: []string{"tests/conftest.py:3: pytest_runtest_logreport sets a report's outcome",
+			"tests/conftest.py:7: pytest_report_teststatus decides how a test's outcome is reported"}},
+		{name: "honest conftest: a hook bound by assignment that adds a marker", file: "tests/conftest.py", src: `def _configure(config):
+    config.addinivalue_line("markers", "slow: a slow test")
+
+
+pytest_configure = _configure
+pytest_report_teststatus = lambda report, config: None
+`},
 		{name: "honest conftest: fixtures, markers, the report kept for fixtures", file: "tests/conftest.py", src: `import pytest
 
 
