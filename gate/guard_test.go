@@ -34,6 +34,7 @@ func TestGuardSeesTestsRewrittenDuringTheRun(t *testing.T) {
 		{"a test file deleted", `rm cart/cart_test.go`, "cart/cart_test.go", "deleted"},
 		{"test data rewritten", `echo 0 > tests/data/rates.txt`, "tests/data/rates.txt", "changed"},
 		{"honest: bytecode, caches and new files beside the tests", `mkdir -p tests/__pycache__ .pytest_cache && touch tests/__pycache__/x.pyc .pytest_cache/v tests/out.log cart/new_test.go`, "", ""},
+		{"honest: the times and mode of test data set (a test of staleness)", `touch -d 2001-01-01 tests/data/rates.txt && chmod 600 tests/data/rates.txt`, "", ""},
 		{"honest: a snapshot written, a README read, the code changed", `echo 2 >> web/__snapshots__/a.js.snap && cat README.md > /dev/null && echo '# x' >> shop/__init__.py`, "", ""},
 	}
 	for _, tt := range tests {

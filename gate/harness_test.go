@@ -189,7 +189,8 @@ func TestGreenHarness(t *testing.T) {
 		// package, promo.
 		"cart/test_cart.py": "from cart.price import price\nfrom cart.total import total\nfrom cart.helpers import check\nfrom cart.test_utils import check2\n",
 		"cart/total.py":     "def total(c):\n    return 0\n", "cart/test_utils.py": "def check2(a, b):\n    assert a == b\n",
-		"calc/promo_test.go": "package calc\n\nimport (\n\t_ \"example.com/calc/mocks\"\n\t_ \"example.com/calc/promo\"\n)\n",
+		"web/__snapshots__/price.test.js.snap": "exports[`price 1`] = `100`;\n",
+		"calc/promo_test.go":                   "package calc\n\nimport (\n\t_ \"example.com/calc/mocks\"\n\t_ \"example.com/calc/promo\"\n)\n",
 	}
 	tests := []struct {
 		name    string
@@ -231,6 +232,10 @@ func TestGreenHarness(t *testing.T) {
 		{"honest: a new Go package another folder's test imports", map[string]string{"promo/promo.go": "package promo\n\nfunc Off(c int) int { return c }\n"}, ""},
 		{"a new helper module that tests beside it import", map[string]string{"cart/helpers.py": "def check(a, b):\n    pass\n"}, "cart/helpers.py"},
 		{"a new Go test-help package another folder's test imports", map[string]string{"mocks/clock.go": "package mocks\n\nfunc Now() int { return 0 }\n"}, "mocks/clock.go"},
+		// jest keeps a test file's snapshots beside it: an implementer may not rewrite
+		// what an existing test expects.
+		{"a jest snapshot rewritten", map[string]string{"web/__snapshots__/price.test.js.snap": "exports[`price 1`] = `99`;\n"}, "web/__snapshots__/price.test.js.snap"},
+		{"honest: a new snapshot file", map[string]string{"web/__snapshots__/total.test.js.snap": "exports[`total 1`] = `3`;\n"}, ""},
 		// Tests beside the code: a module they alone import is the code under test, not
 		// support, unless named as help for tests.
 		{"honest: a module tests beside it import, changed", map[string]string{"cart/total.py": "def total(c):\n    return sum(c)\n"}, ""},

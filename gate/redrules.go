@@ -320,14 +320,15 @@ func pyMissingAttr(out string) bool {
 }
 
 // isTestData reports whether a file is data that tests read (SPEC §7.2): anything under a
-// testdata folder, a golden file, and files that are not code under a folder of tests
-// (tests/data/, fixtures/, __snapshots__/). A test writer may add and change them: a new
+// testdata folder, a golden file, a snapshot (anything under __snapshots__, a .snap file),
+// and files that are not code under a folder of tests (tests/data/, fixtures/). A test writer may add and change them: a new
 // case of a data-driven test is a new file.
 func isTestData(p string) bool {
 	p = path.Clean(p)
 	dirs := strings.Split(path.Dir(p), "/")
-	if slices.Contains(dirs, "testdata") || strings.HasSuffix(p, ".golden") {
-		return true
+	if slices.Contains(dirs, "testdata") || slices.Contains(dirs, "__snapshots__") ||
+		strings.HasSuffix(p, ".golden") || strings.HasSuffix(p, ".snap") {
+		return true // jest and vitest keep a test file's snapshots beside it, in __snapshots__
 	}
 	if codeExts[path.Ext(p)] {
 		return false

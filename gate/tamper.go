@@ -274,7 +274,7 @@ func goString(n ast.Node) (string, bool) {
 // testFlagRE matches the name of a flag of a test binary: -test.v, test.run=…, a bare
 // "-test." prefix. "test.example.com" does not match: a flag name is followed by the end
 // or "=".
-var testFlagRE = lazyre.New(`^-{0,2}test\.$|^-{1,2}test\.|^test\.(?:v|run|skip|count|timeout|short|failfast|bench|benchtime|benchmem|cpu|parallel|list|shuffle|fullpath|paniconexit0|testlogfile|gocoverdir|coverprofile|coverprofilemode|outputdir|cpuprofile|memprofile|memprofilerate|blockprofile|blockprofilerate|mutexprofile|mutexprofilefraction|trace|fuzz|fuzztime|fuzzminimizetime|fuzzcachedir|fuzzworker|artifacts)(?:=|$)`)
+var testFlagRE = lazyre.New(`^-{1,2}test\.|^test\.$|^test\.(?:v|run|skip|count|timeout|short|failfast|bench|benchtime|benchmem|cpu|parallel|list|shuffle|fullpath|paniconexit0|testlogfile|gocoverdir|coverprofile|coverprofilemode|outputdir|cpuprofile|memprofile|memprofilerate|blockprofile|blockprofilerate|mutexprofile|mutexprofilefraction|trace|fuzz|fuzztime|fuzzminimizetime|fuzzcachedir|fuzzworker|artifacts)(?:=|$)`)
 
 // binaryNameRE matches what a test binary's name ends with.
 var binaryNameRE = lazyre.New(`^[.-]test(?:\.exe)?$`)
@@ -313,6 +313,12 @@ func goReach(name string, src []byte) []Tampering {
 		}
 		return !readsArgs
 	})
+	// A name without its dash ("test.v", "test.") is a test flag's only where the file
+	// reads the command line or looks flags up; elsewhere it is a host or a setting's key.
+	readsFlags := readsArgs
+	for _, p := range g.names {
+		readsFlags = readsFlags || p == "flag"
+	}
 	ast.Inspect(g.file, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.CallExpr:
@@ -322,7 +328,7 @@ func goReach(name string, src []byte) []Tampering {
 		case *ast.BasicLit, *ast.BinaryExpr:
 			if s, ok := goString(n); ok {
 				switch {
-				case testFlagRE().MatchString(s):
+				case testFlagRE().MatchString(s) && (readsFlags || strings.HasPrefix(s, "-")):
 					g.add(n.Pos(), false, "names the test binary's flag %q", s)
 				case readsArgs && binaryNameRE().MatchString(s):
 					g.add(n.Pos(), false, "tells a test binary by its name (%q) from os.Args", s)

@@ -87,6 +87,15 @@ func init() {
 	}
 }
 `, want: []string{`calc/add.go:6: names the test binary's flag "test.v"`}},
+		{name: "honest: a host and a setting's key that begin with test.", file: "calc/host.go", src: `package calc
+
+import "strings"
+
+// Staging reports whether host is a staging host; TimeoutKey is the setting of the timeout.
+func Staging(host string) bool { return strings.HasPrefix(host, "test.") }
+
+const TimeoutKey = "test.timeout"
+`},
 		{name: "os.Args scanned for -test.", file: "calc/add.go", src: `package calc
 
 import (
@@ -983,6 +992,9 @@ import "C"
 // Hyp returns the hypotenuse.
 func Hyp(a, b float64) float64 { return float64(C.hyp(C.double(a), C.double(b))) }
 `},
+		{name: "honest: a destructor callback of a struct and a thread key", file: "geo/cache.c", src: "#include <pthread.h>\n\nstruct entry { void *v; void (*destructor)(void *); };\nstatic pthread_key_t key;\nstatic void destructor(void *p) {}\nvoid setup(void) { pthread_key_create(&key, destructor); }\n"},
+		{name: "a destructor attribute, spaced out", file: "geo/fini.c", src: "static void __attribute__ (( used, destructor )) fini(void) {}\n",
+			want: []string{"geo/fini.c:1: C code that runs as the binary loads (destructor)"}},
 		{name: "honest: a C file of plain functions", file: "geo/area.c", src: "// area of a disk; does not fork() or dup2()\ndouble area(double r) { return 3.14159 * r * r; }\n"},
 		{name: "honest: assembly of arithmetic", file: "geo/add_amd64.s", src: "#include \"textflag.h\"\n\nTEXT ·add(SB),NOSPLIT,$0\n\tMOVQ a+0(FP), AX\n\tADDQ b+8(FP), AX\n\tMOVQ AX, ret+16(FP)\n\tRET\n"},
 		{name: "honest: a Windows resource object", file: "cmd/app/rsrc_windows_amd64.syso", src: "\x00"},

@@ -23,8 +23,9 @@ var cExts = map[string]bool{".c": true, ".h": true, ".cc": true, ".cpp": true, "
 	".hpp": true, ".hxx": true, ".m": true, ".mm": true, ".s": true, ".S": true, ".sx": true}
 
 // cLoadRE finds, in C, what runs code when the binary loads: a constructor or destructor
-// attribute, an initialization section, the init pragma.
-var cLoadRE = lazyre.New(`\b(?:__)?(?:constructor|destructor)(?:__)?\b|\.(?:init_array|preinit_array|fini_array|ctors|dtors)\b|#\s*pragma\s+init\b`)
+// attribute (not the words alone: a struct's destructor callback is everyday C), an
+// initialization section, the init pragma.
+var cLoadRE = lazyre.New(`__attribute__\s*\(\([^;{]*?\b(?:__)?(?:constructor|destructor)(?:__)?\b|\.(?:init_array|preinit_array|fini_array|ctors|dtors)\b|#\s*pragma\s+init\b`)
 
 // cProcRE finds, in C, what starts or replaces a process, or puts another file on a
 // descriptor: what a relay of the test binary's report needs.
@@ -48,12 +49,22 @@ func cReach(name string, src string, line int) []Tampering {
 		return out
 	}
 	if m := cLoadRE().FindStringIndex(text); m != nil {
-		add(m[0], "C code that runs as the binary loads ("+strings.TrimSpace(text[m[0]:m[1]])+"), before the Go runtime and the tests, out of the Go reading's sight")
+		add(m[0], "C code that runs as the binary loads ("+loadWhat(text[m[0]:m[1]])+"), before the Go runtime and the tests, out of the Go reading's sight")
 	}
 	if m := cProcRE().FindStringIndex(text); m != nil {
 		add(m[0], "C code that starts a process or redirects a descriptor ("+strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(text[m[0]:m[1]]), "("))+"), which can run the test binary under a filter of its report")
 	}
 	return out
+}
+
+// loadWhat names what cLoadRE found: the attribute's word or the section.
+func loadWhat(found string) string {
+	for _, w := range []string{"constructor", "destructor"} {
+		if strings.Contains(found, w) {
+			return w
+		}
+	}
+	return strings.TrimSpace(found)
 }
 
 // cStripComments blanks the comments of C source, keeping every byte's position and
