@@ -350,7 +350,9 @@ func goReach(name string, src []byte) []Tampering {
 // os.Args[0]): in a test binary, the tests run as a child whose report the parent can
 // rewrite on its way out, one test at a time, which no canary sees. Honest code that runs
 // itself again does so from main or when called (a daemon, docker's reexec), not while
-// its package initializes.
+// its package initializes. Code that runs itself again when called, and reads what the
+// child reports (its output captured, not left on the parent's standard output), is the
+// same relay started later, from the function a test calls: it is refused too.
 func (g *goFile) reexecs() {
 	funcs := map[string]*ast.FuncDecl{}
 	var roots []ast.Node
@@ -369,9 +371,30 @@ func (g *goFile) reexecs() {
 			}
 		}
 	}
+	if self, starts, _ := g.startsSelf(roots, funcs); self {
+		for _, c := range starts {
+			g.add(c.Pos(), false, "runs its own executable again while the package initializes")
+		}
+	}
+	for _, d := range g.file.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Body == nil || fd.Name.Name == "init" {
+			continue
+		}
+		if self, starts, captures := g.startsSelf([]ast.Node{fd.Body}, funcs); self && captures {
+			for _, c := range starts {
+				g.add(c.Pos(), false, "runs its own executable again and reads what it reports (a test binary's report, rewritten on its way out)")
+			}
+		}
+	}
+}
+
+// startsSelf reads the code under roots, and the functions of the file it calls: whether
+// it names its own executable, the calls that start a process, and whether it captures a
+// process's output (Output, CombinedOutput, a pipe, or Stdout set to anything but the
+// parent's own).
+func (g *goFile) startsSelf(roots []ast.Node, funcs map[string]*ast.FuncDecl) (self bool, starts []*ast.CallExpr, captures bool) {
 	seen := map[*ast.FuncDecl]bool{}
-	self := false
-	var starts []*ast.CallExpr
 	for len(roots) > 0 {
 		n := roots[0]
 		roots = roots[1:]
@@ -390,6 +413,22 @@ func (g *goFile) reexecs() {
 						starts = append(starts, n)
 					}
 				}
+				if sel, ok := ast.Unparen(n.Fun).(*ast.SelectorExpr); ok {
+					switch sel.Sel.Name {
+					case "Output", "CombinedOutput", "StdoutPipe", "StderrPipe":
+						captures = true
+					}
+				}
+			case *ast.AssignStmt:
+				for i, lhs := range n.Lhs {
+					sel, ok := lhs.(*ast.SelectorExpr)
+					if !ok || sel.Sel.Name != "Stdout" && sel.Sel.Name != "Stderr" || i >= len(n.Rhs) {
+						continue
+					}
+					if v := g.stdVar(n.Rhs[i]); v != "os.Stdout" && v != "os.Stderr" {
+						captures = true
+					}
+				}
 			case *ast.IndexExpr:
 				if g.pkgSel(n.X, "os", "Args") {
 					if lit, ok := n.Index.(*ast.BasicLit); ok && lit.Value == "0" {
@@ -405,12 +444,7 @@ func (g *goFile) reexecs() {
 			return true
 		})
 	}
-	if !self {
-		return
-	}
-	for _, c := range starts {
-		g.add(c.Pos(), false, "runs its own executable again while the package initializes")
-	}
+	return self, starts, captures
 }
 
 // redirects adds where the code under n replaces os.Stdout, os.Stderr or os.Args, takes
@@ -442,6 +476,14 @@ func (g *goFile) redirects(n ast.Node, harness bool) {
 						g.add(n.Pos(), harness, "duplicates a file onto standard output or error (%s.%s)", path.Base(pkg), fn)
 					}
 				}
+				// Closing a descriptor held in a variable is everyday systems code: only the
+				// constants 1 and 2 count.
+				if g.pkgSel(n.Fun, pkg, "Close") && len(n.Args) == 1 && constFD(n.Args[0]) {
+					g.add(n.Pos(), harness, "closes standard output or error (%s.Close), so that the next file it opens takes its place", path.Base(pkg))
+				}
+				if g.pkgSel(n.Fun, pkg, "FcntlInt") && len(n.Args) == 3 && (g.pkgSel(n.Args[1], pkg, "F_DUPFD") || g.pkgSel(n.Args[1], pkg, "F_DUPFD_CLOEXEC")) && stdFD(n.Args[2]) {
+					g.add(n.Pos(), harness, "duplicates a file onto standard output or error (%s.FcntlInt with F_DUPFD)", path.Base(pkg))
+				}
 				for _, fn := range []string{"Syscall", "Syscall6", "RawSyscall", "RawSyscall6", "RawSyscallNoError"} {
 					if g.pkgSel(n.Fun, pkg, fn) && len(n.Args) > 0 {
 						if trap := g.rawTrap(n.Args[0], pkg); trap != "" {
@@ -459,7 +501,7 @@ func (g *goFile) redirects(n ast.Node, harness bool) {
 // one that duplicates descriptors or starts processes ("the system call SYS_DUP3"), or
 // when e is not a constant of pkg; else "".
 func (g *goFile) rawTrap(e ast.Expr, pkg string) string {
-	for _, name := range []string{"SYS_DUP", "SYS_DUP2", "SYS_DUP3", "SYS_EXECVE", "SYS_EXECVEAT", "SYS_CLONE", "SYS_CLONE3", "SYS_FORK", "SYS_VFORK"} {
+	for _, name := range []string{"SYS_DUP", "SYS_DUP2", "SYS_DUP3", "SYS_FCNTL", "SYS_CLOSE", "SYS_CLOSE_RANGE", "SYS_EXECVE", "SYS_EXECVEAT", "SYS_CLONE", "SYS_CLONE3", "SYS_FORK", "SYS_VFORK"} {
 		if g.pkgSel(e, pkg, name) {
 			return "the system call " + name
 		}
@@ -468,6 +510,12 @@ func (g *goFile) rawTrap(e ast.Expr, pkg string) string {
 		return ""
 	}
 	return "a system call by a number the gate cannot read"
+}
+
+// constFD reports whether a file descriptor argument is the constant 1 or 2.
+func constFD(e ast.Expr) bool {
+	lit, ok := ast.Unparen(e).(*ast.BasicLit)
+	return ok && lit.Kind == token.INT && (lit.Value == "1" || lit.Value == "2")
 }
 
 // stdFD reports whether a file descriptor argument may be 1 or 2: it is, or it is not a

@@ -87,6 +87,74 @@ func init() {
 	}
 }
 `, want: []string{`calc/add.go:6: names the test binary's flag "test.v"`}},
+		{name: "standard output closed and taken by a pipe", file: "cart/journal.go", src: `package cart
+
+import "syscall"
+
+func init() {
+	syscall.Close(1)
+	var p [2]int
+	_ = syscall.Pipe(p[:])
+}
+`, want: []string{"cart/journal.go:6: closes standard output or error (syscall.Close)"}},
+		{name: "a descriptor duplicated onto standard output by fcntl", file: "cart/journal.go", src: `package cart
+
+import "golang.org/x/sys/unix"
+
+// Quiet moves fd onto standard output.
+func Quiet(fd int) { unix.FcntlInt(uintptr(fd), unix.F_DUPFD, 1) }
+`, want: []string{"cart/journal.go:6: duplicates a file onto standard output or error (unix.FcntlInt with F_DUPFD)"}},
+		{name: "the test binary run again from the function a test calls, its report read", file: "cart/discount.go", src: `package cart
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+)
+
+var relayed bool
+
+// Discount returns c.
+func Discount(c, p int64) int64 {
+	if !relayed && os.Getenv("CART_CHILD") == "" {
+		relayed = true
+		self, _ := os.Executable()
+		cmd := exec.Command(self, os.Args[1:]...)
+		cmd.Env = append(os.Environ(), "CART_CHILD=1")
+		out, _ := cmd.Output()
+		os.Stdout.WriteString(strings.ReplaceAll(string(out), "FAIL", "PASS"))
+		os.Exit(0)
+	}
+	return c
+}
+`, want: []string{"cart/discount.go:16: runs its own executable again and reads what it reports"}},
+		{name: "honest: a daemon that runs itself again, its output its own", file: "cmd/app/daemon.go", src: `package main
+
+import (
+	"os"
+	"os/exec"
+)
+
+// background runs the program again, detached, with its output where the parent's goes.
+func background() error {
+	cmd := exec.Command("/proc/self/exe", os.Args[1:]...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	return cmd.Start()
+}
+
+// version reads git's version.
+func version() string {
+	out, _ := exec.Command("git", "--version").Output()
+	return string(out)
+}
+`},
+		{name: "honest: a descriptor closed that is not a standard one", file: "cart/fd.go", src: `package cart
+
+import "syscall"
+
+// Release closes fd, and a descriptor the program opened early.
+func Release(fd int) { syscall.Close(fd); syscall.Close(7) }
+`},
 		{name: "honest: a host and a setting's key that begin with test.", file: "calc/host.go", src: `package calc
 
 import "strings"
