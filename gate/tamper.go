@@ -102,6 +102,8 @@ func (h Harness) Tamperings(ctx context.Context, root string, changed []string) 
 			py = append(py, pyFile{Path: full, Name: p, Mode: mode})
 		case cExts[ext] && !slices.Contains(strings.Split(path.Dir(p), "/"), "testdata"):
 			out = append(out, cReach(p, string(src), 1)...)
+		case ext == ".rs" && !harness && !strings.HasSuffix(p, "_test.rs"):
+			out = append(out, rsReach(p, string(src))...)
 		case ext == ".syso" && sysoLinked(p):
 			out = append(out, Tampering{File: p, Line: 1, What: "an object file linked into the package (.syso), whose code the gate cannot read"})
 		case jsExts[ext] && !jsDeclaration(p):

@@ -1101,3 +1101,21 @@ func PID() int { p, _, _ := syscall.RawSyscall(syscall.SYS_GETPID, 0, 0, 0); ret
 `},
 	})
 }
+
+// TestTamperingRust: Rust implementation code that runs as the binary loads, calls libc to
+// fork or redirect a descriptor, or runs its own executable again and reads its report,
+// beside honest Rust (clones, a program run for its output, a hot-text section).
+func TestTamperingRust(t *testing.T) {
+	t.Parallel()
+	runTamperCases(t, []tamperCase{
+		{name: "a static in .init_array", file: "src/lib.rs", src: "pub fn discount(c: i64, _p: i64) -> i64 { c }\n\n#[used]\n#[link_section = \".init_array\"]\nstatic BOOT: extern \"C\" fn() = boot;\n\nextern \"C\" fn boot() {}\n",
+			want: []string{"src/lib.rs:4: Rust that runs as the binary loads"}},
+		{name: "the test binary run again and its report read", file: "src/relay.rs", src: "use std::process::{Command, Stdio};\n\npub fn relay() {\n    let me = std::env::current_exe().unwrap();\n    let out = Command::new(me).stdout(Stdio::piped()).output().unwrap();\n    print!(\"{}\", String::from_utf8_lossy(&out.stdout).replace(\"FAILED\", \"ok\"));\n}\n",
+			want: []string{"src/relay.rs:5: runs its own executable again and reads what it reports"}},
+		{name: "libc dup2 onto standard output", file: "src/quiet.rs", src: "extern \"C\" { fn dup2(a: i32, b: i32) -> i32; }\n\npub fn quiet(fd: i32) { unsafe { libc::dup2(fd, 1); } }\n",
+			want: []string{"src/quiet.rs:1: calls dup2"}},
+		{name: "a build script that writes C with a constructor", file: "build.rs", src: "fn main() {\n    std::fs::write(\"boot.c\", \"__attribute__((constructor)) static void b(void) {}\").unwrap();\n}\n",
+			want: []string{"build.rs:2: C with a constructor in Rust source"}},
+		{name: "honest: clones, git's output, a hot section", file: "src/lib.rs", src: "use std::process::Command;\n\n#[link_section = \".text.hot\"]\npub fn names(v: &Vec<String>) -> Vec<String> { v.clone() }\n\npub fn version() -> String {\n    let out = Command::new(\"git\").arg(\"--version\").output().unwrap();\n    String::from_utf8_lossy(&out.stdout).into_owned()\n}\n\npub fn fork_of(repo: &Repo) -> Repo { repo.fork() }\n"},
+	})
+}

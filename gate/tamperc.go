@@ -144,3 +144,56 @@ func sysoLinked(p string) bool {
 	}
 	return true
 }
+
+// Rust, read by tokens like C: a static in an initialization section (#[link_section =
+// ".init_array"]) or the ctor crate's attributes run before main; the libc calls that fork
+// or redirect a descriptor; a program that runs its own executable again and reads what
+// the child reports (the test binary's report, rewritten on its way out); and C a build
+// script generates with a constructor in it.
+
+// rsLoadRE finds Rust that runs as the binary loads.
+var rsLoadRE = lazyre.New(`link_section\s*=\s*"\.(?:init_array|preinit_array|fini_array|ctors|dtors)|#\[\s*(?:ctor::)?(?:ctor|dtor)\b`)
+
+// rsProcRE finds the libc calls (not methods: x.clone() is everyday Rust) that fork or
+// put another file on a descriptor.
+var rsProcRE = lazyre.New(`(?:^|[^.\w:])(?:libc::)?(?:fork|vfork|dup2|dup3|execv|execvp|execve|execvpe|posix_spawnp?|freopen)\s*\(`)
+
+// rsSelfRE finds where Rust names its own executable.
+var rsSelfRE = lazyre.New(`current_exe\s*\(|/proc/self/exe`)
+
+// rsCommandRE finds where Rust starts a process, and rsCaptureRE where it reads a
+// process's output.
+var (
+	rsCommandRE = lazyre.New(`Command::new\s*\(`)
+	rsCaptureRE = lazyre.New(`\.output\s*\(\s*\)|Stdio::piped\s*\(`)
+)
+
+// rsReach returns where Rust source src of file name runs code as the binary loads,
+// redirects descriptors or starts processes the way a relay of the test binary does.
+func rsReach(name, src string) []Tampering {
+	var out []Tampering
+	text := cStripComments(src)
+	add := func(at int, what string) {
+		out = append(out, Tampering{File: name, Line: 1 + strings.Count(text[:at], "\n"), What: what})
+	}
+	if m := rsLoadRE().FindStringIndex(text); m != nil {
+		what := "#[" + strings.TrimLeft(text[m[0]:m[1]], "#[ \t") + "]"
+		if i := strings.Index(text[m[0]:m[1]], `"`); i >= 0 {
+			what = "a static in " + text[m[0]+i+1:m[1]]
+		}
+		add(m[0], "Rust that runs as the binary loads ("+what+"), before main and the tests")
+	}
+	if m := cLoadRE().FindStringIndex(text); m != nil {
+		add(m[0], "C with a "+loadWhat(text[m[0]:m[1]])+" in Rust source (generated and linked in, it runs as the binary loads)")
+	}
+	if m := rsProcRE().FindStringIndex(text); m != nil {
+		call := strings.TrimLeft(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(text[m[0]:m[1]]), "(")), "=;,{}()[] \t\n!&|")
+		add(m[0]+strings.Index(text[m[0]:m[1]], call), "calls "+call+", which starts a process or redirects a descriptor (a relay of the test binary's report)")
+	}
+	if rsSelfRE().MatchString(text) && rsCaptureRE().MatchString(text) {
+		if m := rsCommandRE().FindStringIndex(text); m != nil {
+			add(m[0], "runs its own executable again and reads what it reports (a test binary's report, rewritten on its way out)")
+		}
+	}
+	return out
+}
