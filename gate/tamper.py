@@ -33,6 +33,28 @@ WRITES = {"open", "write_text", "write_bytes", "replace", "rename", "truncate", 
           "copy", "copyfile", "move", "dump"}
 
 
+# The import system's own tables in sys: the finders asked for every import, the hooks that
+# make a finder for each folder, and the finders made. What is on them decides what code an
+# import runs, so an implementation that changes them decides what a test module runs,
+# without writing a file the integrity checks compare. Named by the attribute alone, on
+# whatever object, since sys may be reached by a hidden name (__import__("sys")).
+IMPORT_TABLES = {"meta_path", "path_hooks", "path_importer_cache"}
+
+# What only reads one of those tables: a method, or a builtin it is handed to.
+TABLE_READS = {"index", "count", "copy", "get", "keys", "values", "items", "__len__", "__iter__",
+               "__contains__", "__getitem__"}
+TABLE_READERS = {"len", "list", "tuple", "iter", "enumerate", "reversed", "sorted", "repr", "str",
+                 "print", "id", "any", "all", "bool", "set", "frozenset", "dict", "zip", "isinstance"}
+
+# Methods of the import protocol: an object whose method of these names is replaced finds or
+# loads modules its own way.
+IMPORT_METHODS = {"find_spec", "find_module", "exec_module", "create_module", "load_module",
+                  "source_to_code", "path_hook"}
+
+# Modules of the import system itself.
+IMPORT_MODULES = {"importlib", "_frozen_importlib", "_frozen_importlib_external", "_imp"}
+
+
 def whose(attr):
     if attr == "exitstatus":
         return "the session's exit status"
@@ -328,10 +350,11 @@ class Scan:
                     self.lookup(node, node.left)
             for t in self.flatten(self.targets(node)):
                 p = self.patched(t)
-                if p:
+                if p and not self.replaces_import(t):  # Told as an import hook below.
                     self.add(t, "patches %s" % p)
         self.atexit()
         self.hooks()
+        self.import_hooks()
 
     def compared(self, node):
         """Whether a constant is compared with something: a name matched against it."""
@@ -403,6 +426,134 @@ class Scan:
         f = node.func
         name = f.attr if isinstance(f, ast.Attribute) else (f.id if isinstance(f, ast.Name) else "")
         return name in WRITES
+
+    # Implementation code: nothing of the import system.
+    #
+    # Where the line is: code may use imports and read where they come from (sys.path read
+    # or a folder appended to it, importlib.import_module, importlib.resources,
+    # importlib.util.find_spec, spec_from_file_location and module_from_spec, a lazy import
+    # through importlib.util.LazyLoader, sys.modules read or set, a finder list read); it
+    # may not change how an import finds or loads a module: put a finder on sys.meta_path
+    # or a hook on sys.path_hooks, add an entry to sys.path_importer_cache, replace
+    # __import__, subclass importlib's finders and loaders, make a FileFinder hook, or
+    # replace a method of the import protocol. Those decide what code a test module runs
+    # (a test file's source served with its asserts rewritten) while the file on disk stays
+    # as the integrity checks compare it. sys.path is plain path manipulation, which honest
+    # packages do, and what it finds is files on disk, which the checks see.
+
+    def import_hooks(self):
+        """Refuses code that installs or replaces an import mechanism."""
+        def hook(node, what):
+            self.add(node, "installs an import hook (%s), which decides what code a test module runs" % what)
+
+        # Names bound to a table (mp = sys.meta_path, from sys import meta_path): their uses
+        # are the table's.
+        aliases = {}
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "sys":
+                for a in node.names:
+                    if a.name in IMPORT_TABLES:
+                        aliases[a.asname or a.name] = "sys." + a.name
+        changed = True
+        while changed:
+            changed = False
+            for node in ast.walk(self.tree):
+                if isinstance(node, (ast.Assign, ast.NamedExpr)):
+                    which = self.table(node.value, aliases)
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    for t in self.flatten(targets):
+                        if which and isinstance(t, ast.Name) and aliases.get(t.id) != which:
+                            aliases[t.id] = which
+                            changed = True
+        for node in ast.walk(self.tree):
+            which = self.table(node, aliases)
+            if which and not self.table_read(node, which, aliases):
+                hook(node, which)
+            for t in self.flatten(self.targets(node)):
+                if self.replaces_import(t):
+                    hook(t, "__import__")
+                elif isinstance(t, ast.Attribute) and t.attr in IMPORT_METHODS:
+                    hook(t, t.attr)
+                elif isinstance(t, ast.Attribute) and self.import_module(t):
+                    hook(t, self.imported(t))
+            if isinstance(node, ast.ClassDef):
+                for b in node.bases:
+                    d = self.imported(b)
+                    if d and d.split(".")[0] in IMPORT_MODULES and d.endswith(("Finder", "Loader", "Importer")):
+                        hook(node, "a subclass of %s" % d)
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else (f.id if isinstance(f, ast.Name) else "")
+            key = const_str(node.args[1]) if len(node.args) >= 2 else None
+            if name == "setattr" and key is not None:
+                if key in IMPORT_TABLES:
+                    hook(node, "sys." + key)
+                elif key == "__import__" or key in IMPORT_METHODS:
+                    hook(node, key)
+                elif self.import_module(node.args[0]):
+                    hook(node, self.imported(node.args[0]) + "." + key)
+            elif name in ("__setitem__", "setdefault") and node.args and const_str(node.args[0]) == "__import__":
+                hook(node, "__import__")
+            elif name == "update" and (any(k.arg == "__import__" for k in node.keywords) or any(
+                    isinstance(a, ast.Dict) and any(k is not None and const_str(k) == "__import__" for k in a.keys)
+                    for a in node.args)):
+                hook(node, "__import__")
+            elif name == "path_hook":
+                hook(node, "FileFinder.path_hook")
+
+    def replaces_import(self, target):
+        """Whether an assignment target is __import__ in a namespace: builtins.__import__,
+        __builtins__["__import__"] and the like."""
+        return isinstance(target, ast.Attribute) and target.attr == "__import__" or \
+            isinstance(target, ast.Subscript) and const_str(target.slice) == "__import__"
+
+    def import_module(self, node):
+        """Whether an expression is (an attribute of) a module of the import system."""
+        d = self.imported(node)
+        return d is not None and d.split(".")[0] in IMPORT_MODULES
+
+    def table(self, node, aliases):
+        """Which of the import system's tables an expression is, or None."""
+        if isinstance(node, ast.Attribute) and node.attr in IMPORT_TABLES:
+            return "sys." + node.attr
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in aliases:
+            return aliases[node.id]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) >= 2:
+            key = const_str(node.args[1])
+            if key in IMPORT_TABLES:
+                return "sys." + key
+        if isinstance(node, ast.Subscript) and const_str(node.slice) in IMPORT_TABLES and (
+                isinstance(node.value, ast.Attribute) and node.value.attr == "__dict__" or self.namespace(node.value)):
+            return "sys." + const_str(node.slice)
+        return None
+
+    def table_read(self, node, which, aliases):
+        """Whether a use of an import table only reads it. What is not known to read it
+        (a method that changes it, an assignment, a hand-off to other code) counts as a
+        change. Emptying the finders' cache is a read: it only has Python ask the hooks
+        again, which is what importlib.invalidate_caches() does."""
+        ctx = getattr(node, "ctx", ast.Load())
+        if not isinstance(ctx, ast.Load):
+            return False
+        p = self.parent.get(node)
+        removes = which == "sys.path_importer_cache"
+        if isinstance(p, ast.Attribute) and p.value is node:
+            return p.attr in TABLE_READS or removes and p.attr in ("clear", "pop", "popitem", "__delitem__")
+        if isinstance(p, ast.Subscript) and p.value is node:
+            return isinstance(p.ctx, ast.Load) or removes and isinstance(p.ctx, ast.Del)
+        if isinstance(p, (ast.For, ast.AsyncFor, ast.comprehension)) and p.iter is node:
+            return True
+        # Not an and, an or or a conditional expression: their value may be the table.
+        if isinstance(p, (ast.Compare, ast.Expr, ast.If, ast.While, ast.UnaryOp)):
+            return True
+        if isinstance(p, ast.Call) and node in p.args and isinstance(p.func, ast.Name) and p.func.id in TABLE_READERS:
+            return True
+        if isinstance(p, (ast.Assign, ast.NamedExpr)) and p.value is node:
+            # Bound to a name: its uses are read in turn.
+            targets = p.targets if isinstance(p, ast.Assign) else [p.target]
+            return all(isinstance(t, ast.Name) and aliases.get(t.id) == which for t in targets)
+        return False
 
     # Harness: it may set tests up, not rewrite what they report.
 
