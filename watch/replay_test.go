@@ -1,11 +1,11 @@
 package watch_test
 
-// TestReplayHistory measures the gates against honest work (issue 24): commits of public Go
-// and Python libraries nobody here wrote, each replayed as a TEST task that applies exactly
-// the commit's test files and a BUILD task that applies the rest, through `orchestrator
-// watch --once`. The case list is fixed in testdata/replay/cases.json, made from local
-// mirrors by testdata/replay/gencases.go, with a judgement by hand of what SPEC §7.2 asks
-// for each case.
+// TestReplayHistory measures the gates against honest work (issue 24): commits of public
+// Go, Python, Rust and TypeScript libraries nobody here wrote, each replayed as a TEST task
+// that applies exactly the commit's test files and a BUILD task that applies the rest,
+// through `orchestrator watch --once`. The case list is fixed in
+// testdata/replay/cases.json, made from local mirrors by testdata/replay/gencases.go, with
+// a judgement by hand of what SPEC §7.2 asks for each case.
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -35,6 +36,7 @@ type replayCase struct {
 	TestDeleted []string `json:"test_deleted"`
 	CodeFiles   []string `json:"code_files"`
 	CodeDeleted []string `json:"code_deleted"`
+	NodeModules []string `json:"node_modules"`
 	Expected    string   `json:"expected"`
 	Judgement   string   `json:"judgement"`
 }
@@ -93,9 +95,11 @@ func (o replayOutcome) verdict() string {
 // missing mirror or commit fails it. It reports and does not fail on a case whose outcome
 // differs from its judgement, unless ORCHESTRATOR_REPLAY_STRICT=1: then every case judged
 // "land" must land and every case judged "refuse" must be refused. Python cases need
-// Debian's pytest; the gate and the agents run in bubblewrap where it works. With
-// ORCHESTRATOR_REPLAY_KEEP=DIR, each case's attempt folders (gate.log, result.json) are
-// copied to DIR/<case>.
+// Debian's pytest, Rust cases cargo (offline: the crates have no dependencies), JavaScript
+// cases npm, which installs their test runner (node_modules, once, into
+// ~/.cache/orchestrator-test/replay-node); the gate and the agents run in bubblewrap where
+// it works. With ORCHESTRATOR_REPLAY_KEEP=DIR, each case's attempt folders (gate.log,
+// result.json) are copied to DIR/<case>.
 func TestReplayHistory(t *testing.T) {
 	if os.Getenv("ORCHESTRATOR_REPLAY") != "1" {
 		t.Skip("replay of real history is opt-in: ORCHESTRATOR_REPLAY=1 (make replay); it needs the mirrors of the public repositories")
@@ -196,8 +200,15 @@ func replay(t *testing.T, c *replayCase, mirrors, sandbox string) replayOutcome 
 			return o
 		}
 	}
-	if c.Lang == "python" {
+	switch c.Lang {
+	case "python":
 		needPytest(t)
+	case "rust":
+		needProgram(t, "cargo")
+	}
+	var nodeModules string
+	if len(c.NodeModules) > 0 {
+		nodeModules = replayNodeModules(t, c.NodeModules)
 	}
 	r := &realRepo{repo: &repo{t: t, root: t.TempDir()}, starts: filepath.Join(t.TempDir(), "starts.log")}
 	r.tag = strings.NewReplacer("/", "-", " ", "-").Replace(fmt.Sprintf("watch-replay-%d-%s", os.Getpid(), t.Name()))
@@ -210,6 +221,13 @@ func replay(t *testing.T, c *replayCase, mirrors, sandbox string) replayOutcome 
 	// Every file of the tree was tracked upstream, whatever its .gitignore says.
 	git(t, r.root, "add", "-A", "-f")
 	git(t, r.root, "commit", "-q", "-m", "parent "+c.Parent)
+	if nodeModules != "" {
+		// The person's node_modules, which git ignores and the gate's checkouts link to.
+		r.write(".git/info/exclude", ".orchestrator/\n/node_modules/\n")
+		if out, err := exec.Command("cp", "-a", nodeModules, filepath.Join(r.root, "node_modules")).CombinedOutput(); err != nil {
+			t.Fatalf("copy node_modules: %v\n%s", err, out)
+		}
+	}
 
 	testDir, codeDir := sideFiles(t, gitDir, c.Commit, c.TestFiles), sideFiles(t, gitDir, c.Commit, c.CodeFiles)
 	var q strings.Builder
@@ -254,6 +272,9 @@ func replay(t *testing.T, c *replayCase, mirrors, sandbox string) replayOutcome 
 	// Offline and with the toolchain that is here: a go.mod that asks for another one
 	// fails instead of downloading it.
 	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOPROXY=off")
+	if c.Lang == "rust" {
+		cmd.Env = append(cmd.Env, rustupEnv(t)...)
+	}
 	out, err := cmd.CombinedOutput()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -290,6 +311,82 @@ func replay(t *testing.T, c *replayCase, mirrors, sandbox string) replayOutcome 
 	}
 	r.noneLeft()
 	return o
+}
+
+// needProgram skips the test when program is not installed (fails it under CI=true).
+func needProgram(t *testing.T, program string) {
+	t.Helper()
+	if _, err := exec.LookPath(program); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is required under CI=true: %v", program, err)
+		}
+		t.Skipf("%s not available: %v", program, err)
+	}
+}
+
+// rustupEnv names rustup's and cargo's folders of the person's home (RUSTUP_HOME,
+// CARGO_HOME, unless they are set): the tests' home is a folder of their own
+// (isolateHome), where rustup's cargo finds no toolchain.
+func rustupEnv(t *testing.T) []string {
+	t.Helper()
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env []string
+	for k, d := range map[string]string{"RUSTUP_HOME": ".rustup", "CARGO_HOME": ".cargo"} {
+		if os.Getenv(k) != "" {
+			continue
+		}
+		if p := filepath.Join(u.HomeDir, d); dirExists(p) {
+			env = append(env, k+"="+p)
+		}
+	}
+	return env
+}
+
+func dirExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+var replayNodeMu sync.Mutex
+
+// replayNodeModules returns a node_modules folder that holds the npm packages pkgs (a
+// case's test runner, "vitest@3.2.4"), installed by npm on first use into
+// ~/.cache/orchestrator-test/replay-node/<pkgs>, for the cases to copy. It is not the
+// project's whole devDependencies (linters, bundlers, type checkers): the tests need only
+// their runner.
+func replayNodeModules(t *testing.T, pkgs []string) string {
+	t.Helper()
+	needProgram(t, "npm")
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(cache, "orchestrator-test", "replay-node", strings.ReplaceAll(strings.Join(pkgs, "+"), "/", "_"))
+	nm, done := filepath.Join(dir, "node_modules"), filepath.Join(dir, "installed")
+	replayNodeMu.Lock()
+	defer replayNodeMu.Unlock()
+	if _, err := os.Stat(done); err == nil {
+		return nm
+	}
+	os.RemoveAll(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"private": true}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("npm", append([]string{"install", "--no-audit", "--no-fund", "--no-package-lock"}, pkgs...)...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("npm install %s: %v\n%s", strings.Join(pkgs, " "), err, out)
+	}
+	if err := os.WriteFile(done, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return nm
 }
 
 // sideFiles writes the files of commit named in files into a new folder, for an agent's

@@ -11,9 +11,11 @@
 //
 //   - it is not a merge, and changes tests and code together: at least one test file by the
 //     project's conventions (Go: *_test.go and anything under testdata/; Python: anything
-//     under tests/, test_*.py, *_test.py, conftest.py) and at least one source file of the
-//     language that is not a test;
-//   - it changes no symlink, submodule or file mode, and at most 25 files;
+//     under tests/, test_*.py, *_test.py, conftest.py; Rust: anything under tests/, the
+//     gate's default globs, so that a crate's unit tests inside src/ are code) and at least
+//     one source file of the language that is not a test;
+//   - it changes no symlink, submodule or file mode, adds no executable file (the replay's
+//     agents write files without the executable bit), and changes at most 25 files;
 //   - the parent's suite passes here, offline (the test command under unshare -n), and so
 //     does the commit's.
 //
@@ -24,7 +26,10 @@
 //
 // Usage (from the module root):
 //
-//	go run watch/testdata/replay/gencases.go -mirrors DIR [-per 5] [-scan 150] [-repo owner/name]
+//	go run watch/testdata/replay/gencases.go -mirrors DIR [-per 5] [-scan 150] [-repo owner/name [-commits SHA,SHA]]
+//
+// -commits looks only at those commits (prefixes of their hashes) of -repo's history, for a
+// repository whose suite is too slow to try every commit.
 package main
 
 import (
@@ -39,6 +44,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -47,21 +53,34 @@ import (
 // project is a repository the replay draws cases from.
 type project struct {
 	Repo, Lang, TestCommand string
+	// NodeModules are the npm packages its test command needs (JavaScript: the runner),
+	// installed once into ~/.cache/orchestrator-test/replay-node/<packages> and copied in as
+	// the tree's node_modules, as TestReplayHistory does.
+	NodeModules []string
 }
 
 // projects are small libraries nobody here wrote whose tests run offline with the standard
-// library (Go) or Debian's pytest (Python). The Python commands turn off what needs a
-// plugin Debian does not ship (parse's --cov addopts) or put a src layout on the path.
+// library (Go), Debian's pytest (Python) or cargo (Rust: crates with no dependencies at
+// all, optional and dev ones included, since cargo resolves them all and crates.io is not
+// reached offline). The Python commands turn off what needs a plugin Debian does not ship
+// (parse's --cov addopts) or put a src layout on the path.
 var projects = []project{
-	{"Masterminds/semver", "go", "go test ./..."},
-	{"hashicorp/go-version", "go", "go test ./..."},
-	{"dustin/go-humanize", "go", "go test ./..."},
-	{"gomarkdown/markdown", "go", "go test ./..."},
-	{"andialbrecht/sqlparse", "python", "/usr/bin/python3 -m pytest -q"},
+	{"Masterminds/semver", "go", "go test ./...", nil},
+	{"hashicorp/go-version", "go", "go test ./...", nil},
+	{"dustin/go-humanize", "go", "go test ./...", nil},
+	{"gomarkdown/markdown", "go", "go test ./...", nil},
+	{"andialbrecht/sqlparse", "python", "/usr/bin/python3 -m pytest -q", nil},
 	// pytest 7 takes -o pythonpath only with an ini file; tomli's pyproject.toml has no
 	// pytest section of its own.
-	{"hukkin/tomli", "python", "/usr/bin/python3 -m pytest -q -c pyproject.toml -o pythonpath=src"},
-	{"r1chardj0n3s/parse", "python", "/usr/bin/python3 -m pytest -q -o addopts="},
+	{"hukkin/tomli", "python", "/usr/bin/python3 -m pytest -q -c pyproject.toml -o pythonpath=src", nil},
+	{"r1chardj0n3s/parse", "python", "/usr/bin/python3 -m pytest -q -o addopts=", nil},
+	{"rapidfuzz/strsim-rs", "rust", "cargo test", nil},
+	// autocfg's integration tests run rustc on probes, whose expected compile errors
+	// reach the output beside libtest's.
+	{"cuviper/autocfg", "rust", "cargo test", nil},
+	// ufo's tests import its TypeScript sources; vitest is all they need of its
+	// devDependencies (pnpm's, with no npm lock file).
+	{"unjs/ufo", "js", "npx vitest run", []string{"vitest@3.2.4"}},
 }
 
 // Case is one replayed commit. Its JSON form is the schema of cases.json.
@@ -77,6 +96,8 @@ type Case struct {
 	TestDeleted []string `json:"test_deleted,omitempty"`
 	CodeFiles   []string `json:"code_files"`
 	CodeDeleted []string `json:"code_deleted,omitempty"`
+	// NodeModules are the project's NodeModules, which TestReplayHistory installs.
+	NodeModules []string `json:"node_modules,omitempty"`
 	// RedFailing are the tests that fail on the parent with the commit's test files (go
 	// test's package/Test names, pytest's node IDs); "(build) pkg" for a Go package that
 	// does not build. Facts for the judgement, not read by the test.
@@ -100,7 +121,15 @@ func main() {
 	scan := flag.Int("scan", 150, "commits per repository to look at, newest first")
 	out := flag.String("o", "watch/testdata/replay/cases.json", "output file")
 	only := flag.String("repo", "", "regenerate only this repository's cases (owner/name); keep the others")
+	commits := flag.String("commits", "", "with -repo: look only at these commits (comma-separated hash prefixes)")
 	flag.Parse()
+	var pick []string
+	if *commits != "" {
+		if *only == "" {
+			fatal(fmt.Errorf("-commits needs -repo"))
+		}
+		pick = strings.Split(*commits, ",")
+	}
 	old := map[string]*Case{}
 	var kept []*Case
 	if b, err := os.ReadFile(*out); err == nil {
@@ -126,7 +155,7 @@ func main() {
 			continue
 		}
 		gitDir := filepath.Join(*mirrors, strings.Replace(p.Repo, "/", "+", 1), "repo")
-		cases, err := selectCases(p, gitDir, *per, *scan)
+		cases, err := selectCases(p, gitDir, *per, *scan, pick)
 		if err != nil {
 			fatal(fmt.Errorf("%s: %w", p.Repo, err))
 		}
@@ -159,8 +188,9 @@ func fatal(err error) {
 	os.Exit(1)
 }
 
-// selectCases walks p's history newest first and returns up to per cases.
-func selectCases(p project, gitDir string, per, scan int) ([]*Case, error) {
+// selectCases walks p's history newest first and returns up to per cases, of the commits
+// whose hash starts with one of pick when pick is not empty.
+func selectCases(p project, gitDir string, per, scan int, pick []string) ([]*Case, error) {
 	log, err := git(gitDir, "log", "--no-merges", "-n", fmt.Sprint(scan), "--format=%H %P")
 	if err != nil {
 		return nil, err
@@ -172,6 +202,9 @@ func selectCases(p project, gitDir string, per, scan int) ([]*Case, error) {
 		}
 		f := strings.Fields(line)
 		if len(f) != 2 {
+			continue
+		}
+		if len(pick) > 0 && !slices.ContainsFunc(pick, func(h string) bool { return h != "" && strings.HasPrefix(f[0], h) }) {
 			continue
 		}
 		c, ok, err := candidate(p, gitDir, f[0], f[1])
@@ -199,7 +232,7 @@ func candidate(p project, gitDir, commit, parent string) (*Case, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	c := &Case{Repo: p.Repo, Lang: p.Lang, Commit: commit, Parent: parent, TestCommand: p.TestCommand}
+	c := &Case{Repo: p.Repo, Lang: p.Lang, Commit: commit, Parent: parent, TestCommand: p.TestCommand, NodeModules: p.NodeModules}
 	fields := strings.Split(strings.TrimSuffix(raw, "\x00"), "\x00")
 	code := 0
 	for i := 0; i+1 < len(fields); i += 2 {
@@ -218,6 +251,9 @@ func candidate(p project, gitDir, commit, parent string) (*Case, bool, error) {
 		}
 		if oldMode != newMode || newMode != "100644" && newMode != "100755" {
 			return nil, false, nil // a mode change, symlink or submodule
+		}
+		if status == "A" && newMode == "100755" {
+			return nil, false, nil // the replay's agents write new files without the executable bit
 		}
 		isTest := isTestFile(p.Lang, file)
 		switch {
@@ -267,13 +303,34 @@ func isTestFile(lang, file string) bool {
 	if lang == "go" {
 		return strings.HasSuffix(base, "_test.go") || has("testdata")
 	}
+	switch lang {
+	case "rust":
+		return has("tests")
+	case "js":
+		// The gate's default globs: test/**, tests/**, *.test.* and *.spec.* files.
+		for _, suf := range []string{".test.", ".spec."} {
+			if strings.Contains(base, suf) {
+				return true
+			}
+		}
+		return has("test") || has("tests") || has("__tests__")
+	}
 	return has("tests") || base == "conftest.py" ||
 		strings.HasSuffix(base, ".py") && (strings.HasPrefix(base, "test_") || strings.HasSuffix(base, "_test.py"))
 }
 
 func isSource(lang, file string) bool {
-	if lang == "go" {
+	switch lang {
+	case "go":
 		return strings.HasSuffix(file, ".go")
+	case "rust":
+		return strings.HasSuffix(file, ".rs")
+	case "js":
+		switch path.Ext(file) {
+		case ".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx":
+			return true
+		}
+		return false
 	}
 	return strings.HasSuffix(file, ".py")
 }
@@ -320,8 +377,13 @@ func (c *Case) check(gitDir string) string {
 
 // detailFlags are added to the test command on the RED state, to read which tests fail.
 func (c *Case) detailFlags() []string {
-	if c.Lang == "go" {
+	switch c.Lang {
+	case "go":
 		return []string{"-json"}
+	case "rust":
+		return []string{"--no-fail-fast"}
+	case "js":
+		return []string{"--reporter=verbose"}
 	}
 	return []string{"-rfE"}
 }
@@ -333,9 +395,19 @@ func (c *Case) suite(dir string, extra ...string) (bool, string) {
 	command := c.TestCommand
 	if len(extra) > 0 {
 		command = strings.Replace(command, " test", " test "+strings.Join(extra, " "), 1)
-		if c.Lang == "python" {
+		if c.Lang == "python" || c.Lang == "js" {
 			command = c.TestCommand + " " + strings.Join(extra, " ")
 		}
+	}
+	if len(c.NodeModules) > 0 {
+		nm, err := nodeModules(c.NodeModules)
+		if err == nil {
+			err = exec.Command("cp", "-a", nm, filepath.Join(dir, "node_modules")).Run()
+		}
+		if err != nil {
+			return false, "node_modules: " + err.Error()
+		}
+		defer os.RemoveAll(filepath.Join(dir, "node_modules"))
 	}
 	cmd := exec.CommandContext(ctx, "unshare", "-n", "/bin/sh", "-c", command)
 	cmd.Dir = dir
@@ -344,17 +416,78 @@ func (c *Case) suite(dir string, extra ...string) (bool, string) {
 	return err == nil, string(out)
 }
 
+// nodeModules returns the folder of npm packages pkgs, installed on first use into
+// ~/.cache/orchestrator-test/replay-node/<pkgs> (the folder TestReplayHistory uses).
+func nodeModules(pkgs []string) (string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(cache, "orchestrator-test", "replay-node", strings.ReplaceAll(strings.Join(pkgs, "+"), "/", "_"))
+	nm := filepath.Join(dir, "node_modules")
+	if _, err := os.Stat(filepath.Join(dir, "installed")); err == nil {
+		return nm, nil
+	}
+	os.RemoveAll(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"private": true}`+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	cmd := exec.Command("npm", append([]string{"install", "--no-audit", "--no-fund", "--no-package-lock"}, pkgs...)...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("npm install %s: %v: %s", strings.Join(pkgs, " "), err, lastLines(string(out), 3))
+	}
+	return nm, os.WriteFile(filepath.Join(dir, "installed"), nil, 0o644)
+}
+
 // pytestFailed reads a line of pytest's short summary (-rfE): "FAILED id - message"; a
 // parametrized ID may hold blanks.
 var pytestFailed = regexp.MustCompile(`^(FAILED|ERROR) (.+?)(?: - .*)?$`)
+
+// cargoFailed reads libtest's line of a failed test; cargoBuild, a compile error of the
+// crate ("error[E0425]: ..." or "error: ..."), whose location follows on a "-->" line.
+var (
+	cargoFailed = regexp.MustCompile(`^test (.+?) \.\.\. FAILED$`)
+	cargoBuild  = regexp.MustCompile(`^error(\[E\d+\])?: (.*)$`)
+	cargoLoc    = regexp.MustCompile(`^\s*--> (\S+?):\d+`)
+	// vitestFailed reads a failure of vitest's summary: " FAIL  test/a.test.ts > name".
+	vitestFailed = regexp.MustCompile(`^\s*FAIL\s+(\S.*?)\s*$`)
+)
 
 // failing reads the failing tests from the output of the suite's detailed run.
 func failing(lang, out string) []string {
 	seen := map[string]bool{}
 	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	buildError := ""
 	for sc.Scan() {
 		line := sc.Bytes()
+		if lang == "rust" {
+			// A compile error, named by its location; "could not compile" sums it up. A
+			// test that runs rustc on a program of its own (autocfg's probes, read from
+			// standard input: "<anon>") prints such errors too, which are not the crate's.
+			if m := cargoFailed.FindSubmatch(line); m != nil {
+				seen[string(m[1])] = true
+			} else if m := cargoBuild.FindSubmatch(line); m != nil && !bytes.Contains(line, []byte("could not compile")) && !bytes.Contains(line, []byte("test failed")) && !bytes.Contains(line, []byte("aborting due to")) {
+				buildError = string(m[0])
+			} else if m := cargoLoc.FindSubmatch(line); m != nil && buildError != "" {
+				if string(m[1]) != "<anon>" {
+					seen["(build) "+string(m[1])+": "+buildError] = true
+				}
+				buildError = ""
+			}
+			continue
+		}
+		if lang == "js" {
+			// vitest's verbose reporter: "FAIL  file > suite > test" in its summary.
+			if m := vitestFailed.FindSubmatch(line); m != nil {
+				seen[string(m[1])] = true
+			}
+			continue
+		}
 		if lang == "python" {
 			if m := pytestFailed.FindSubmatch(line); m != nil {
 				seen[string(m[2])] = true
