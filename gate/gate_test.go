@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/orchestrator/orchestrator/seal"
+	"github.com/orchestrator/orchestrator/testrun"
 )
 
 // project writes a small repository: n source files and n test files in a few packages.
@@ -267,5 +268,27 @@ func TestFindRed(t *testing.T) {
 	os.MkdirAll(filepath.Join(runs, "TASK-T01", "4", "handoff-red.json"), 0o755) // unreadable as a file
 	if _, err := FindRed(key, runs, "TASK-T01"); err == nil {
 		t.Fatal("an unreadable manifest: no error")
+	}
+}
+
+// TestRegressionDocTestsMoved: a Rust doc test that code added above its item moved to
+// another line is the same test, and passes; one that is gone is a regression.
+func TestRegressionDocTestsMoved(t *testing.T) {
+	run := &testrun.Result{Tests: []testrun.Test{
+		{ID: "src/lib.rs - probe (line 371)", Status: testrun.Passed},
+		{ID: "src/lib.rs - probe (line 387)", Status: testrun.Passed},
+		{ID: "tests::adds", Status: testrun.Passed},
+	}}
+	passed := map[string]bool{}
+	for _, id := range run.Passed() {
+		passed[id] = true
+	}
+	in := Input{Baseline: []string{"src/lib.rs - probe (line 335)", "src/lib.rs - probe (line 351)", "tests::adds"}}
+	if v := checkFull(&Verdict{}, in, run, passed); v != nil {
+		t.Errorf("moved doc tests: %s", v.Reason)
+	}
+	in.Baseline = append(in.Baseline, "src/lib.rs - gone (line 20)")
+	if v := checkFull(&Verdict{}, in, run, passed); v == nil || v.Type != TypeRegression || !strings.Contains(v.Reason, "src/lib.rs - gone (line 20)") {
+		t.Errorf("a doc test gone: %+v, want a regression naming it", v)
 	}
 }

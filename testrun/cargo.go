@@ -1,6 +1,9 @@
 package testrun
 
 import (
+	"cmp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/orchestrator/orchestrator/internal/lazyre"
@@ -121,4 +124,37 @@ func (p *cargoParser) finish(res *Result, _ [][]byte) {
 	p.endFailure()
 	res.Tests = p.tests
 	res.BuildErrors = p.build
+}
+
+// docLineRE matches a doc test's name as libtest gives it: "src/lib.rs - add (line 3)".
+var docLineRE = lazyre.New(`^(.+ - .+) \(line (\d+)\)$`)
+
+// DocTestIDs names the doc tests among ids (libtest's "src/lib.rs - add (line 3)") by what
+// they test rather than where: "src/lib.rs - add", and "src/lib.rs - add (#2)" for the
+// second code block of the same item, in line order. Code added above an item moves its
+// doc tests' lines, not what they test: compared by line, every such change would read as
+// the baseline's doc tests gone missing. (A test's ID keeps its line: it is the name that
+// runs it, cargo test -- --exact.) Other IDs are as they were; ids is not changed.
+func DocTestIDs(ids []string) []string {
+	type doc struct {
+		i, line int
+	}
+	groups := map[string][]doc{}
+	for i, id := range ids {
+		if m := docLineRE().FindStringSubmatch(id); m != nil {
+			n, _ := strconv.Atoi(m[2])
+			groups[m[1]] = append(groups[m[1]], doc{i, n})
+		}
+	}
+	out := slices.Clone(ids)
+	for base, g := range groups {
+		slices.SortFunc(g, func(a, b doc) int { return cmp.Compare(a.line, b.line) })
+		for k, d := range g {
+			out[d.i] = base
+			if k > 0 {
+				out[d.i] = base + " (#" + strconv.Itoa(k+1) + ")"
+			}
+		}
+	}
+	return out
 }
