@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/orchestrator/orchestrator/internal/lazyre"
+	"github.com/orchestrator/orchestrator/testdiff"
 )
 
 // A test writer may add tests and test support, but a test that was already there is not
@@ -45,6 +46,23 @@ func testUnits(file string, src []byte) (map[string]string, int) {
 // existingTests returns what the change did to the tests a file held before it: one line
 // per test deleted, changed or skipped, and one for skip markers added around them.
 func existingTests(file string, before, after []byte) []string {
+	return existingLost(file, before, after, func(string) bool { return false })
+}
+
+// existingUnits is existingTests with the tests the change changed (not deleted, not
+// skipped) apart, as tests a run can judge (checkChanged: a changed test that fails at the
+// base states new behaviour).
+func existingUnits(file string, before, after []byte) (lost []string, changed []testdiff.Test) {
+	lost = existingLost(file, before, after, func(name string) bool {
+		changed = append(changed, testdiff.Test{File: file, Name: name, Kind: testdiff.Changed})
+		return true
+	})
+	return lost, changed
+}
+
+// existingLost lists what the change did to the tests the file held before it; a test it
+// changed is listed unless took, given its name, takes it.
+func existingLost(file string, before, after []byte, took func(name string) bool) []string {
 	if before == nil {
 		return nil
 	}
@@ -62,7 +80,9 @@ func existingTests(file string, before, after []byte) []string {
 		case skipRE().MatchString(text) && !skipRE().MatchString(was[name]) || len(skipRE().FindAllString(text, -1)) > len(skipRE().FindAllString(was[name], -1)):
 			out = append(out, fmt.Sprintf("%s: %s skipped", file, name))
 		default:
-			out = append(out, fmt.Sprintf("%s: %s changed", file, name))
+			if !took(name) {
+				out = append(out, fmt.Sprintf("%s: %s changed", file, name))
+			}
 		}
 	}
 	if len(was) > 0 && nowSkips > wasSkips {

@@ -49,7 +49,18 @@ func (v *Verdict) checkExisting(ctx context.Context, in Input, files []string) (
 			parsed = append(parsed, testdiff.File{Path: f, Before: before, After: after})
 			continue
 		}
-		if lines := existingTests(f, before, after); len(lines) > 0 {
+		lines := existingTests(f, before, after)
+		if path.Ext(f) == ".rs" {
+			// Rust's tests are judged like Go's and Python's: a changed test that fails at
+			// the base states new behaviour (checkChanged), by the name cargo reports.
+			var changed []testdiff.Test
+			lines, changed = existingUnits(f, before, after)
+			out.changed = append(out.changed, changed...)
+			for _, t := range changed {
+				fmt.Fprintf(&v.Log, "existing test: %s\n", t)
+			}
+		}
+		if len(lines) > 0 {
 			if out.file == "" {
 				out.file = f
 			}
@@ -205,7 +216,7 @@ func changedStatus(in Input, res *testrun.Result, t testdiff.Test, missing map[s
 // resultOf reports whether a test of the run is (a case of) the test t: for Go, a test of
 // t's package (its import path ends with t's folder) named t.Name, or a subtest named by
 // the method of a suite; for pytest, a node of t's file whose class and function path is
-// t.Name, parameters aside.
+// t.Name, parameters aside; for cargo, a test of t's file whose path ends with t.Name.
 func resultOf(in Input, r testrun.Test, t testdiff.Test) bool {
 	switch path.Ext(t.File) {
 	case ".go":
@@ -239,6 +250,13 @@ func resultOf(in Input, r testrun.Test, t testdiff.Test) bool {
 			names = append(names, p)
 		}
 		return strings.Join(names, ".") == t.Name
+	case ".rs":
+		// cargo names a test by its module path in its binary ("tests::adds", or the
+		// function alone in an integration test's), the binary by its source.
+		if r.File != "" && r.File != t.File && !strings.HasSuffix(r.File, "/"+t.File) && !strings.HasSuffix(t.File, "/"+r.File) {
+			return false
+		}
+		return r.ID == t.Name || strings.HasSuffix(r.ID, "::"+t.Name)
 	}
 	return false
 }
