@@ -69,7 +69,7 @@ fuzz:
 	$(GO) test ./testrun -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./testrun -run '^$$' -fuzz '^FuzzDetect$$' -fuzztime $(FUZZTIME)
 
-# Replay commits of public Go and Python libraries through `watch --once` as TEST + BUILD
+# Replay commits of public Go, Python, Rust and TypeScript libraries through `watch --once` as TEST + BUILD
 # tasks (watch/replay_test.go, cases in watch/testdata/replay/cases.json) and print landed /
 # correctly refused / falsely refused. Opt-in, not part of `make test`: it needs local
 # mirrors of those repositories (ORCHESTRATOR_REPLAY_MIRRORS, which must be set).
