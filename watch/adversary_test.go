@@ -578,8 +578,10 @@ func init() {
 // TestAdversaryBetweenCommands: GREEN runs more than one command when the project has no
 // test command of its own (the RED command, then the task's), in the same checkout. The
 // first command's code rewrites the tests the second runs: an implementer that breaks
-// money's String lands. The second command must see the candidate's own files: the
-// cheat fails as test_fails naming TestString; the honest twin lands.
+// money's String lands. The gate watches the test files while each command runs, so the
+// rewrite itself is refused, as test_tampered naming money/money_test.go (before that
+// watch, the checkout restored before the second command caught it as test_fails naming
+// TestString); the honest twin lands.
 func TestAdversaryBetweenCommands(t *testing.T) {
 	for _, cheat := range []bool{false, true} {
 		name := "honest"
@@ -610,7 +612,7 @@ func TestAdversaryBetweenCommands(t *testing.T) {
 				r.landed(code, out)
 				return
 			}
-			r.refused("TASK-001", code, out, []string{"test_fails"}, "TestString")
+			r.refused("TASK-001", code, out, []string{"test_tampered"}, "money/money_test.go was changed while go test ./cart/... ran")
 		})
 	}
 }
