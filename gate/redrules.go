@@ -49,8 +49,10 @@ func (v *Verdict) checkExisting(ctx context.Context, in Input, files []string) (
 			parsed = append(parsed, testdiff.File{Path: f, Before: before, After: after})
 			continue
 		}
-		lines := existingTests(f, before, after)
-		if path.Ext(f) == ".rs" {
+		var lines []string
+		if path.Ext(f) != ".rs" {
+			lines = existingTests(f, before, after)
+		} else {
 			// Rust's tests are judged like Go's and Python's: a changed test that fails at
 			// the base states new behaviour (checkChanged), by the name cargo reports.
 			var changed []testdiff.Test
