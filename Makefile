@@ -6,7 +6,7 @@ BIN := bin/orchestrator
 VERSION ?= $(shell git describe --tags --dirty 2>/dev/null || echo dev)
 FUZZTIME ?= 30s
 
-.PHONY: build test test-quick test-busy test-deps bench fuzz lint bench-data demo demo-tdd demo-plan replay clean
+.PHONY: build test test-race test-quick test-busy test-deps bench fuzz lint bench-data demo demo-tdd demo-plan replay clean
 
 # Without cgo: a static binary, which starts about 3 ms sooner (no dynamic loader, no C
 # library to set up) and needs nothing of the C library (Go's own DNS resolver and user
@@ -26,21 +26,29 @@ demo-tdd: build
 demo-plan: build
 	./examples/plan-demo.sh $(BIN)
 
-# Everything. The slow real-program suites (watch: the loop end to end with scripted agents,
-# the sandbox and real git; agents: the real claude and codex programs) are named first so
-# that they start first and the short packages fill in beside them. The timeout leaves room
-# for a busy machine (see test-busy).
+# Everything, in two go test runs side by side (scripts/test.sh): the slow real-program
+# suites (watch: the loop end to end with scripted agents, the sandbox and real git; agents:
+# the real claude and codex programs) without the race detector, every other package with
+# it. The code those two suites test runs in the binaries they build, not in their test
+# process: test-race checks it, with those binaries race-built.
 test: test-deps
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 60m ./watch ./agents ./...
+	GO=$(GO) ./scripts/test.sh
+
+# The slow real-program suites under the race detector, the orchestrator they run built with
+# -race too (internal/racebuild): a race anywhere in the loop fails the run. With `make test`,
+# every package has then run under the race detector. CI runs both.
+test-race: test-deps
+	$(GO) test -race -count=1 -timeout 60m ./watch ./agents
 
 # Everything but the slow real-program suites (watch, agents): the unit tests, the gate's,
 # the runners' and the commands' tests.
 test-quick: test-deps
 	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e '/watch$$' -e '/agents$$')
 
-# The slow real-program suites with a load generator beside them (three spinning processes
-# per core): they must pass on a busy machine. BUSY=N sets the number of spinners.
+# The slow real-program suites as `make test` runs them, with a load generator beside them
+# (three spinning processes per core): they must pass on a busy machine. BUSY=N sets the
+# number of spinners.
 test-busy: test-deps
 	./scripts/test-busy.sh
 

@@ -6,8 +6,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/orchestrator/orchestrator/internal/racebuild"
 )
 
 // testAgent is the path of the internal/testagent program, built once for the test run.
@@ -42,7 +45,15 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "build testagent:", err)
 		return 1
 	}
-	return m.Run()
+	// The orchestrator these tests build is race-built under `go test -race`
+	// (orchestratorBin); what its race detector finds fails the run.
+	racebuild.LogTo(dir)
+	code := m.Run()
+	if races, err := racebuild.Reports(dir); err != nil || len(races) > 0 {
+		fmt.Fprintf(os.Stderr, "the orchestrator's race detector: %v\n%s", err, strings.Join(races, "\n"))
+		code = 1
+	}
+	return code
 }
 
 // scaled returns a test's deadline d times ORCHESTRATOR_TEST_TIMESCALE (6 when unset). The

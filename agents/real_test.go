@@ -27,6 +27,7 @@ import (
 
 	"github.com/orchestrator/orchestrator/agents"
 	"github.com/orchestrator/orchestrator/internal/modelserver"
+	"github.com/orchestrator/orchestrator/internal/racebuild"
 	"github.com/orchestrator/orchestrator/queue"
 )
 
@@ -465,7 +466,8 @@ func clip(s string) string {
 // orchestratorBin builds the orchestrator once for the test binary.
 var orchestratorBin = sync.OnceValues(func() (string, error) {
 	bin := filepath.Join(agents.TestTempDir, "orchestrator")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/orchestrator").CombinedOutput()
+	args := append(append([]string{"build", "-o", bin}, racebuild.Flags()...), "../cmd/orchestrator")
+	out, err := exec.Command("go", args...).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go build ../cmd/orchestrator: %v\n%s", err, out)
 	}

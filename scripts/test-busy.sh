@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the slow real-program suites (the watch and agents packages) with a load generator
-# beside them: BUSY processes that spin on the CPU (three per core by default, so that with
+# Runs the slow real-program suites (the watch and agents packages), as `make test` runs
+# them, with a load generator beside them: BUSY processes that spin on the CPU (three per core by default, so that with
 # the suite's own work the machine carries about four times the load of the suite alone).
 # The suites wait on events, never on fixed sleeps; their deadlines are scaled by
 # ORCHESTRATOR_TEST_TIMESCALE (24 here, 6 in `make test`), so a busy machine makes them
@@ -18,4 +18,4 @@ done
 pkgs=("$@")
 [ ${#pkgs[@]} -gt 0 ] || pkgs=(./watch ./agents)
 ORCHESTRATOR_TEST_TIMESCALE=${ORCHESTRATOR_TEST_TIMESCALE:-24} \
-	${GO:-go} test -race -count=1 -timeout 180m "${pkgs[@]}"
+	${GO:-go} test -count=1 -timeout 180m -parallel "${PARALLEL:-4}" "${pkgs[@]}"

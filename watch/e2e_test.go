@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/orchestrator/orchestrator/agents"
+	"github.com/orchestrator/orchestrator/internal/racebuild"
 	"github.com/orchestrator/orchestrator/queue"
 )
 
@@ -28,13 +29,24 @@ func TestMain(m *testing.M) {
 	isolateHome(dir)
 	orchestratorBin = filepath.Join(dir, "orchestrator")
 	agentBin = filepath.Join(dir, "testagent")
-	for bin, pkg := range map[string]string{orchestratorBin: "../cmd/orchestrator", agentBin: "../internal/testagent"} {
-		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
+	// The orchestrator is built as this test binary was: with the race detector under
+	// `go test -race`, so that the loop itself is checked, and what it finds fails the run.
+	racebuild.LogTo(dir)
+	for bin, build := range map[string][]string{
+		orchestratorBin: append(racebuild.Flags(), "../cmd/orchestrator"),
+		agentBin:        {"../internal/testagent"},
+	} {
+		args := append([]string{"build", "-o", bin}, build...)
+		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "go %s: %v\n%s", strings.Join(args, " "), err, out)
 			os.Exit(1)
 		}
 	}
 	code := m.Run()
+	if races, err := racebuild.Reports(dir); err != nil || len(races) > 0 {
+		fmt.Fprintf(os.Stderr, "the orchestrator's race detector: %v\n%s", err, strings.Join(races, "\n"))
+		code = 1
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
