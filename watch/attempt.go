@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/orchestrator/orchestrator/agents"
@@ -97,6 +99,40 @@ type attempt struct {
 	usage     []cost.Run
 	usageRead bool
 	limit     *agents.RateLimit
+
+	// stages are how long each stage after its agent's run took (timed), for its record;
+	// a gate the merge queue runs beside the loop adds to its own entry (stageAdd).
+	stagesMu sync.Mutex
+	stages   []StageTime
+}
+
+// A StageTime is how long one stage of an attempt's path took, in milliseconds: the
+// record's answer to where the time between an agent's end and its task's status went
+// (end_run, candidate, pre_checks, gate, review, landing).
+type StageTime struct {
+	Stage string  `json:"stage"`
+	MS    float64 `json:"ms"`
+}
+
+// timed starts timing stage; the function it returns ends it. A stage that runs twice (a
+// gate run again on a new head) is listed twice.
+func (a *attempt) timed(stage string) func() {
+	start := time.Now()
+	return func() { a.stageAdd(-1, stage, time.Since(start)) }
+}
+
+// stageAdd adds d to the stage's entry i, or a new entry when i is -1, and returns the
+// entry's index.
+func (a *attempt) stageAdd(i int, stage string, d time.Duration) int {
+	a.stagesMu.Lock()
+	defer a.stagesMu.Unlock()
+	ms := float64(d.Microseconds()) / 1000
+	if i < 0 || i >= len(a.stages) {
+		a.stages = append(a.stages, StageTime{stage, ms})
+		return len(a.stages) - 1
+	}
+	a.stages[i].MS += ms
+	return i
 }
 
 // readTask fills in what the attempt keeps of its task's record in tasks: its test
@@ -169,6 +205,8 @@ type result struct {
 	// Remote says the agent runs on a worker (SPEC §18), Worker which one, once known.
 	Remote bool   `json:"remote,omitempty"`
 	Worker string `json:"worker,omitempty"`
+	// Stages are how long each stage after the agent's run took, in order (timed).
+	Stages []StageTime `json:"stages,omitempty"`
 }
 
 func (a *attempt) record(res result) {
@@ -186,6 +224,9 @@ func (a *attempt) record(res result) {
 		spent := cost.Sum(res.Usage)
 		res.Spent = &spent
 	}
+	a.stagesMu.Lock()
+	res.Stages = slices.Clone(a.stages)
+	a.stagesMu.Unlock()
 	if !a.started.IsZero() && res.Outcome != "running" {
 		res.Elapsed = time.Since(a.started).Round(time.Millisecond).String()
 	}

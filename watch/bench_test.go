@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -78,6 +79,7 @@ func watchOnce(b *testing.B, r *repo, jobs int) ([]map[string]string, time.Durat
 func BenchmarkMarkerLatency(b *testing.B) {
 	const tasks = 200
 	var lat []time.Duration
+	stages := map[string][]float64{}
 	for b.Loop() {
 		r := benchRepo(b, tasks, 0, append([]string{"TESTAGENT_STAMP=1"}, noopAgent...))
 		events, _ := watchOnce(b, r, 1)
@@ -95,7 +97,24 @@ func BenchmarkMarkerLatency(b *testing.B) {
 			}
 			ns, _ := strconv.ParseInt(string(stamp), 10, 64)
 			lat = append(lat, at.Sub(time.Unix(0, ns)))
+			var rec struct {
+				Stages []struct {
+					Stage string
+					MS    float64
+				}
+			}
+			if b, err := os.ReadFile(filepath.Join(r.root, ".orchestrator", "runs", ev["task"], "1", "result.json")); err == nil {
+				_ = json.Unmarshal(b, &rec)
+			}
+			for _, st := range rec.Stages {
+				stages[st.Stage] = append(stages[st.Stage], st.MS)
+			}
 		}
+	}
+	// Where the time goes: each stage's median, as the attempts' records give it.
+	for name, ms := range stages {
+		slices.Sort(ms)
+		b.ReportMetric(ms[len(ms)/2], name+"-p50-ms")
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	if len(lat) == 0 {

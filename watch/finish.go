@@ -18,15 +18,20 @@ import (
 //   - landing (land.go): the verified candidate onto the integration branch;
 //   - record (record.go): its record, its task's Status, its issue, the tasks it made ready.
 func (r *runner) finish(ctx context.Context, a *attempt) error {
-	if over, err := r.endRun(ctx, a); over {
+	end := a.timed("end_run")
+	over, err := r.endRun(ctx, a)
+	if end(); over {
 		return err
 	}
+	end = a.timed("candidate")
 	candErr := r.makeCandidate(ctx, a)
+	end()
+	end = a.timed("pre_checks")
 	res, log, gated := r.precheck(a, candErr)
-	if gated {
+	if end(); gated {
 		return r.enqueue(ctx, a, res, log)
 	}
-	_, err := r.afterGate(ctx, a, res, log)
+	_, err = r.afterGate(ctx, a, res, log)
 	return err
 }
 
@@ -35,10 +40,14 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 func (r *runner) afterGate(ctx context.Context, a *attempt, res result, log *strings.Builder) (landed bool, err error) {
 	fmt.Fprintf(log, "decision: %s: %s\n", res.Outcome, res.Reason)
 	if r.reviewing(a) && ctx.Err() == nil {
+		end := a.timed("review")
 		log.WriteString(r.review(ctx, a, &res))
+		end()
 	}
 	if res.Outcome == "completed" {
+		end := a.timed("landing")
 		log.WriteString(r.landing(ctx, a, &res))
+		end()
 	}
 	return res.Outcome == "completed" && res.Commit != "", r.conclude(ctx, a, res, log.String())
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/orchestrator/orchestrator/config"
 	"github.com/orchestrator/orchestrator/gate"
@@ -169,6 +170,7 @@ type gateRun func(ctx context.Context) gateOutcome
 // checkout, and the gate's input. What it decides at once, a refusal or an error, the run
 // returns as it is.
 func (r *runner) prepareGate(ctx context.Context, a *attempt, commit string, s *worktree.Slot) gateRun {
+	start := time.Now()
 	changed, forbidden := r.changedPaths(a)
 	if len(forbidden) > 0 {
 		return decidedRun(gate.Refuse(gate.TypeScope, "scope_violation: the agent changed the orchestrator's files: %s", strings.Join(forbidden, ", ")), nil)
@@ -180,8 +182,13 @@ func (r *runner) prepareGate(ctx context.Context, a *attempt, commit string, s *
 	if err != nil {
 		return decidedRun(nil, err)
 	}
+	entry := a.stageAdd(-1, "gate", time.Since(start))
 	root, globs := r.projectDir(s.Dir), r.o.Config.TestGlobs
 	return func(ctx context.Context) gateOutcome {
+		// Its time is its set-up's and its run's, not the wait for its turn in the
+		// merge queue: the run adds to the set-up's entry.
+		start := time.Now()
+		defer func() { a.stageAdd(entry, "gate", time.Since(start)) }()
 		v, err := run(ctx)
 		o := gateOutcome{v: v, err: err}
 		if err == nil && v != nil && v.Pass && v.Full != nil {

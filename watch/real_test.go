@@ -270,6 +270,22 @@ func (r *realRepo) result(id string, n int) map[string]any {
 	return res
 }
 
+// stagesOf lists the stages of a record's "stages", in order; a stage that took no time, or
+// a negative one, is named with a "!".
+func stagesOf(res map[string]any) string {
+	var names []string
+	list, _ := res["stages"].([]any)
+	for _, e := range list {
+		st, _ := e.(map[string]any)
+		name, _ := st["stage"].(string)
+		if ms, _ := st["ms"].(float64); ms <= 0 {
+			name += "!"
+		}
+		names = append(names, name)
+	}
+	return strings.Join(names, " ")
+}
+
 // describeAttempts says what each attempt of a task ended as, for failure messages.
 func (r *realRepo) describeAttempts(id string) string {
 	var b strings.Builder
@@ -647,6 +663,12 @@ func TestRealRetryAfterRejectedClaim(t *testing.T) {
 	}
 	if res := r.result("TASK-001", 2); res["outcome"] != "completed" {
 		t.Errorf("the honest retry (attempt 2) ended %v: %v; want completed", res["outcome"], res["reason"])
+	}
+	// Each record says where its time went after the agent's run, stage by stage.
+	for n, want := range map[int]string{1: "end_run candidate pre_checks gate", 2: "end_run candidate pre_checks gate landing"} {
+		if got := stagesOf(r.result("TASK-001", n)); got != want {
+			t.Errorf("attempt %d's stages: %q, want %q", n, got, want)
+		}
 	}
 	if rc := r.field("TASK-001", "Retry-Count"); rc != "1" {
 		t.Errorf("Retry-Count %q, want 1", rc)

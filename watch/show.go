@@ -64,6 +64,8 @@ type LastDecision struct {
 	Started     time.Time `json:"started,omitzero"`
 	// Decided is when the decision was made: its start and how long it took.
 	Decided time.Time `json:"decided,omitzero"`
+	// Stages are how long each stage after its agent's run took, in order.
+	Stages []StageTime `json:"stages,omitempty"`
 	// Note says that the sealed record could not be read, and the decision shown is the
 	// readable copy's: for a person, never evidence.
 	Note string `json:"note,omitempty"`
@@ -157,6 +159,7 @@ func lastDecision(dir, mirror string) *LastDecision {
 	if el, err := time.ParseDuration(res.Elapsed); err == nil && !res.Started.IsZero() {
 		d.Decided = res.Started.Add(el)
 	}
+	d.Stages = res.Stages
 	return d
 }
 

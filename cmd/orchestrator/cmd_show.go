@@ -91,6 +91,11 @@ func writeShow(out io.Writer, rep *watch.TaskReport) error {
 		if !d.Decided.IsZero() {
 			row("decided", d.Decided.Local().Format(time.DateTime))
 		}
+		var took []string
+		for _, st := range d.Stages {
+			took = append(took, fmt.Sprintf("%s %.1f ms", st.Stage, st.MS))
+		}
+		row("stages", strings.Join(took, ", "))
 		row("reason", d.Reason)
 		row("commit", d.Commit)
 		row("note", d.Note)
