@@ -52,13 +52,32 @@ func existingTests(file string, before, after []byte) []string {
 // existingUnits is existingTests with the tests the change changed (not deleted, not
 // skipped) apart, as tests a run can judge (checkChanged: a changed test that fails at the
 // base states new behaviour).
+//
+// A JavaScript test is judged by its title, which its runner reports after the titles of
+// the blocks around it: a title used twice in the file (jsUnits names the second "#2"), or
+// with the runner's " > " in it, would name more than one test, so such a changed test may
+// not change, as before.
 func existingUnits(file string, before, after []byte) (lost []string, changed []testdiff.Test) {
+	var ambiguous func(string) bool
+	if ext := path.Ext(file); ext != ".rs" {
+		now, _ := testUnits(file, after)
+		ambiguous = func(name string) bool {
+			_, twice := now[name+"#2"]
+			return twice || jsNumbered().MatchString(name) || strings.Contains(name, " > ")
+		}
+	}
 	lost = existingLost(file, before, after, func(name string) bool {
+		if ambiguous != nil && ambiguous(name) {
+			return false
+		}
 		changed = append(changed, testdiff.Test{File: file, Name: name, Kind: testdiff.Changed})
 		return true
 	})
 	return lost, changed
 }
+
+// jsNumbered matches the name jsUnits gives a title's second and later tests.
+var jsNumbered = lazyre.New(`#\d+$`)
 
 // existingLost lists what the change did to the tests the file held before it; a test it
 // changed is listed unless took, given its name, takes it.

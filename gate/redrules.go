@@ -50,11 +50,12 @@ func (v *Verdict) checkExisting(ctx context.Context, in Input, files []string) (
 			continue
 		}
 		var lines []string
-		if path.Ext(f) != ".rs" {
+		if !judgedByName(f) {
 			lines = existingTests(f, before, after)
 		} else {
-			// Rust's tests are judged like Go's and Python's: a changed test that fails at
-			// the base states new behaviour (checkChanged), by the name cargo reports.
+			// Rust's and JavaScript's tests are judged like Go's and Python's: a changed
+			// test that fails at the base states new behaviour (checkChanged), by the name
+			// cargo reports, or the title vitest and jest report.
 			var changed []testdiff.Test
 			lines, changed = existingUnits(f, before, after)
 			out.changed = append(out.changed, changed...)
@@ -255,10 +256,32 @@ func resultOf(in Input, r testrun.Test, t testdiff.Test) bool {
 	case ".rs":
 		// cargo names a test by its module path in its binary ("tests::adds", or the
 		// function alone in an integration test's), the binary by its source.
-		if r.File != "" && r.File != t.File && !strings.HasSuffix(r.File, "/"+t.File) && !strings.HasSuffix(t.File, "/"+r.File) {
+		if !sameFile(r.File, t.File) {
 			return false
 		}
 		return r.ID == t.Name || strings.HasSuffix(r.ID, "::"+t.Name)
+	case ".js", ".ts", ".jsx", ".tsx", ".mjs", ".cjs", ".mts", ".cts":
+		// vitest and jest name a test by its file, the titles of the blocks around it and
+		// its own title, joined by " > " (testrun's jsSep); existingUnits only judges a
+		// title used once in its file, without that separator in it.
+		return r.File != "" && sameFile(r.File, t.File) && strings.HasSuffix(r.ID, " > "+t.Name)
+	}
+	return false
+}
+
+// sameFile reports whether a runner's file of a test (relative to where it ran: the
+// project folder) and a changed file (relative to the repository) are the same file.
+func sameFile(runner, changed string) bool {
+	return runner == "" || runner == changed || strings.HasSuffix(runner, "/"+changed) || strings.HasSuffix(changed, "/"+runner)
+}
+
+// judgedByName reports whether the changed tests of a file read by existingUnits are
+// judged by the run (checkChanged), by the names their runner reports: Rust's and the
+// JavaScript runners'. A file of another language may only gain tests.
+func judgedByName(file string) bool {
+	switch path.Ext(file) {
+	case ".rs", ".js", ".ts", ".jsx", ".tsx", ".mjs", ".cjs", ".mts", ".cts":
+		return true
 	}
 	return false
 }

@@ -11,12 +11,13 @@ import (
 // that it states new behaviour (it fails at the base) lands, and the landed commit names
 // it in its Orchestrator-Changed-Tests trailer; removing an assertion, adding an early
 // return, loosening a comparison or renaming a test away (so that the runner no longer
-// runs it) is a scope_violation naming the test and what it lost, and nothing lands.
+// runs it) is a scope_violation naming the test and what it lost, and nothing lands. Go and
+// pytest tests are read by their parsers, vitest's judged by their run at the base alone.
 func TestTestWriterChangesExistingTests(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name, sh string
-		py       bool
+		py, ts   bool
 		// want is "" for a landing, else a part of the scope_violation's reason.
 		want string
 		// trailer is the Orchestrator-Changed-Tests trailer the landing has ("" for none).
@@ -37,20 +38,31 @@ func TestTestWriterChangesExistingTests(t *testing.T) {
 			trailer: "tests/test_pricing.py:test_percent_rounds_half_up"},
 		{name: "an assertion of a pytest test loosened", py: true, sh: `perl -0pi -e 's/tax_on\(1000\) == 200/tax_on(1000) > 0/' tests/test_tax.py && grep -q '> 0' tests/test_tax.py`,
 			want: "tests/test_tax.py: test_standard_rate changed"},
+		{name: "a vitest test rewritten to state new behaviour", ts: true, sh: `perl -0pi -e 's/toBe\(150\)/toBe(151)/' src/money.test.ts && grep -q 151 src/money.test.ts`,
+			trailer: "src/money.test.ts:takes a share"},
+		{name: "a vitest assertion loosened", ts: true, sh: `perl -0pi -e 's/toBe\(150\)/toBeGreaterThan(0)/' src/money.test.ts && grep -q Greater src/money.test.ts`,
+			want: "src/money.test.ts: takes a share changed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			fixture, command, redFiles := "gomod", goTest, goRedFiles
-			if tt.py {
+			switch {
+			case tt.py:
 				needPytest(t)
 				fixture, command, redFiles = "pyproj", pyTest, pyRedFiles
+			case tt.ts:
+				needVitest(t)
+				fixture, command, redFiles = "tsproj", "npx vitest run", tsRedFiles
 			}
 			writer := scriptAgent(tt.sh, "TESTAGENT_ROLE=test-writer", "TESTAGENT_FROM="+files(t, redFiles))
 			r := newRealRepo(t, fixture, command, []realTask{
 				{id: "TASK-T01", category: "testing", mode: "write", agent: "writer", testIDs: "UNIT-001"},
 			}, map[string][]string{"writer": writer}, "")
 			r.write(".orchestrator/no_auto_retry", "")
+			if tt.ts {
+				linkTSModules(t, r.root)
+			}
 			base := head(r.repo)
 			code, out := r.run("watch", "--once")
 			st := r.statuses()

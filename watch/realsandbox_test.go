@@ -77,15 +77,7 @@ def test_unit_001_discount():
 		},
 		{
 			name: "vitest", fixture: "tsproj", command: "npx vitest run",
-			red: map[string]string{"src/discount.test.ts": `import { describe, expect, it } from 'vitest'
-import { discount } from './discount'
-
-describe('discount', () => {
-  it('unit 001 takes the share off', () => {
-    expect(discount(1000, 10)).toBe(900)
-  })
-})
-`},
+			red: tsRedFiles,
 			green: map[string]string{"src/discount.ts": `import { percent } from './money'
 
 export function discount(cents: number, p: number): number {
@@ -117,13 +109,7 @@ export function discount(cents: number, p: number): number {
 				}
 			}
 			if tt.fixture == "tsproj" {
-				nm, err := filepath.Abs(filepath.Join("..", "testrun", "testdata", "projects", "ts", "node_modules"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.Symlink(nm, filepath.Join(r.root, "node_modules")); err != nil {
-					t.Fatal(err)
-				}
+				linkTSModules(t, r.root)
 			}
 			r.commitAll()
 			r.sandboxed(red, green, filepath.Dir(r.starts))
@@ -137,6 +123,31 @@ export function discount(cents: number, p: number): number {
 				t.Errorf("TASK-001 took %d attempts, want 1%s", n, r.describeAttempts("TASK-001"))
 			}
 		})
+	}
+}
+
+// tsRedFiles is the TEST task's new vitest test of the tsproj fixture: it fails at the base,
+// which has no src/discount.ts.
+var tsRedFiles = map[string]string{"src/discount.test.ts": `import { describe, expect, it } from 'vitest'
+import { discount } from './discount'
+
+describe('discount', () => {
+  it('unit 001 takes the share off', () => {
+    expect(discount(1000, 10)).toBe(900)
+  })
+})
+`}
+
+// linkTSModules links the runner tests' installed node_modules (vitest) into a tsproj
+// repository at root, where its .gitignore keeps it out of every commit.
+func linkTSModules(t *testing.T, root string) {
+	t.Helper()
+	nm, err := filepath.Abs(filepath.Join("..", "testrun", "testdata", "projects", "ts", "node_modules"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(nm, filepath.Join(root, "node_modules")); err != nil {
+		t.Fatal(err)
 	}
 }
 
