@@ -20,7 +20,8 @@ import (
 func (r *runner) finish(ctx context.Context, a *attempt) error {
 	end := a.timed("end_run")
 	over, err := r.endRun(ctx, a)
-	if end(); over {
+	end()
+	if over {
 		return err
 	}
 	end = a.timed("candidate")
@@ -28,7 +29,8 @@ func (r *runner) finish(ctx context.Context, a *attempt) error {
 	end()
 	end = a.timed("pre_checks")
 	res, log, gated := r.precheck(a, candErr)
-	if end(); gated {
+	end()
+	if gated {
 		return r.enqueue(ctx, a, res, log)
 	}
 	_, err = r.afterGate(ctx, a, res, log)
