@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -49,8 +48,7 @@ func runTests(m *testing.M) int {
 	// (orchestratorBin); what its race detector finds fails the run.
 	racebuild.LogTo(dir)
 	code := m.Run()
-	if races, err := racebuild.Reports(dir); err != nil || len(races) > 0 {
-		fmt.Fprintf(os.Stderr, "the orchestrator's race detector: %v\n%s", err, strings.Join(races, "\n"))
+	if racebuild.Failed(dir) {
 		code = 1
 	}
 	return code

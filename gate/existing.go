@@ -46,7 +46,7 @@ func testUnits(file string, src []byte) (map[string]string, int) {
 // existingTests returns what the change did to the tests a file held before it: one line
 // per test deleted, changed or skipped, and one for skip markers added around them.
 func existingTests(file string, before, after []byte) []string {
-	return existingLost(file, before, after, func(string) bool { return false })
+	return existingLost(file, before, after, func(string, map[string]string) bool { return false })
 }
 
 // existingUnits is existingTests with the tests the change changed (not deleted, not
@@ -58,16 +58,9 @@ func existingTests(file string, before, after []byte) []string {
 // with the runner's " > " in it, would name more than one test, so such a changed test may
 // not change, as before.
 func existingUnits(file string, before, after []byte) (lost []string, changed []testdiff.Test) {
-	var ambiguous func(string) bool
-	if ext := path.Ext(file); ext != ".rs" {
-		now, _ := testUnits(file, after)
-		ambiguous = func(name string) bool {
-			_, twice := now[name+"#2"]
-			return twice || jsNumbered().MatchString(name) || strings.Contains(name, " > ")
-		}
-	}
-	lost = existingLost(file, before, after, func(name string) bool {
-		if ambiguous != nil && ambiguous(name) {
+	js := jsExts[path.Ext(file)]
+	lost = existingLost(file, before, after, func(name string, now map[string]string) bool {
+		if _, twice := now[name+"#2"]; js && (twice || jsNumbered().MatchString(name) || strings.Contains(name, " > ")) {
 			return false
 		}
 		changed = append(changed, testdiff.Test{File: file, Name: name, Kind: testdiff.Changed})
@@ -80,8 +73,8 @@ func existingUnits(file string, before, after []byte) (lost []string, changed []
 var jsNumbered = lazyre.New(`#\d+$`)
 
 // existingLost lists what the change did to the tests the file held before it; a test it
-// changed is listed unless took, given its name, takes it.
-func existingLost(file string, before, after []byte, took func(name string) bool) []string {
+// changed is listed unless took, given its name and the tests the file holds now, takes it.
+func existingLost(file string, before, after []byte, took func(name string, now map[string]string) bool) []string {
 	if before == nil {
 		return nil
 	}
@@ -99,7 +92,7 @@ func existingLost(file string, before, after []byte, took func(name string) bool
 		case skipRE().MatchString(text) && !skipRE().MatchString(was[name]) || len(skipRE().FindAllString(text, -1)) > len(skipRE().FindAllString(was[name], -1)):
 			out = append(out, fmt.Sprintf("%s: %s skipped", file, name))
 		default:
-			if !took(name) {
+			if !took(name, now) {
 				out = append(out, fmt.Sprintf("%s: %s changed", file, name))
 			}
 		}

@@ -260,7 +260,8 @@ func resultOf(in Input, r testrun.Test, t testdiff.Test) bool {
 			return false
 		}
 		return r.ID == t.Name || strings.HasSuffix(r.ID, "::"+t.Name)
-	case ".js", ".ts", ".jsx", ".tsx", ".mjs", ".cjs", ".mts", ".cts":
+	}
+	if jsExts[path.Ext(t.File)] {
 		// vitest and jest name a test by its file, the titles of the blocks around it and
 		// its own title, joined by " > " (testrun's jsSep); existingUnits only judges a
 		// title used once in its file, without that separator in it.
@@ -279,11 +280,8 @@ func sameFile(runner, changed string) bool {
 // judged by the run (checkChanged), by the names their runner reports: Rust's and the
 // JavaScript runners'. A file of another language may only gain tests.
 func judgedByName(file string) bool {
-	switch path.Ext(file) {
-	case ".rs", ".js", ".ts", ".jsx", ".tsx", ".mjs", ".cjs", ".mts", ".cts":
-		return true
-	}
-	return false
+	ext := path.Ext(file)
+	return ext == ".rs" || jsExts[ext]
 }
 
 // missingNameRE finds the names a build or an import says are missing: Go's "undefined:

@@ -101,7 +101,7 @@ type attempt struct {
 	limit     *agents.RateLimit
 
 	// stages are how long each stage after its agent's run took (timed), for its record;
-	// a gate the merge queue runs beside the loop adds to its own entry (stageAdd).
+	// a gate the merge queue runs beside the loop adds its own (addStage).
 	stagesMu sync.Mutex
 	stages   []StageTime
 }
@@ -118,21 +118,15 @@ type StageTime struct {
 // gate run again on a new head) is listed twice.
 func (a *attempt) timed(stage string) func() {
 	start := time.Now()
-	return func() { a.stageAdd(-1, stage, time.Since(start)) }
+	return func() { a.addStage(stage, time.Since(start)) }
 }
 
-// stageAdd adds d to the stage's entry i, or a new entry when i is -1, and returns the
-// entry's index.
-func (a *attempt) stageAdd(i int, stage string, d time.Duration) int {
+// addStage lists stage as having taken d. A gate the merge queue runs beside the loop adds
+// its own.
+func (a *attempt) addStage(stage string, d time.Duration) {
 	a.stagesMu.Lock()
 	defer a.stagesMu.Unlock()
-	ms := float64(d.Microseconds()) / 1000
-	if i < 0 || i >= len(a.stages) {
-		a.stages = append(a.stages, StageTime{stage, ms})
-		return len(a.stages) - 1
-	}
-	a.stages[i].MS += ms
-	return i
+	a.stages = append(a.stages, StageTime{stage, float64(d.Microseconds()) / 1000})
 }
 
 // readTask fills in what the attempt keeps of its task's record in tasks: its test

@@ -42,6 +42,10 @@ func TestTestWriterChangesExistingTests(t *testing.T) {
 			trailer: "src/money.test.ts:takes a share"},
 		{name: "a vitest assertion loosened", ts: true, sh: `perl -0pi -e 's/toBe\(150\)/toBeGreaterThan(0)/' src/money.test.ts && grep -q Greater src/money.test.ts`,
 			want: "src/money.test.ts: takes a share changed"},
+		// The cheat: the weakened test hides behind a new failing test of the same title,
+		// which the run would show failing under that title.
+		{name: "a vitest assertion loosened beside a new failing test of its title", ts: true, sh: `perl -0pi -e 's/toBe\(150\)/toBeGreaterThan(0)/' src/money.test.ts && printf "describe('again', () => {\n  it('takes a share', () => {\n    expect(percent(1, 1)).toBe(99)\n  })\n})\n" >> src/money.test.ts && grep -q again src/money.test.ts`,
+			want: "src/money.test.ts: takes a share changed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

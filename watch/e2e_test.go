@@ -43,8 +43,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	code := m.Run()
-	if races, err := racebuild.Reports(dir); err != nil || len(races) > 0 {
-		fmt.Fprintf(os.Stderr, "the orchestrator's race detector: %v\n%s", err, strings.Join(races, "\n"))
+	if racebuild.Failed(dir) {
 		code = 1
 	}
 	os.RemoveAll(dir)

@@ -182,13 +182,13 @@ func (r *runner) prepareGate(ctx context.Context, a *attempt, commit string, s *
 	if err != nil {
 		return decidedRun(nil, err)
 	}
-	entry := a.stageAdd(-1, "gate", time.Since(start))
+	setup := time.Since(start)
 	root, globs := r.projectDir(s.Dir), r.o.Config.TestGlobs
 	return func(ctx context.Context) gateOutcome {
 		// Its time is its set-up's and its run's, not the wait for its turn in the
-		// merge queue: the run adds to the set-up's entry.
+		// merge queue.
 		start := time.Now()
-		defer func() { a.stageAdd(entry, "gate", time.Since(start)) }()
+		defer func() { a.addStage("gate", setup+time.Since(start)) }()
 		v, err := run(ctx)
 		o := gateOutcome{v: v, err: err}
 		if err == nil && v != nil && v.Pass && v.Full != nil {

@@ -41,6 +41,9 @@ func TestReportsFindARace(t *testing.T) {
 		if (len(got) > 0) != c.races || (c.races && !strings.Contains(got[0], "DATA RACE")) {
 			t.Errorf("%s: reports %q, want races: %v", c.prog, got, c.races)
 		}
+		if Failed(logs) != c.races {
+			t.Errorf("%s: Failed = %v, want %v", c.prog, !c.races, c.races)
+		}
 	}
 }
 

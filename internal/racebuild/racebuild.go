@@ -46,3 +46,15 @@ func Reports(dir string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// Failed reports whether the programs started since LogTo(dir) found a race, or their
+// reports could not be read, and says so on standard error: a test binary's TestMain
+// fails its run on it.
+func Failed(dir string) bool {
+	races, err := Reports(dir)
+	if err == nil && len(races) == 0 {
+		return false
+	}
+	fmt.Fprintf(os.Stderr, "the race detector of the programs under test: %v\n%s", err, strings.Join(races, "\n"))
+	return true
+}
