@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/orchestrator/orchestrator/agents"
@@ -44,6 +45,10 @@ type attempt struct {
 	// mirror is the readable copy of the attempt folder, under .orchestrator/runs; dir,
 	// in the orchestrator's state, is the one the gate and recovery trust.
 	mirror string
+	// copied holds the stamp of each file of the folder as its readable copy was last
+	// made (copyOut): a file not changed since is not copied again.
+	copiedMu sync.Mutex
+	copied   map[string]fileStamp
 	// slot is the attempt's worktree, base the integration head it started from.
 	slot *worktree.Slot
 	base string
@@ -240,18 +245,58 @@ func (a *attempt) write(name string, b []byte) { a.writeEach(name, b, b) }
 // writeEach writes a file of the attempt folder with state as its content, and its
 // readable copy with mirror.
 func (a *attempt) writeEach(name string, state, mirror []byte) {
-	for _, w := range []struct {
-		dir string
-		b   []byte
-	}{{a.dir, state}, {a.mirror, mirror}} {
-		if w.dir == "" {
-			continue
-		}
-		tmp := filepath.Join(w.dir, "."+name+".tmp")
-		if os.WriteFile(tmp, w.b, 0o644) == nil {
-			_ = os.Rename(tmp, filepath.Join(w.dir, name))
+	replace := func(dir string, b []byte) bool {
+		tmp := filepath.Join(dir, "."+name+".tmp")
+		return os.WriteFile(tmp, b, 0o644) == nil && os.Rename(tmp, filepath.Join(dir, name)) == nil
+	}
+	switch {
+	case a.dir == "" && a.mirror == "":
+	case a.dir == "":
+		replace(a.mirror, mirror)
+	case a.mirror == "":
+		replace(a.dir, state)
+	default:
+		// Side by side: creating a file costs more than the rest of most stages.
+		copied := make(chan bool, 1)
+		go func() { copied <- replace(a.mirror, mirror) }()
+		if replace(a.dir, state) && <-copied {
+			// Both written: the readable copy is up to date.
+			if fi, err := os.Lstat(filepath.Join(a.dir, name)); err == nil {
+				a.stampCopied(name, stampOf(fi))
+			}
 		}
 	}
+}
+
+// A fileStamp tells whether a file changed: its inode, size, modification and change
+// times (a write or a rename over it changes one of them; the change time cannot be set
+// back).
+type fileStamp struct {
+	ino, size, mtime, ctime int64
+}
+
+func stampOf(fi os.FileInfo) fileStamp {
+	st := fileStamp{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.ino, st.ctime = int64(sys.Ino), sys.Ctim.Nano()
+	}
+	return st
+}
+
+func (a *attempt) stampCopied(name string, st fileStamp) {
+	a.copiedMu.Lock()
+	defer a.copiedMu.Unlock()
+	if a.copied == nil {
+		a.copied = map[string]fileStamp{}
+	}
+	a.copied[name] = st
+}
+
+func (a *attempt) copiedAs(name string) (fileStamp, bool) {
+	a.copiedMu.Lock()
+	defer a.copiedMu.Unlock()
+	st, ok := a.copied[name]
+	return st, ok
 }
 
 // copyOut brings the readable copy of the attempt folder up to date: the files the gate
@@ -268,9 +313,19 @@ func (a *attempt) copyOut() {
 		if !e.Type().IsRegular() {
 			continue
 		}
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		st := stampOf(fi)
+		if was, ok := a.copiedAs(e.Name()); ok && was == st {
+			continue // copied since it last changed
+		}
 		if b, err := os.ReadFile(filepath.Join(a.dir, e.Name())); err == nil {
 			// Sealed records lose their seal: the copy is for people, never evidence.
-			_ = os.WriteFile(filepath.Join(a.mirror, e.Name()), seal.Strip(b), 0o644)
+			if os.WriteFile(filepath.Join(a.mirror, e.Name()), seal.Strip(b), 0o644) == nil {
+				a.stampCopied(e.Name(), st)
+			}
 		}
 	}
 }

@@ -59,11 +59,15 @@ func (s *Slot) Commit(ctx context.Context, base, ref, message string, ownLinks .
 	if err != nil {
 		return "", err
 	}
-	// A copy of the orchestrator's index, so that the slot's stays the checkout's (Reset
-	// relies on its file times).
+	// The orchestrator's index under another name, so that the slot's stays the
+	// checkout's (Reset relies on its file times): a second link to it, since git never
+	// writes an index in place (it writes a new file and renames it over the old).
 	tmp := s.index + ".candidate"
-	if err := copyFile(s.index, tmp); err != nil {
-		return "", err
+	os.Remove(tmp)
+	if err := os.Link(s.index, tmp); err != nil {
+		if err := copyFile(s.index, tmp); err != nil {
+			return "", err
+		}
 	}
 	defer os.Remove(tmp)
 	env := s.env(tmp)
@@ -78,11 +82,16 @@ func (s *Slot) Commit(ctx context.Context, base, ref, message string, ownLinks .
 			return "", err
 		}
 	}
-	tree, err := s.repo.git(ctx, s.Dir, env, "write-tree")
+	tree, ok, err := s.repo.writeTree(ctx, s.Dir, tmp, env)
 	if err != nil {
 		return "", err
 	}
-	tree = strings.TrimSpace(tree)
+	if !ok {
+		if tree, err = s.repo.git(ctx, s.Dir, env, "write-tree"); err != nil {
+			return "", err
+		}
+		tree = strings.TrimSpace(tree)
+	}
 	commit := base
 	baseTree, err := s.repo.Tree(ctx, base)
 	if err != nil {

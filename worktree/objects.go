@@ -184,50 +184,73 @@ type treeFile struct {
 
 // listTree lists the files of commit's tree, subtrees walked, through the long-lived
 // reader: as `git ls-tree -r --full-tree`, without a process of its own.
+func (r *Repo) listTree(ctx context.Context, commit string) ([]treeFile, error) {
+	l, err := r.listShape(ctx, commit)
+	return l.files, err
+}
+
+// listShape lists the files and the folders of commit's tree (listTree).
 //
 // The last few listings are kept by tree: a candidate's tree is listed by the reset of
 // the gate's checkout and again by the check of its bytes.
-func (r *Repo) listTree(ctx context.Context, commit string) ([]treeFile, error) {
+func (r *Repo) listShape(ctx context.Context, commit string) (listing, error) {
 	tree, err := r.Tree(ctx, commit)
 	if err != nil {
-		return nil, err
+		return listing{}, err
 	}
 	r.listings.mu.Lock()
 	for _, l := range r.listings.kept {
 		if l.tree == tree {
 			r.listings.mu.Unlock()
-			return l.files, nil
+			return l, nil
 		}
 	}
 	r.listings.mu.Unlock()
-	files, err := r.listTreeAt(ctx, tree, "")
+	l := listing{tree: tree}
+	l.files, err = r.walkTree(ctx, tree, "", func(path, id string) {
+		l.dirs = append(l.dirs, treeDir{path: path, id: id})
+	})
 	if err != nil {
-		return nil, err
+		return listing{}, err
 	}
 	r.listings.mu.Lock()
 	defer r.listings.mu.Unlock()
-	r.listings.kept = append(r.listings.kept, listing{tree: tree, files: files})
+	r.listings.kept = append(r.listings.kept, l)
 	if len(r.listings.kept) > 4 {
 		r.listings.kept = r.listings.kept[1:]
 	}
-	return files, nil
+	return l, nil
 }
 
-// listings are the last tree listings of listTree (never changed once made: a tree's
+// listings are the last tree listings of listShape (never changed once made: a tree's
 // files are its name's).
 type listings struct {
 	mu   sync.Mutex
 	kept []listing
 }
 
+// A listing is a tree's files and folders, in the order of a walk of the tree (which is
+// the order of their paths, byte by byte).
 type listing struct {
 	tree  string
 	files []treeFile
+	dirs  []treeDir
+}
+
+// A treeDir is a folder of a tree: its path and its tree's object.
+type treeDir struct {
+	path, id string
 }
 
 // listTreeAt lists the files of the tree name (a tree, or commit:folder), their paths
 // under prefix.
 func (r *Repo) listTreeAt(ctx context.Context, name, prefix string) ([]treeFile, error) {
+	return r.walkTree(ctx, name, prefix, nil)
+}
+
+// walkTree lists the files of the tree name, their paths under prefix, and calls dir (when
+// not nil) with each folder's path and tree, before its files.
+func (r *Repo) walkTree(ctx context.Context, name, prefix string, dir func(path, id string)) ([]treeFile, error) {
 	format, err := r.objectFormat(ctx)
 	if err != nil {
 		return nil, err
@@ -258,6 +281,9 @@ func (r *Repo) listTreeAt(ctx context.Context, name, prefix string) ([]treeFile,
 			path := prefix + file
 			switch mode {
 			case "40000":
+				if dir != nil {
+					dir(path, id)
+				}
 				if err := walk(id, path+"/"); err != nil {
 					return err
 				}

@@ -1,6 +1,7 @@
 package worktree
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -169,9 +170,15 @@ func (s *Slot) env(index string) []string {
 // plain write would follow, or a folder, which is removed first.
 func WriteGitFile(dir, admin string) error {
 	gitFile := filepath.Join(dir, ".git")
+	want := []byte("gitdir: " + admin + "\n")
+	if fi, err := os.Lstat(gitFile); err == nil && fi.Mode().IsRegular() {
+		if b, err := os.ReadFile(gitFile); err == nil && bytes.Equal(b, want) {
+			return nil
+		}
+	}
 	tmp := gitFile + ".orchestrator-tmp"
 	os.Remove(tmp)
-	if err := os.WriteFile(tmp, []byte("gitdir: "+admin+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(tmp, want, 0o644); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, gitFile); err != nil {
@@ -198,6 +205,11 @@ func (s *Slot) Reset(ctx context.Context, commit string) error {
 	// The slot is its holder's alone: a lock left by a git command of an earlier holder
 	// that was stopped (a gate cancelled when its result no longer mattered) is stale.
 	os.Remove(s.index + ".lock")
+	// Without a git process where the orchestrator's own checkout can (checkout.go); git's
+	// own reset and clean otherwise, or after a checkout that stopped half way.
+	if ok, err := s.checkout(ctx, commit); err == nil && ok {
+		return copyFile(s.index, filepath.Join(s.admin, "index"))
+	}
 	env := s.env(s.index)
 	if _, err := s.repo.git(ctx, s.Dir, env, "reset", "-q", "--no-recurse-submodules", "--hard", commit); err != nil {
 		// An index that git cannot read (a crash while writing it): start again.
@@ -287,6 +299,8 @@ func (r *Repo) park(name, dir string) error {
 // is not older than the index file's own as "racily clean" and compares its content: a file
 // changed in the same second as the checkout wrote it, to the same size, is still seen. A
 // copy with a later time would make git trust such an entry.
+//
+// A copy that is already there, a regular file of the same bytes and time, is left as it is.
 func copyFile(src, dst string) error {
 	b, err := os.ReadFile(src)
 	if err != nil {
@@ -295,6 +309,11 @@ func copyFile(src, dst string) error {
 	fi, err := os.Stat(src)
 	if err != nil {
 		return err
+	}
+	if was, err := os.Lstat(dst); err == nil && was.Mode().IsRegular() && was.Size() == fi.Size() && was.ModTime().Equal(fi.ModTime()) {
+		if old, err := os.ReadFile(dst); err == nil && bytes.Equal(old, b) {
+			return nil
+		}
 	}
 	tmp := dst + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
@@ -342,7 +361,11 @@ func (s *Slot) clean(ctx context.Context, commit string) bool {
 				// A submodule: git clean leaves it alone.
 			case kind != "":
 				if e.IsDir() {
-					ok = false // a folder where the commit has a file: git's to sort out
+					// A folder where the commit has a file: removed, whatever is in it
+					// (the file is checked out in its place).
+					if err := os.RemoveAll(filepath.Join(s.Dir, filepath.FromSlash(p))); err != nil {
+						ok = false
+					}
 				}
 			case e.IsDir() && dirs[p]:
 				walk(p)

@@ -1,0 +1,290 @@
+package worktree
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// checkout makes the slot's working tree and the orchestrator's index of it commit's, as
+// `git reset --hard` followed by `git clean -ffdx` would, without a git process (SPEC §7.7
+// git overhead: this is on the path from an agent's marker to its task's status, twice).
+//
+// A file whose stat data is what the index recorded when it was written, and older than
+// the index, is taken as holding its blob, as git takes it (the change time, which a
+// program cannot set back, is among what is compared); a racy one is read and hashed. Any
+// other file that the commit tracks is written from its blob, through folders that are
+// real folders (clean has removed every symbolic link and file where commit has a
+// folder). The index is written anew, with the commit's tree names in its cache, so that
+// git, and writeTree, find the folders nothing has changed since.
+//
+// It reports false, having changed nothing or not all, for what it leaves to git: an
+// index it does not read, a commit with submodules or attributes (which can make the
+// bytes git writes differ from the blob's), a folder where commit has a file, settings
+// that change what a checkout writes or what git compares.
+func (s *Slot) checkout(ctx context.Context, commit string) (bool, error) {
+	r := s.repo
+	size, err := r.idSize(ctx)
+	if err != nil {
+		return false, err
+	}
+	if !r.plainCheckout(ctx, s.Dir, s.env(s.index)) {
+		return false, nil
+	}
+	idx, err := readIndex(s.index, size)
+	if err != nil {
+		return false, nil
+	}
+	commit, _, _, err = r.object(ctx, commit+"^{commit}", false)
+	if err != nil {
+		return false, nil
+	}
+	l, err := r.listShape(ctx, commit)
+	if err != nil {
+		return false, err
+	}
+	for _, f := range l.files {
+		if f.kind != "blob" || path.Base(f.path) == ".gitattributes" || !plainPath(f.path) {
+			return false, nil
+		}
+	}
+	if !s.clean(ctx, commit) {
+		return false, nil
+	}
+	old := make(map[string]*indexEntry, len(idx.entries))
+	for i := range idx.entries {
+		old[idx.entries[i].path] = &idx.entries[i]
+	}
+	format, err := r.objectFormat(ctx)
+	if err != nil {
+		return false, err
+	}
+	entries := make([]indexEntry, 0, len(l.files))
+	for _, f := range l.files {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		e, err := s.checkoutFile(ctx, format, f, old[f.path], idx)
+		if err != nil {
+			return false, err
+		}
+		entries = append(entries, e)
+	}
+	// An entry whose file was modified in the last moments may be changed again within
+	// the same tick of the file system's clock, its stat data the same: its size is set to
+	// 0, which git and checkoutFile take as "compare the content" (git's smudging).
+	soon := time.Now().Add(-racyWindow)
+	for i := range entries {
+		m := time.Unix(int64(entries[i].mtimeSec), int64(entries[i].mtimeNsec))
+		if !m.Before(soon) {
+			entries[i].size = 0
+		}
+	}
+	out := &gitIndex{entries: entries, tree: cacheTreeOf(l)}
+	b, err := out.encode(size)
+	if err != nil {
+		return false, err
+	}
+	// Each file is written only when it changes: the index (whose time is the one its
+	// entries are racy against), the slot's HEAD, detached at commit as git's reset leaves
+	// it (the agent's git compares its index with it).
+	if !bytes.Equal(b, idx.raw) {
+		if err := replaceFile(s.index, b); err != nil {
+			return false, err
+		}
+	}
+	head := filepath.Join(s.admin, "HEAD")
+	if was, err := os.ReadFile(head); err != nil || string(was) != commit+"\n" {
+		if err := replaceFile(head, []byte(commit+"\n")); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// replaceFile writes b to a new file renamed over the one at p.
+func replaceFile(p string, b []byte) error {
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
+}
+
+// checkoutFile makes the file of f in the slot hold f's blob, with f's mode, and returns its
+// index entry. was is the entry the index had for the path (nil for none).
+func (s *Slot) checkoutFile(ctx context.Context, format string, f treeFile, was *indexEntry, idx *gitIndex) (indexEntry, error) {
+	p := filepath.Join(s.Dir, filepath.FromSlash(f.path))
+	mode := modeBits(f.mode)
+	if fi, err := os.Lstat(p); err == nil {
+		now, ok := statOf(fi)
+		switch {
+		case !ok || now.mode != mode:
+			// Another kind of file, or the executable bit changed: written again.
+		case was != nil && was.id == f.id && was.sameStat(now) && now.size != 0 && !idx.racy(was):
+			return *was, nil
+		case s.holds(format, p, fi, f.id):
+			now.id, now.path = f.id, f.path
+			return now, nil
+		}
+		if err := os.Remove(p); err != nil {
+			return indexEntry{}, err
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return indexEntry{}, err
+	}
+	_, _, body, err := s.repo.object(ctx, f.id, true)
+	if err != nil {
+		return indexEntry{}, err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
+		return indexEntry{}, err
+	}
+	if mode == 0o120000 {
+		err = os.Symlink(string(body), p)
+	} else {
+		perm := os.FileMode(0o666)
+		if mode == 0o100755 {
+			perm = 0o777
+		}
+		err = writeNew(p, body, perm)
+	}
+	if err != nil {
+		return indexEntry{}, err
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return indexEntry{}, err
+	}
+	e, ok := statOf(fi)
+	if !ok {
+		return indexEntry{}, errors.New(p + ": not the file written")
+	}
+	e.id, e.path = f.id, f.path
+	return e, nil
+}
+
+// holds reports whether the file at p (fi its Lstat) holds the blob id: its bytes, or
+// the link's target, hashed as git hashes a blob.
+func (s *Slot) holds(format, p string, fi os.FileInfo, id string) bool {
+	var data []byte
+	var err error
+	if fi.Mode()&os.ModeSymlink != 0 {
+		var target string
+		target, err = os.Readlink(p)
+		data = []byte(target)
+	} else {
+		data, err = os.ReadFile(p)
+	}
+	return err == nil && blobHash(format, data) == id
+}
+
+// writeNew creates the file at p, which must not exist, holding body.
+func writeNew(p string, body []byte, perm os.FileMode) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(body)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// modeBits returns the index's mode of a tree's mode ("100644", "100755", "120000").
+func modeBits(m string) uint32 {
+	switch m {
+	case "100755":
+		return 0o100755
+	case "120000":
+		return 0o120000
+	}
+	return 0o100644
+}
+
+// cacheTreeOf returns the TREE extension of an index holding exactly l's files: every
+// folder valid, with its tree's name and the number of files under it.
+func cacheTreeOf(l listing) *cacheTree {
+	root := &cacheTree{name: "", id: l.tree}
+	nodes := map[string]*cacheTree{"": root}
+	for _, d := range l.dirs { // parents before children
+		parent, name := "", d.path
+		if i := strings.LastIndexByte(d.path, '/'); i >= 0 {
+			parent, name = d.path[:i], d.path[i+1:]
+		}
+		n := &cacheTree{name: name, id: d.id}
+		nodes[d.path] = n
+		nodes[parent].subs = append(nodes[parent].subs, n)
+	}
+	for _, f := range l.files {
+		root.count++
+		for d := path.Dir(f.path); d != "."; d = path.Dir(d) {
+			nodes[d].count++
+		}
+	}
+	return root
+}
+
+// plainCheckout reports whether a checkout with env in dir writes the blobs' bytes and
+// git compares files as checkout does: no attributes file of the person's or the
+// repository's (eol, ident, working-tree-encoding change the bytes), and none of the
+// settings that change what a checkout writes or where.
+func (r *Repo) plainCheckout(ctx context.Context, dir string, env []string) bool {
+	entries, err := readConfig(ctx, dir, env)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		switch strings.ToLower(e.key) {
+		case "core.attributesfile", "core.worktree", "extensions.refstorage":
+			return false
+		case "core.symlinks", "core.filemode":
+			if !configTrue(e.value) {
+				return false
+			}
+		case "core.ignorecase", "core.precomposeunicode", "core.sparsecheckout", "core.splitindex":
+			if configTrue(e.value) {
+				return false
+			}
+		}
+	}
+	places := []string{filepath.Join(r.Common, "info", "attributes")}
+	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" {
+		places = append(places, filepath.Join(x, "git", "attributes"))
+	} else if home, err := os.UserHomeDir(); err == nil {
+		places = append(places, filepath.Join(home, ".config", "git", "attributes"))
+	}
+	for _, p := range places {
+		if _, err := os.Lstat(p); err == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// configTrue reports whether git reads a setting's value as true.
+func configTrue(v string) bool {
+	switch strings.ToLower(v) {
+	case "", "true", "yes", "on", "1":
+		return true
+	}
+	return false
+}
+
+// plainPath reports whether git would check a tree's path out as it is: no component
+// empty, "." or "..", nor ".git" in any case (git refuses those; the orchestrator's own
+// writing leaves them to it).
+func plainPath(p string) bool {
+	for _, c := range strings.Split(p, "/") {
+		if c == "" || c == "." || c == ".." || strings.EqualFold(c, ".git") {
+			return false
+		}
+	}
+	return true
+}

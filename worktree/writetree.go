@@ -1,0 +1,171 @@
+package worktree
+
+import (
+	"bytes"
+	"compress/zlib"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// writeTree writes the trees of the index file at index, as `git write-tree` does, and
+// returns the name of its root; ok is false for an index or a repository it leaves to git
+// (readIndex's, a shared repository, entries that make no tree). A folder the index's cache
+// of tree names holds valid is taken from it, as git takes it; the others are made and
+// written, each one only when the repository does not hold it yet.
+func (r *Repo) writeTree(ctx context.Context, dir, index string, env []string) (tree string, ok bool, err error) {
+	size, err := r.idSize(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	entries, err := readConfig(ctx, dir, env)
+	if err != nil {
+		return "", false, err
+	}
+	for _, e := range entries {
+		switch strings.ToLower(e.key) {
+		case "core.sharedrepository", "extensions.compatobjectformat":
+			return "", false, nil
+		}
+	}
+	idx, err := readIndex(index, size)
+	if err != nil {
+		return "", false, nil
+	}
+	w := &treeWriter{r: r, ctx: ctx, size: size, entries: idx.entries}
+	id, err := w.build("", 0, len(idx.entries), idx.tree)
+	if errors.Is(err, errUnhandled) {
+		return "", false, nil
+	}
+	return id, err == nil, err
+}
+
+// A treeWriter makes the trees of one index's entries.
+type treeWriter struct {
+	r       *Repo
+	ctx     context.Context
+	size    int
+	entries []indexEntry
+}
+
+// build returns the tree of entries[lo:hi], the entries under the folder prefix ("" or
+// ending in "/"), whose node in the cache of tree names is node (nil for none).
+func (w *treeWriter) build(prefix string, lo, hi int, node *cacheTree) (string, error) {
+	if node != nil && node.count == hi-lo && node.id != "" {
+		return node.id, nil
+	}
+	type item struct {
+		mode, name, id string
+	}
+	var items []item
+	for i := lo; i < hi; {
+		e := w.entries[i]
+		name := e.path[len(prefix):]
+		slash := strings.IndexByte(name, '/')
+		if slash < 0 {
+			mode := strconv.FormatUint(uint64(e.mode), 8)
+			switch mode {
+			case "100644", "100755", "120000", "160000":
+			default:
+				return "", errUnhandled
+			}
+			items = append(items, item{mode, name, e.id})
+			i++
+			continue
+		}
+		sub := name[:slash]
+		under := prefix + sub + "/"
+		j := i + 1
+		for j < hi && strings.HasPrefix(w.entries[j].path, under) {
+			j++
+		}
+		var child *cacheTree
+		if node != nil {
+			for _, c := range node.subs {
+				if c.name == sub {
+					child = c
+					break
+				}
+			}
+		}
+		id, err := w.build(under, i, j, child)
+		if err != nil {
+			return "", err
+		}
+		items = append(items, item{"40000", sub, id})
+		i = j
+	}
+	// Git's order: names byte by byte, a folder's as if it ended in "/".
+	key := func(it item) string {
+		if it.mode == "40000" {
+			return it.name + "/"
+		}
+		return it.name
+	}
+	sort.Slice(items, func(a, b int) bool { return key(items[a]) < key(items[b]) })
+	var body bytes.Buffer
+	for k, it := range items {
+		if k > 0 && items[k-1].name == it.name {
+			return "", errUnhandled // a file and a folder of one name: git's to refuse
+		}
+		id, err := hexID(it.id, w.size)
+		if err != nil {
+			return "", err
+		}
+		body.WriteString(it.mode + " " + it.name + "\x00")
+		body.Write(id)
+	}
+	return w.r.writeObject(w.ctx, "tree", body.Bytes(), w.size)
+}
+
+// writeObject writes an object of kind holding body into the repository's objects, as a
+// loose object (zlib-compressed, read-only, under objects/xx/), unless the repository
+// already holds it, and returns its name.
+func (r *Repo) writeObject(ctx context.Context, kind string, body []byte, size int) (string, error) {
+	head := kind + " " + strconv.Itoa(len(body)) + "\x00"
+	h := newHash(size)
+	h.Write([]byte(head))
+	h.Write(body)
+	id := hex.EncodeToString(h.Sum(nil))
+	if _, _, _, err := r.object(ctx, id, false); err == nil {
+		return id, nil
+	} else if !errors.Is(err, ErrMissing) {
+		return "", err
+	}
+	dir := filepath.Join(r.Common, "objects", id[:2])
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(dir, "tmp_obj_")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(f.Name())
+	z, err := zlib.NewWriterLevel(f, zlib.BestSpeed) // core.looseCompression's default
+	if err != nil {
+		f.Close()
+		return "", err
+	}
+	z.Write([]byte(head))
+	z.Write(body)
+	err = z.Close()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o444)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(dir, id[2:]))
+	}
+	if err != nil {
+		return "", fmt.Errorf("write %s %s: %w", kind, id, err)
+	}
+	return id, nil
+}
