@@ -105,11 +105,14 @@ func run(ctx context.Context, root, command string, r Runner, timeout time.Durat
 	}
 	env = PythonEnv(env, r)
 	ro := filepath.Join(tmp, "ro")
-	if err := os.Mkdir(ro, 0o700); err != nil {
-		return inv, -1, false, nil, nil, fmt.Errorf("run tests: %w", err)
-	}
 	ps := newPytestSetup(root, env)
 	inv = instrument(command, r, tmp, ps)
+	if inv.stream || o.sandbox != nil {
+		// Made only where something uses it: a folder costs as much as a short command.
+		if err := os.Mkdir(ro, 0o700); err != nil {
+			return inv, -1, false, nil, nil, fmt.Errorf("run tests: %w", err)
+		}
+	}
 	var stream *reportStream
 	if inv.stream {
 		if stream, err = newReportStream(); err != nil {

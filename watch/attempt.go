@@ -238,6 +238,19 @@ func (a *attempt) record(res result) {
 	a.writeEach("result.json", append(sealed, '\n'), append(b, '\n'))
 }
 
+// recordWithLog writes the attempt's record and its gate.log side by side: each is two
+// files made (the record and its readable copy), which costs more than the rest of the
+// stage that writes them.
+func (a *attempt) recordWithLog(res result, log string) {
+	logged := make(chan struct{})
+	go func() {
+		a.write("gate.log", []byte(log))
+		close(logged)
+	}()
+	a.record(res)
+	<-logged
+}
+
 // write writes a file of the attempt folder, and its readable copy. The record is
 // replaced whole (a temp file renamed over it): a crash never leaves half of one.
 func (a *attempt) write(name string, b []byte) { a.writeEach(name, b, b) }

@@ -53,8 +53,7 @@ func setupReason(err error) string {
 // puts its task back to pending as an interrupted one is (no retry used, no issue, its
 // cost recorded: the agent did spend it), and returns the *SetupError that stops the run.
 func (r *runner) stopForSetup(a *attempt, res result, log string) error {
-	a.write("gate.log", []byte(log))
-	a.record(res)
+	a.recordWithLog(res, log)
 	r.releaseSlot(a)
 	if m, _ := markers.Find(r.o.Layout.Markers(), a.id); m != nil {
 		_ = m.Consume(a.dir)
@@ -527,8 +526,7 @@ func (r *runner) conclude(ctx context.Context, a *attempt, res result, log strin
 	if res.Outcome == outcomeSetup {
 		return r.stopForSetup(a, res, log)
 	}
-	a.write("gate.log", []byte(log))
-	a.record(res)
+	a.recordWithLog(res, log)
 	r.releaseSlot(a)
 	a.copyOut()
 	if res.Outcome == "stopped" {

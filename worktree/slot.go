@@ -316,13 +316,41 @@ func copyFile(src, dst string) error {
 		}
 	}
 	tmp := dst + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	os.Remove(tmp)
+	if err := writeNew(tmp, b, 0o644); err != nil {
 		return err
 	}
 	if err := os.Chtimes(tmp, fi.ModTime(), fi.ModTime()); err != nil {
 		return err
 	}
 	return os.Rename(tmp, dst)
+}
+
+// removeAll removes p and what is under it, as os.RemoveAll does, and where a folder in it
+// could not be read or written (its permissions taken away), gives its owner them back
+// and tries again. Symbolic links are removed, never followed.
+func removeAll(p string) error {
+	err := os.RemoveAll(p)
+	if err == nil {
+		return nil
+	}
+	var open func(dir string)
+	open = func(dir string) {
+		if os.Chmod(dir, 0o700) != nil {
+			return
+		}
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if e.IsDir() {
+				open(filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	if fi, lerr := os.Lstat(p); lerr == nil && fi.IsDir() {
+		open(p)
+		err = os.RemoveAll(p)
+	}
+	return err
 }
 
 // clean removes from the slot's working tree everything commit does not track, as `git
@@ -346,7 +374,13 @@ func (s *Slot) clean(ctx context.Context, commit string) bool {
 	ok := true
 	var walk func(rel string)
 	walk = func(rel string) {
-		entries, err := os.ReadDir(filepath.Join(s.Dir, filepath.FromSlash(rel)))
+		dir := filepath.Join(s.Dir, filepath.FromSlash(rel))
+		// A folder a checkout makes: a candidate's tests may have made it read-only or
+		// unreadable, for the next candidate's run to fail on.
+		if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && fi.Mode()&modeBitsMask != freshPerm(0) {
+			os.Chmod(dir, freshPerm(0))
+		}
+		entries, err := os.ReadDir(dir)
 		if err != nil {
 			ok = false
 			return
@@ -363,14 +397,14 @@ func (s *Slot) clean(ctx context.Context, commit string) bool {
 				if e.IsDir() {
 					// A folder where the commit has a file: removed, whatever is in it
 					// (the file is checked out in its place).
-					if err := os.RemoveAll(filepath.Join(s.Dir, filepath.FromSlash(p))); err != nil {
+					if err := removeAll(filepath.Join(s.Dir, filepath.FromSlash(p))); err != nil {
 						ok = false
 					}
 				}
 			case e.IsDir() && dirs[p]:
 				walk(p)
 			default:
-				if err := os.RemoveAll(filepath.Join(s.Dir, filepath.FromSlash(p))); err != nil {
+				if err := removeAll(filepath.Join(s.Dir, filepath.FromSlash(p))); err != nil {
 					ok = false
 				}
 			}
