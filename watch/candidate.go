@@ -50,15 +50,15 @@ func (r *runner) makeCandidate(ctx context.Context, a *attempt) error {
 // attempt folder. Nothing decides from it (the changes are a.changes), so git makes it
 // beside the attempt's next stages, and the readable copy waits for it (copyOut).
 func (r *runner) writePatch(ctx context.Context, a *attempt) {
-	if a.unchanged() {
-		a.write("changes.diff", nil)
-		return
-	}
 	done := make(chan struct{})
 	a.patched = done
-	base, cand := a.base, a.candidate
+	base, cand, unchanged := a.base, a.candidate, a.unchanged()
 	go func() {
 		defer close(done)
+		if unchanged {
+			a.write("changes.diff", nil)
+			return
+		}
 		_, patch, err := r.repo.DiffPatch(ctx, base, cand)
 		if err != nil {
 			patch = fmt.Sprintf("the patch of %.12s could not be made: %v\n", cand, err)

@@ -72,6 +72,8 @@ type decided struct {
 	a   *attempt
 	res result
 	log string
+	// mark waits for the verified mark begun beside the records (nil: none begun).
+	mark func() error
 }
 
 // putBack records an attempt that was interrupted and puts its task back to pending
@@ -163,7 +165,11 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 	if fin.to == queue.StatusCompleted {
 		// The loop's own record that the task was verified at its commit, first: the
 		// queue's Commit field alone proves nothing.
-		if err := r.repo.MarkVerified(a.id, res.Commit); err != nil {
+		mark := d.mark
+		if mark == nil {
+			mark = func() error { return r.repo.MarkVerified(a.id, res.Commit) }
+		}
+		if err := mark(); err != nil {
 			return err
 		}
 	}
@@ -526,6 +532,12 @@ func (r *runner) conclude(ctx context.Context, a *attempt, res result, log strin
 	if res.Outcome == outcomeSetup {
 		return r.stopForSetup(a, res, log)
 	}
+	var mark func() error
+	if res.Outcome == "completed" && res.Commit != "" {
+		// The loop's mark that the task was verified at its commit, beside the records:
+		// the candidate has landed, so it holds whatever the queue's write decides.
+		mark = r.markVerified(a.id, res.Commit)
+	}
 	a.recordWithLog(res, log)
 	r.releaseSlot(a)
 	a.copyOut()
@@ -536,5 +548,21 @@ func (r *runner) conclude(ctx context.Context, a *attempt, res result, log strin
 		}
 		return r.schedule(ctx)
 	}
-	return r.apply(ctx, &decided{a: a, res: res, log: log})
+	return r.apply(ctx, &decided{a: a, res: res, log: log, mark: mark})
+}
+
+// markVerified writes the loop's mark that task was verified at commit, beside what the
+// caller does next; the function it returns waits for the write and returns its error (it
+// may be called again).
+func (r *runner) markVerified(task, commit string) func() error {
+	done := make(chan struct{})
+	var err error
+	go func() {
+		defer close(done)
+		err = r.repo.MarkVerified(task, commit)
+	}()
+	return func() error {
+		<-done
+		return err
+	}
 }

@@ -9,6 +9,7 @@ package worktree
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -654,7 +655,9 @@ func TestAdversaryAdminTempLinks(t *testing.T) {
 // fails). Reset must succeed and leave the commit's files.
 func TestAdversaryUnreadableFolder(t *testing.T) {
 	if os.Geteuid() == 0 {
-		t.Skip("root reads and writes any folder")
+		// Root reads and writes any folder: the test runs again as nobody.
+		asNobody(t, "TestAdversaryUnreadableFolder")
+		return
 	}
 	ctx := context.Background()
 	_, r := newGitRepo(t)
@@ -699,5 +702,42 @@ func TestAdversaryUnreadableFolder(t *testing.T) {
 				t.Errorf("Reset left\n%v\nwant\n%v", got, want)
 			}
 		})
+	}
+}
+
+// asNobody runs the test called name again in a copy of this test binary as the user and
+// group nobody (65534), with a home and a temporary folder of that user's, and fails t
+// with its output when it fails.
+func asNobody(t *testing.T, name string) {
+	t.Helper()
+	if os.Getenv("WORKTREE_TEST_AS_NOBODY") != "" {
+		t.Fatal("still root after the switch to nobody")
+	}
+	dir, err := os.MkdirTemp("", "as-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, home := filepath.Join(dir, "worktree.test"), filepath.Join(dir, "home")
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(os.Chmod(dir, 0o755), os.Chown(home, 65534, 65534)); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run", "^"+name+"$", "-test.v", "-test.count=1")
+	cmd.Dir = home
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + home, "WORKTREE_TEST_AS_NOBODY=1"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte("--- PASS: "+name)) {
+		t.Fatalf("as nobody: %v\n%s", err, out)
 	}
 }
