@@ -27,10 +27,16 @@ import (
 // folder). The index is written anew, with the commit's tree names in its cache, so that
 // git, and writeTree, find the folders nothing has changed since.
 //
+// A file is kept only with one name (a hard link would let whoever holds its other name
+// change it later) and with the permissions a file written now gets (a candidate's tests
+// may take them away, for the next candidate's run to fail on); a file of another size
+// than its blob is not read.
+//
 // It reports false, having changed nothing or not all, for what it leaves to git: an
 // index it does not read, a commit with submodules or attributes (which can make the
-// bytes git writes differ from the blob's), a folder where commit has a file, settings
-// that change what a checkout writes or what git compares.
+// bytes git writes differ from the blob's), a tree no git command makes (a name twice, a
+// name with a slash), paths git refuses, settings that change what a checkout writes or
+// what git compares.
 func (s *Slot) checkout(ctx context.Context, commit string) (bool, error) {
 	r := s.repo
 	size, err := r.idSize(ctx)
