@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // A Change is one path that differs between two commits, as git reports it.
@@ -135,8 +136,12 @@ func (s *Slot) ownLinksAt(ctx context.Context, base string, links []Link) ([]str
 	return own, nil
 }
 
-// commitTree makes a commit of tree with parent and message.
+// commitTree makes a commit of tree with parent and message: written by the orchestrator
+// where it knows what git would write (writeCommit), by `git commit-tree` otherwise.
 func (r *Repo) commitTree(ctx context.Context, tree, parent, message string) (string, error) {
+	if id, ok, err := r.writeCommit(ctx, tree, parent, message, time.Now()); ok || err != nil {
+		return id, err
+	}
 	out, err := run(ctx, r.Root, r.identity, []byte(message), "commit-tree", tree, "-p", parent, "-F", "-")
 	return strings.TrimSpace(out), err
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -69,20 +70,37 @@ func (s *Slot) checkout(ctx context.Context, commit string) (bool, error) {
 	if !s.clean(ctx, commit) {
 		return false, nil
 	}
+	format, err := r.objectFormat(ctx)
+	if err != nil {
+		return false, err
+	}
 	old := make(map[string]*indexEntry, len(idx.entries))
 	for i := range idx.entries {
 		old[idx.entries[i].path] = &idx.entries[i]
 	}
-	entries := make([]indexEntry, 0, len(l.files))
-	for _, f := range l.files {
-		if err := ctx.Err(); err != nil {
-			return false, err
-		}
-		e, err := s.checkoutFile(ctx, f, old[f.path], idx)
-		if err != nil {
-			return false, err
-		}
-		entries = append(entries, e)
+	// The files side by side, as git's own checkout looks at them from several threads:
+	// each is a file of its own, and most are an lstat that finds them as they were.
+	entries := make([]indexEntry, len(l.files))
+	errs := make([]error, len(l.files))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(checkoutWorkers, len(l.files)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(l.files) || ctx.Err() != nil {
+					return
+				}
+				f := l.files[i]
+				entries[i], errs[i] = s.checkoutFile(ctx, format, f, old[f.path], idx)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(append(errs, ctx.Err())...); err != nil {
+		return false, err
 	}
 	// An entry whose file was modified in the last moments may be changed again within
 	// the same tick of the file system's clock, its stat data the same: its size is set to
@@ -117,6 +135,9 @@ func (s *Slot) checkout(ctx context.Context, commit string) (bool, error) {
 	return true, nil
 }
 
+// checkoutWorkers is how many files checkout looks at side by side.
+const checkoutWorkers = 8
+
 // replaceFile writes b to a new file renamed over the one at p.
 func replaceFile(p string, b []byte) error {
 	tmp := p + ".tmp"
@@ -129,7 +150,7 @@ func replaceFile(p string, b []byte) error {
 
 // checkoutFile makes the file of f in the slot hold f's blob, with f's mode, and returns its
 // index entry. was is the entry the index had for the path (nil for none).
-func (s *Slot) checkoutFile(ctx context.Context, f treeFile, was *indexEntry, idx *gitIndex) (indexEntry, error) {
+func (s *Slot) checkoutFile(ctx context.Context, format string, f treeFile, was *indexEntry, idx *gitIndex) (indexEntry, error) {
 	p := filepath.Join(s.Dir, filepath.FromSlash(f.path))
 	mode := modeBits(f.mode)
 	if fi, err := os.Lstat(p); err == nil {
@@ -141,7 +162,7 @@ func (s *Slot) checkoutFile(ctx context.Context, f treeFile, was *indexEntry, id
 			// unreadable for the next one's): written again.
 		case was != nil && was.id == f.id && was.sameStat(now) && now.size != 0 && !idx.racy(was):
 			return *was, nil
-		case nlink(fi) == 1 && s.holds(ctx, p, fi, f.id):
+		case nlink(fi) == 1 && s.holds(ctx, format, p, fi, f.id):
 			now.id, now.path = f.id, f.path
 			return now, nil
 		}
@@ -182,25 +203,34 @@ func (s *Slot) checkoutFile(ctx context.Context, f treeFile, was *indexEntry, id
 	return e, nil
 }
 
-// holds reports whether the file at p (fi its Lstat) holds the blob id: its bytes, or
-// the link's target. A file of another size than the blob's is not read.
-func (s *Slot) holds(ctx context.Context, p string, fi os.FileInfo, id string) bool {
-	_, _, body, err := s.repo.object(ctx, id, true)
-	if err != nil || int64(len(body)) != fi.Size() {
-		return false
-	}
+// holds reports whether the file at p (fi its Lstat) holds the blob id: its bytes, or the
+// link's target, hashed as git hashes a blob. A file larger than hashLimit (a sparse file
+// of a terabyte costs its maker nothing) is compared with the blob itself, and not read
+// when their sizes differ.
+func (s *Slot) holds(ctx context.Context, format, p string, fi os.FileInfo, id string) bool {
 	if fi.Mode()&os.ModeSymlink != 0 {
 		target, err := os.Readlink(p)
-		return err == nil && target == string(body)
+		return err == nil && blobHash(format, []byte(target)) == id
 	}
 	f, err := os.Open(p)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
+	if fi.Size() <= hashLimit {
+		data, err := io.ReadAll(io.LimitReader(f, hashLimit+1))
+		return err == nil && blobHash(format, data) == id
+	}
+	_, _, body, err := s.repo.object(ctx, id, true)
+	if err != nil || int64(len(body)) != fi.Size() {
+		return false
+	}
 	data, err := io.ReadAll(io.LimitReader(f, int64(len(body))+1))
 	return err == nil && bytes.Equal(data, body)
 }
+
+// hashLimit is the size up to which holds reads a file to hash it.
+const hashLimit = 64 << 20
 
 // modeBitsMask are the bits of a file's mode a checkout sets: permissions, set-user-ID,
 // set-group-ID, sticky.

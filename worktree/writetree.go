@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // writeTree writes the trees of the index file at index, as `git write-tree` does, and
@@ -168,4 +169,84 @@ func (r *Repo) writeObject(ctx context.Context, kind string, body []byte, size i
 		return "", fmt.Errorf("write %s %s: %w", kind, id, err)
 	}
 	return id, nil
+}
+
+// writeCommit writes the commit `git commit-tree tree -p parent` would make of message at
+// now, as a loose object, and returns its name; ok is false where git decides something
+// the orchestrator does not: an identity git would make up or clean up, dates or an
+// encoding from the environment or the configuration, a signature.
+func (r *Repo) writeCommit(ctx context.Context, tree, parent, message string, now time.Time) (id string, ok bool, err error) {
+	size, err := r.idSize(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	if len(tree) != 2*size || len(parent) != 2*size || !IsObjectID(tree) || !IsObjectID(parent) {
+		return "", false, nil // a name git resolves
+	}
+	if _, kind, _, err := r.object(ctx, tree, false); err != nil || kind != "tree" {
+		return "", false, nil // git says what is wrong
+	}
+	if _, kind, _, err := r.object(ctx, parent, false); err != nil || kind != "commit" {
+		return "", false, nil
+	}
+	entries, err := readConfig(ctx, r.Root, nil)
+	if err != nil {
+		return "", false, err
+	}
+	config := map[string]string{}
+	for _, e := range entries {
+		key := strings.ToLower(e.key)
+		switch key {
+		case "commit.gpgsign":
+			if configTrue(e.value) {
+				return "", false, nil
+			}
+		case "i18n.commitencoding":
+			return "", false, nil
+		}
+		config[key] = e.value // the last one counts, as for git
+	}
+	env := map[string]string{}
+	for _, kv := range gitEnv(r.identity) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v // the last one counts, as for exec
+	}
+	if env["GIT_AUTHOR_DATE"] != "" || env["GIT_COMMITTER_DATE"] != "" {
+		return "", false, nil
+	}
+	// The first of the environment's variable, the role's setting and the user's that is
+	// there (an empty one included: git refuses it, and so is asked).
+	first := func(envKey, roleKey, userKey string) string {
+		if v, ok := env[envKey]; ok {
+			return v
+		}
+		if v, ok := config[roleKey]; ok {
+			return v
+		}
+		return config[userKey]
+	}
+	who := func(role string) (string, bool) {
+		name := first("GIT_"+strings.ToUpper(role)+"_NAME", role+".name", "user.name")
+		email := first("GIT_"+strings.ToUpper(role)+"_EMAIL", role+".email", "user.email")
+		if !plainIdent(name) || !plainIdent(email) {
+			return "", false
+		}
+		return fmt.Sprintf("%s <%s> %d %s", name, email, now.Unix(), now.Format("-0700")), true
+	}
+	author, ok1 := who("author")
+	committer, ok2 := who("committer")
+	if !ok1 || !ok2 {
+		return "", false, nil
+	}
+	body := "tree " + tree + "\nparent " + parent + "\nauthor " + author + "\ncommitter " + committer + "\n\n" + message
+	id, err = r.writeObject(ctx, "commit", []byte(body), size)
+	return id, err == nil, err
+}
+
+// plainIdent reports whether git takes a name or an address as it is: not empty, nothing
+// it strips from its ends (spaces, control characters, '.', ',', ':', ';', quotes,
+// backslashes, angle brackets) and no angle bracket or line break inside.
+func plainIdent(s string) bool {
+	crud := func(c byte) bool { return c <= ' ' || strings.IndexByte(".,:;<>\"\\'", c) >= 0 }
+	return s != "" && !crud(s[0]) && !crud(s[len(s)-1]) && !strings.ContainsAny(s, "<>\n")
 }

@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestWriteTreeAsGitDoes: the orchestrator's tree of an index is git's, whatever the index
@@ -105,5 +107,95 @@ func TestWriteTreeLeavesToGit(t *testing.T) {
 	}
 	if _, ok, err := r.writeTree(ctx, dir, index, nil); ok || err != nil {
 		t.Errorf("a conflict: %v, %v; want it left to git", ok, err)
+	}
+}
+
+// TestWriteCommitAsGitDoes: the commit the orchestrator writes is, byte for byte, the one
+// `git commit-tree` makes of the same tree, parent, message and time, with the identity
+// git would use (the orchestrator's own without one configured, the configuration's, an
+// author's or committer's own setting, the environment's); and where git would decide
+// something it does not (signing, an encoding, dates from the environment, a name git
+// cleans up, a parent by name), it leaves the commit to git.
+func TestWriteCommitAsGitDoes(t *testing.T) {
+	ctx := context.Background()
+	dir, _ := newGitRepo(t)
+	open := func(t *testing.T) *Repo {
+		r, err := Open(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(r.Close)
+		return r
+	}
+	r := open(t)
+	head, _ := r.Head(ctx)
+	tree, _ := r.Tree(ctx, head)
+	now := time.Unix(1795800000, 0)
+	gitCommit := func(t *testing.T, r *Repo, message string) string {
+		t.Helper()
+		at := fmt.Sprintf("@%d %s", now.Unix(), now.Format("-0700"))
+		out, err := run(ctx, r.Root, append(slices.Clone(r.identity), "GIT_AUTHOR_DATE="+at, "GIT_COMMITTER_DATE="+at), []byte(message), "commit-tree", tree, "-p", head, "-F", "-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(out)
+	}
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T)
+	}{
+		{"the orchestrator's identity", func(t *testing.T) {}},
+		{"the configuration's", func(t *testing.T) {
+			gitT(t, dir, "config", "user.name", "Ada Lovelace")
+			gitT(t, dir, "config", "user.email", "ada@example.com")
+		}},
+		{"an author's own setting", func(t *testing.T) {
+			gitT(t, dir, "config", "author.name", "Grace Hopper")
+		}},
+		{"the environment's", func(t *testing.T) {
+			t.Setenv("GIT_COMMITTER_NAME", "Edsger Dijkstra")
+			t.Setenv("GIT_COMMITTER_EMAIL", "ewd@example.com")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.setup(t)
+			r := open(t)
+			for _, message := range []string{"one line\n", "no newline", "subject\n\nbody\n\nOrchestrator-Task: TASK-001\n", "ünïcode ✓\n", ""} {
+				got, ok, err := r.writeCommit(ctx, tree, head, message, now)
+				if err != nil || !ok {
+					t.Fatalf("writeCommit: %v, %v", ok, err)
+				}
+				if want := gitCommit(t, r, message); got != want {
+					t.Errorf("%q: commit %s, git makes %s:\n%s\ngit's:\n%s", message, got, want,
+						gitT(t, dir, "cat-file", "-p", got), gitT(t, dir, "cat-file", "-p", want))
+				}
+			}
+		})
+	}
+	if out, err := exec.Command("git", "-C", dir, "fsck", "--no-dangling", "--strict").CombinedOutput(); err != nil {
+		t.Fatalf("fsck: %v\n%s", err, out)
+	}
+	for _, tc := range []struct {
+		name   string
+		setup  func(t *testing.T)
+		parent string
+	}{
+		{"signing", func(t *testing.T) { gitT(t, dir, "config", "commit.gpgSign", "true") }, head},
+		{"an encoding", func(t *testing.T) { gitT(t, dir, "config", "i18n.commitEncoding", "ISO-8859-1") }, head},
+		{"dates from the environment", func(t *testing.T) { t.Setenv("GIT_AUTHOR_DATE", "@1 +0000") }, head},
+		{"a name git cleans up", func(t *testing.T) { gitT(t, dir, "config", "user.name", "Ada L.") }, head},
+		{"a parent by name", func(t *testing.T) {}, "refs/heads/main"},
+	} {
+		t.Run("left to git: "+tc.name, func(t *testing.T) {
+			tc.setup(t)
+			t.Cleanup(func() {
+				exec.Command("git", "-C", dir, "config", "--unset", "commit.gpgSign").Run()
+				exec.Command("git", "-C", dir, "config", "--unset", "i18n.commitEncoding").Run()
+				gitT(t, dir, "config", "user.name", "Ada Lovelace")
+			})
+			if _, ok, err := open(t).writeCommit(ctx, tree, tc.parent, "x\n", now); ok || err != nil {
+				t.Errorf("writeCommit: %v, %v; want it left to git", ok, err)
+			}
+		})
 	}
 }
