@@ -2,18 +2,15 @@ package worktree
 
 import (
 	"context"
-	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -313,11 +310,9 @@ func (r *Repo) objectFormat(ctx context.Context) (string, error) {
 // blobHash returns git's object name of a blob holding data: the hash of
 // "blob <len>\0<data>".
 func blobHash(format string, data []byte) string {
-	var h hash.Hash = sha1.New()
+	size := 20
 	if format == "sha256" {
-		h = sha256.New()
+		size = 32
 	}
-	h.Write([]byte("blob " + strconv.Itoa(len(data)) + "\x00"))
-	h.Write(data)
-	return hex.EncodeToString(h.Sum(nil))
+	return objectName(size, "blob", data)
 }

@@ -125,15 +125,21 @@ func (w *treeWriter) build(prefix string, lo, hi int, node *cacheTree) (string, 
 	return w.r.writeObject(w.ctx, "tree", body.Bytes(), w.size)
 }
 
+// objectName returns git's name of an object of kind holding body, for names of size
+// bytes: the hash of "<kind> <len>\0<body>".
+func objectName(size int, kind string, body []byte) string {
+	h := newHash(size)
+	h.Write([]byte(kind + " " + strconv.Itoa(len(body)) + "\x00"))
+	h.Write(body)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 // writeObject writes an object of kind holding body into the repository's objects, as a
 // loose object (zlib-compressed, read-only, under objects/xx/), unless the repository
 // already holds it, and returns its name.
 func (r *Repo) writeObject(ctx context.Context, kind string, body []byte, size int) (string, error) {
 	head := kind + " " + strconv.Itoa(len(body)) + "\x00"
-	h := newHash(size)
-	h.Write([]byte(head))
-	h.Write(body)
-	id := hex.EncodeToString(h.Sum(nil))
+	id := objectName(size, kind, body)
 	if _, _, _, err := r.object(ctx, id, false); err == nil {
 		return id, nil
 	} else if !errors.Is(err, ErrMissing) {
@@ -153,9 +159,13 @@ func (r *Repo) writeObject(ctx context.Context, kind string, body []byte, size i
 		f.Close()
 		return "", err
 	}
-	z.Write([]byte(head))
-	z.Write(body)
-	err = z.Close()
+	_, err = z.Write([]byte(head))
+	if err == nil {
+		_, err = z.Write(body)
+	}
+	if cerr := z.Close(); err == nil {
+		err = cerr
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
