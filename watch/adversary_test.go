@@ -178,6 +178,7 @@ func init() {
 // committed one at it: its first attempt fails, its second, the same candidate, passes and
 // the wrong code lands. Every attempt must fail as test_fails.
 func TestAdversaryGoBuildCache(t *testing.T) {
+	t.Parallel()
 	for _, cheat := range []bool{false, true} {
 		name := "honest"
 		if cheat {
@@ -206,6 +207,7 @@ func TestAdversaryGoBuildCache(t *testing.T) {
 // TestAdversaryHonest is the honest twin of the cheats below that have no twin of their
 // own shape: the same projects, the same tests, a right implementation, each lands.
 func TestAdversaryHonest(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, fixture, command string
 		red, green             map[string]string
@@ -285,6 +287,7 @@ func (c Cents) Percent(p int64) Cents {
 // keeps the .git file as it is: sandbox.Profile.Fixed); in its own worktree the agent
 // does it itself. The honest twin is TestAdversaryHonest's.
 func TestAdversaryGitFileLink(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name  string
 		agent bool
@@ -472,6 +475,7 @@ atexit.register(_rewrite)
 // runs: the init tells a test binary by its name, the Python module names pytest's report
 // class and its constructor, the atexit hook looks for the JUnit report's path.
 func TestAdversaryForgedReport(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, fixture, command string
 		red, green             map[string]string
@@ -503,6 +507,7 @@ func TestAdversaryForgedReport(t *testing.T) {
 // it calls the implementation, says nothing of the implementation: a false RED
 // (broken_test, SPEC §7.2). Its honest twin is TestAdversaryHonest's.
 func TestAdversaryFalseRed(t *testing.T) {
+	t.Parallel()
 	// A test of money's Percent, which exists: the test states a new rounding (half to
 	// even) and panics before it calls Percent.
 	const nilMap = `package money
@@ -583,6 +588,7 @@ func init() {
 // watch, the checkout restored before the second command caught it as test_fails naming
 // TestString); the honest twin lands.
 func TestAdversaryBetweenCommands(t *testing.T) {
+	t.Parallel()
 	for _, cheat := range []bool{false, true} {
 		name := "honest"
 		if cheat {

@@ -48,6 +48,7 @@ if [ -n "$CLAUDE_CONFIG_DIR" ] && git add -A && git commit -qm "the agent's own 
 `
 
 func TestAgentSandboxProbe(t *testing.T) {
+	t.Parallel()
 	for _, sandboxed := range []bool{true, false} {
 		name := "sandbox off"
 		if sandboxed {

@@ -135,6 +135,7 @@ def discount(cents, p):
 )
 
 func TestRealCanaries(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		fixture string

@@ -102,6 +102,7 @@ def discount(cents, p):
 // honest twins land. Before canaries had names of their own per run, both forgers landed a
 // wrong Discount as verified.
 func TestAdversarySparesCanaries(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, fixture, command string
 		red, green             map[string]string

@@ -76,6 +76,7 @@ func TestProbe_UNIT_001(t *testing.T) {
 `
 
 func TestGateSandboxProbe(t *testing.T) {
+	t.Parallel()
 	for _, sandboxed := range []bool{true, false} {
 		name := "sandbox off"
 		if sandboxed {

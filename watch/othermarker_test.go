@@ -64,6 +64,7 @@ echo "B-END"
 // TASK-002 — the cheat is real where the sandbox does not stop it. The honest twin, in
 // the sandbox: TASK-001 forges nothing and TASK-002 claims done; both land.
 func TestAgentWritesOtherMarker(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name            string
 		sandbox, forge  bool

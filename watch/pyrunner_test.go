@@ -119,6 +119,7 @@ py_compile.compile(sys.argv[1], cfile=sys.argv[2], invalidation_mode=py_compile.
 }
 
 func TestRunnerCheatsSandboxed(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		go_   bool

@@ -13,6 +13,7 @@ import (
 )
 
 func TestSandboxedRealProjects(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, fixture, command string
 		setup                  map[string]string // committed before the run

@@ -269,6 +269,7 @@ func (r *cycleRepo) branchFile(path string) string {
 // TestTDDHonest (a): RED, three GREENs and REFACTOR, each verified and landed as one
 // commit, in order; running tdd again changes nothing and duplicates nothing.
 func TestTDDHonest(t *testing.T) {
+	t.Parallel()
 	eachProject(t, func(t *testing.T, p cycleProject, r *cycleRepo) {
 		r.honest()
 		code, out := r.tdd()
@@ -318,6 +319,7 @@ func TestTDDHonest(t *testing.T) {
 // nothing of AC-1's or AC-3's (SPEC §9, §10.2), in the prompt it got and in `orchestrator
 // prompt`.
 func TestTDDIsolation(t *testing.T) {
+	t.Parallel()
 	eachProject(t, func(t *testing.T, p cycleProject, r *cycleRepo) {
 		r.honest()
 		r.agent("AC2", "TESTAGENT_MODE=hang")
@@ -360,6 +362,7 @@ func TestTDDIsolation(t *testing.T) {
 // retried with the raw output, and halted after its budget of two, the report naming mode
 // B, the implementer and AC-2. Nothing of it lands; AC-3 and the refactor never start.
 func TestTDDImplementerBreaksEarlierAC(t *testing.T) {
+	t.Parallel()
 	eachProject(t, func(t *testing.T, p cycleProject, r *cycleRepo) {
 		r.honest()
 		r.agent("AC2", r.slow("implementer", "ac2-breaks-ac1")...)
@@ -414,6 +417,7 @@ func TestTDDImplementerBreaksEarlierAC(t *testing.T) {
 // TestTDDRefactorBreaksGreen (c): the refactor breaks the suite, twice: it is dropped, the
 // task records failed, the cycle ends green (exit 0), and nothing of it is on the branch.
 func TestTDDRefactorBreaksGreen(t *testing.T) {
+	t.Parallel()
 	eachProject(t, func(t *testing.T, p cycleProject, r *cycleRepo) {
 		r.honest()
 		r.agent("REFACTOR", r.slow("refactorer", "refactor-broken")...)
@@ -445,6 +449,7 @@ func TestTDDRefactorBreaksGreen(t *testing.T) {
 // TestTDDFormatViolation (d): an implementer that ends without a tdd-result block twice:
 // one re-prompt whose whole text is the re-emit sentence, then a halt, mode D.
 func TestTDDFormatViolation(t *testing.T) {
+	t.Parallel()
 	eachProject(t, func(t *testing.T, p cycleProject, r *cycleRepo) {
 		r.honest()
 		r.agent("AC1", r.plan("implementer", "1=noblock:ac1")...)
@@ -494,6 +499,7 @@ func TestTDDReemitKeepsWork(t *testing.T) {
 // TestTDDRedMissesAnAC (e): a test writer whose tests leave AC-3 without a failing test:
 // a false RED (mode A), twice, then a halt naming the test writer and AC-3.
 func TestTDDRedMissesAnAC(t *testing.T) {
+	t.Parallel()
 	eachProject(t, func(t *testing.T, p cycleProject, r *cycleRepo) {
 		r.honest()
 		r.agent("RED", r.slow("test-writer", "red-no-ac3")...)
@@ -517,6 +523,7 @@ func TestTDDRedMissesAnAC(t *testing.T) {
 // works; tdd again adopts that agent, judges it and finishes the cycle, with no task
 // written twice and no attempt lost.
 func TestTDDKill9Resumes(t *testing.T) {
+	t.Parallel()
 	eachProject(t, func(t *testing.T, p cycleProject, r *cycleRepo) {
 		r.honest()
 		r.agent("AC2", "TESTAGENT_MODE=slow", "TESTAGENT_ROLE=implementer", "TESTAGENT_WORK=3s", "TESTAGENT_FROM="+r.from("ac2"))
@@ -546,6 +553,7 @@ func TestTDDKill9Resumes(t *testing.T) {
 // test (test_tampered); the refactorer edits the tests, twice (test_tampered, dropped).
 // Every cheat is refused and lands nothing; the honest attempts land.
 func TestTDDCheatsAcrossACs(t *testing.T) {
+	t.Parallel()
 	eachProject(t, func(t *testing.T, p cycleProject, r *cycleRepo) {
 		r.honest()
 		r.agent("AC1", r.plan("implementer", "1=ac3", "2=ac1")...)
