@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,7 +35,7 @@ type lang struct {
 var langs = map[string]func() string{
 	"go": func() string { return "" },
 	"python": func() string {
-		if err := exec.Command("/usr/bin/python3", "-c", "import pytest").Run(); err != nil {
+		if _, err := pytestHere(); err != nil {
 			return "pytest is not installed for /usr/bin/python3 (make test-deps installs it)"
 		}
 		return ""

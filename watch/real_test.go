@@ -186,13 +186,19 @@ func filesIn(t testing.TB, dir string, m map[string]string) string {
 // every test must run.
 func needPytest(t *testing.T) {
 	t.Helper()
-	if out, err := exec.Command("/usr/bin/python3", "-m", "pytest", "--version").CombinedOutput(); err != nil {
+	if out, err := pytestHere(); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("pytest is required under CI=true: %v\n%s", err, out)
 		}
 		t.Skipf("pytest not available: %v", err)
 	}
 }
+
+// pytestHere asks Debian's Python once whether it has pytest: a Python start that imports
+// pytest costs a third of a second of CPU, and dozens of tests ask.
+var pytestHere = sync.OnceValues(func() ([]byte, error) {
+	return exec.Command("/usr/bin/python3", "-m", "pytest", "--version").CombinedOutput()
+})
 
 // field returns a field of a task as the queue holds it now ("" when absent).
 func (r *realRepo) field(id, name string) string {
