@@ -187,7 +187,7 @@ func Load(path string) (*Doc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read queue: %w", err)
 	}
-	return Parse(path, src, KindOf(path))
+	return parseCached(path, src, KindOf(path), nil)
 }
 
 // LoadOnly reads and parses a queue file keeping only the named records' fields (see
@@ -197,7 +197,7 @@ func LoadOnly(path string, ids ...string) (*Doc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read queue: %w", err)
 	}
-	return ParseOnly(path, src, KindOf(path), ids...)
+	return parseCached(path, src, KindOf(path), ids)
 }
 
 // ReadFile reads a whole queue file, as os.ReadFile does. A large one is read in two halves

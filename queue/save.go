@@ -309,13 +309,7 @@ func writeTemp(path string, p *patched, mode os.FileMode) (*tempFile, error) {
 
 // compute parses src and applies the edits. It returns nil when nothing changes.
 func compute(path string, src []byte, kind Kind, ids []string, edit EditFunc) (*patched, error) {
-	var d *Doc
-	var err error
-	if ids != nil {
-		d, err = ParseOnly(path, src, kind, ids...)
-	} else {
-		d, err = Parse(path, src, kind)
-	}
+	d, err := parseCached(path, src, kind, ids)
 	if err != nil {
 		return nil, err
 	}
