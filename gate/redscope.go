@@ -242,7 +242,9 @@ var callArityRE = lazyre.New(`^(\S+\.go):\d+(?::\d+)?: (?:too many|not enough) a
 // too few arguments to a function or method of the code under test (declared in the
 // package's files that are not tests): the test calls that implementation in a form that
 // does not exist yet (a new parameter), which is the missing implementation (SPEC §7.2),
-// not a broken test. When every error the run calls broken is such a call (or the
+// not a broken test. A call whose arguments the compiler could not type ("have (unknown
+// type)": the value of a function that does not exist yet) follows from another error and
+// decides nothing. When every error the run calls broken is such a call (or the
 // compiler's "too many errors", which ends a long list), the run is read as
 // missing_implementation, each such error marked "undefined: NAME" for the names
 // the missing implementation holds (missingNames, checkChanged, the probe).
@@ -260,8 +262,15 @@ func (v *Verdict) newSignatures(in Input, res *testrun.Result) {
 			changed = true
 			continue
 		}
-		judged = append(judged, e)
 		m := callArityRE().FindStringSubmatch(strings.TrimSpace(e))
+		if m != nil && untypedArguments(res.Output, e) {
+			// The compiler could not type the arguments ("have (unknown type)"): an
+			// error that follows from another (a value of a function that does not
+			// exist yet), which decides nothing by itself.
+			changed = true
+			continue
+		}
+		judged = append(judged, e)
 		if m == nil {
 			continue
 		}
@@ -284,6 +293,28 @@ func (v *Verdict) newSignatures(in Input, res *testrun.Result) {
 	}
 	fmt.Fprintf(&v.Log, "the build errors in test files are all of the missing implementation (a call in a form it does not have yet, or the compiler's \"too many errors\"): read as %s (%s)\n", class, reason)
 	res.Class, res.Reason, res.BuildErrors = class, reason, errs
+}
+
+// untypedArguments reports whether the Go build error e, a call whose arguments do not fit
+// its callee, says in the lines that follow it in out that the compiler did not know their
+// type: "have (unknown type)" or "(invalid type)".
+func untypedArguments(out, e string) bool {
+	e = strings.TrimSpace(e)
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		if strings.TrimSpace(l) != e {
+			continue
+		}
+		for _, more := range lines[i+1:] {
+			if !strings.HasPrefix(more, "\t") {
+				break
+			}
+			if have, ok := strings.CutPrefix(strings.TrimSpace(more), "have ("); ok {
+				return strings.Contains(have, "unknown type") || strings.Contains(have, "invalid type")
+			}
+		}
+	}
+	return false
 }
 
 // declaredInCode reports whether a function or method named name is declared in the Go

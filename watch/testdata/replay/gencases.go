@@ -69,11 +69,13 @@ var projects = []project{
 	{"hashicorp/go-version", "go", "go test ./...", nil},
 	{"dustin/go-humanize", "go", "go test ./...", nil},
 	{"gomarkdown/markdown", "go", "go test ./...", nil},
+	{"google/uuid", "go", "go test ./...", nil},
 	{"andialbrecht/sqlparse", "python", "/usr/bin/python3 -m pytest -q", nil},
 	// pytest 7 takes -o pythonpath only with an ini file; tomli's pyproject.toml has no
 	// pytest section of its own.
 	{"hukkin/tomli", "python", "/usr/bin/python3 -m pytest -q -c pyproject.toml -o pythonpath=src", nil},
 	{"r1chardj0n3s/parse", "python", "/usr/bin/python3 -m pytest -q -o addopts=", nil},
+	{"more-itertools/more-itertools", "python", "/usr/bin/python3 -m pytest -q", nil},
 	{"rapidfuzz/strsim-rs", "rust", "cargo test", nil},
 	// autocfg's integration tests run rustc on probes, whose expected compile errors
 	// reach the output beside libtest's.
