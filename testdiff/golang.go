@@ -58,6 +58,9 @@ func parseGo(src []byte) *parsed {
 				u.implicit = true
 				p.helpers["init"] = append(p.helpers["init"], u)
 			default:
+				if d.Recv != nil {
+					u.recv = recvName(d)
+				}
 				p.helpers[d.Name.Name] = append(p.helpers[d.Name.Name], u)
 			}
 		case *ast.GenDecl:
@@ -78,7 +81,9 @@ func parseGo(src []byte) *parsed {
 						n.Kids = []*node{b.expr(v, true)}
 					}
 					n.Refs = goRefs(vs)
-					u := &unit{name: name.Name, line: fset.Position(name.Pos()).Line, node: n}
+					// A blank variable cannot be named, but its value is computed at init,
+					// before every test: it is a helper of them all, as init is.
+					u := &unit{name: name.Name, line: fset.Position(name.Pos()).Line, node: n, implicit: name.Name == "_"}
 					p.helpers[name.Name] = append(p.helpers[name.Name], u)
 				}
 			}

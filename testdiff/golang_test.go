@@ -227,3 +227,81 @@ func TestCompareGoMethodTable(t *testing.T) {
 		})
 	}
 }
+
+// TestCompareGoSameNameHelpers: helpers that share a name are told apart: methods of two
+// types (a flag.Value's String and Set, declared for each of a test file's value types, as
+// spf13/pflag's tests do), and the blank variables that run at init (var _ = ...). A new
+// type and test beside them changes no other test; a change of one type's method changes
+// the tests that call a method of that name (helpers are known by name, not by type:
+// TestInt too); a change of a blank variable's value, which runs before every test,
+// changes them all, as a change of init does.
+func TestCompareGoSameNameHelpers(t *testing.T) {
+	before := `package calc
+
+import "testing"
+
+type intValue int
+
+func (v *intValue) String() string { return "int" }
+func (v *intValue) Set(s string) error { *v = 1; return nil }
+
+type boolValue bool
+
+func (v *boolValue) String() string { return "bool" }
+func (v *boolValue) Set(s string) error { *v = true; return nil }
+
+var _ = register("int")
+var _ = register("bool")
+
+func register(name string) bool { return name != "" }
+
+func TestInt(t *testing.T) {
+	var v intValue
+	if v.Set("1"); v.String() != "int" {
+		t.Fatal("int")
+	}
+}
+
+func TestBool(t *testing.T) {
+	var v boolValue
+	for _, s := range []string{"true"} {
+		if v.Set(s); v.String() != "bool" {
+			t.Fatal("bool")
+		}
+	}
+}
+`
+	added := before + `
+type hexValue uint
+
+func (v *hexValue) String() string { return "hex" }
+func (v *hexValue) Set(s string) error { *v = 16; return nil }
+
+var _ = register("hex")
+
+func TestHex(t *testing.T) {
+	var v hexValue
+	if v.Set("0x10"); v.String() != "hex" {
+		t.Fatal("hex")
+	}
+}
+`
+	boolWeakened := strings.Replace(before, `func (v *boolValue) String() string { return "bool" }`, `func (v *boolValue) String() string { return "" }`, 1)
+	blankChanged := strings.Replace(before, `var _ = register("bool")`, `var _ = register("")`, 1)
+	for _, tt := range []struct {
+		name, after string
+		want        map[string]Kind
+	}{
+		{"a new type and test beside them", added, map[string]Kind{"TestInt": Unchanged, "TestBool": Unchanged}},
+		{"one type's method changed", boolWeakened, map[string]Kind{"TestInt": Changed, "TestBool": Changed}},
+		{"a blank variable's value changed", blankChanged, map[string]Kind{"TestInt": Changed, "TestBool": Changed}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Compare(context.Background(), []File{{Path: "calc_test.go", Before: []byte(before), After: []byte(tt.after)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkKinds(t, got, tt.want, "")
+		})
+	}
+}

@@ -66,6 +66,7 @@ type unit struct {
 	node     *node
 	body     string // what a move keeps: the canonical form without the name
 	implicit bool   // a helper the runner calls around every test of its scope
+	recv     string // Go: a method's receiver type, which tells same-named methods apart
 }
 
 // parsed is a test file as read: its tests by name (in order), its helpers by name, and
@@ -179,8 +180,11 @@ func (c *comparison) same(i int, old, new *unit) Test {
 	if t.Kind == Unchanged || t.Kind == AddedTo {
 		if why := c.around(i, old, new); why != "" {
 			t.Kind, t.What = Skipped, why
-		} else if why, grew := c.helpers(i, old, new); why != "" {
+		} else if why, grew, through := c.helpers(i, old, new); why != "" {
+			// Changed through its helper: what the helper now names, the test names
+			// (a name of the implementation that does not exist yet, say).
 			t.Kind, t.What = Changed, why
+			t.Refs = slices.Compact(slices.Sorted(slices.Values(append(t.Refs, through...))))
 		} else if grew {
 			t.Kind, t.What = AddedTo, "a table or helper it uses grew"
 		}
@@ -222,9 +226,10 @@ func scopes(s string) []string {
 
 // helpers says which helper of a test changed in a way that is not an addition: one it
 // names, or one the runner calls around it (init, setUp, an autouse fixture); and whether
-// one only grew. Go helpers are looked for in every changed file of the test's folder (its
-// package), Python ones in its own file.
-func (c *comparison) helpers(i int, old, new *unit) (why string, grew bool) {
+// one only grew; and the names the changed helper's new version mentions, which the test
+// mentions through it. Go helpers are looked for in every changed file of the test's folder
+// (its package), Python ones in its own file.
+func (c *comparison) helpers(i int, old, new *unit) (why string, grew bool, through []string) {
 	refs := map[string]bool{}
 	for _, r := range new.node.Refs {
 		refs[r] = true
@@ -244,14 +249,10 @@ func (c *comparison) helpers(i int, old, new *unit) (why string, grew bool) {
 				}
 				var to *unit
 				if now != nil {
-					for _, n := range now.helpers[name] {
-						if n.scope == h.scope {
-							to = n
-						}
-					}
+					to = counterpart(h, was.helpers[name], now.helpers[name])
 				}
 				if to == nil {
-					return fmt.Sprintf("its helper %s was deleted", name), false
+					return fmt.Sprintf("its helper %s was deleted", name), false, nil
 				}
 				if h.node.Text == to.node.Text {
 					continue
@@ -259,17 +260,51 @@ func (c *comparison) helpers(i int, old, new *unit) (why string, grew bool) {
 				g := newComparer(h.node, to.node).extends(h.node, to.node, true)
 				switch {
 				case !g.ok:
-					return fmt.Sprintf("its helper %s changed: %s", name, g.lost), false
+					return fmt.Sprintf("its helper %s changed: %s", name, g.lost), false, refsOf(to.node)
 				case g.exit != "":
-					return fmt.Sprintf("its helper %s changed: %s", name, g.exit), false
+					return fmt.Sprintf("its helper %s changed: %s", name, g.exit), false, refsOf(to.node)
 				case g.write != "":
-					return fmt.Sprintf("its helper %s changed: %s", name, g.write), false
+					return fmt.Sprintf("its helper %s changed: %s", name, g.write), false, refsOf(to.node)
 				}
 				grew = true
 			}
 		}
 	}
-	return "", grew
+	return "", grew, nil
+}
+
+// counterpart returns the helper of the new version that is h of the old one, among the
+// helpers of its name (was before, now after; nil if none): of the same scope and receiver,
+// one the change left as it was, else the only one, else the one at h's place among them
+// (Go's blank variables, var _ = ..., which run at init, share their name "_"). A test's
+// helpers are known by name: a method changed on one type is a changed helper of every
+// test that calls a method of that name.
+func counterpart(h *unit, was, now []*unit) *unit {
+	same := func(list []*unit) []*unit {
+		var out []*unit
+		for _, u := range list {
+			if u.scope == h.scope && u.recv == h.recv {
+				out = append(out, u)
+			}
+		}
+		return out
+	}
+	before, after := same(was), same(now)
+	for _, n := range after {
+		if n.node.Text == h.node.Text {
+			return n
+		}
+	}
+	switch {
+	case len(after) == 0:
+		return nil
+	case len(after) == 1:
+		return after[0]
+	}
+	if i := slices.Index(before, h); i >= 0 && i < len(after) {
+		return after[i]
+	}
+	return after[len(after)-1]
 }
 
 // package_ returns the files whose helpers a test of file i sees: for Go the changed Go

@@ -70,6 +70,8 @@ var projects = []project{
 	{"dustin/go-humanize", "go", "go test ./...", nil},
 	{"gomarkdown/markdown", "go", "go test ./...", nil},
 	{"google/uuid", "go", "go test ./...", nil},
+	{"spf13/pflag", "go", "go test ./...", nil},
+	{"BurntSushi/toml", "go", "go test ./...", nil},
 	{"andialbrecht/sqlparse", "python", "/usr/bin/python3 -m pytest -q", nil},
 	// pytest 7 takes -o pythonpath only with an ini file; tomli's pyproject.toml has no
 	// pytest section of its own.
