@@ -115,3 +115,20 @@ func TestLoadSharedAcrossGoroutines(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestLoadKeepsEachFile: the loop reads the issue queue between two reads of the task
+// queue; the task queue's Doc is still found.
+func TestLoadKeepsEachFile(t *testing.T) {
+	tasks := writeQueue(t, saveQueue, 0o644)
+	issues := writeQueue(t, strings.Replace(saveQueue, "TASK-2", "TASK-3", 2), 0o644)
+	first, err := Load(tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(issues); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := Load(tasks); err != nil || again != first {
+		t.Errorf("the task queue was parsed again after another file was (%v)", err)
+	}
+}
