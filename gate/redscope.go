@@ -253,6 +253,7 @@ func (v *Verdict) newSignatures(in Input, res *testrun.Result) {
 		return
 	}
 	errs := slices.Clone(res.BuildErrors)
+	out := strings.Split(res.Output, "\n")
 	var judged []string // what decides the class: all but the compiler's "too many errors"
 	changed := false
 	for i, e := range errs {
@@ -263,7 +264,7 @@ func (v *Verdict) newSignatures(in Input, res *testrun.Result) {
 			continue
 		}
 		m := callArityRE().FindStringSubmatch(strings.TrimSpace(e))
-		if m != nil && untypedArguments(res.Output, e) {
+		if m != nil && untypedArguments(out, e) {
 			// The compiler could not type the arguments ("have (unknown type)"): an
 			// error that follows from another (a value of a function that does not
 			// exist yet), which decides nothing by itself.
@@ -296,11 +297,10 @@ func (v *Verdict) newSignatures(in Input, res *testrun.Result) {
 }
 
 // untypedArguments reports whether the Go build error e, a call whose arguments do not fit
-// its callee, says in the lines that follow it in out that the compiler did not know their
-// type: "have (unknown type)" or "(invalid type)".
-func untypedArguments(out, e string) bool {
+// its callee, says in the lines that follow it in the run's output (lines) that the
+// compiler did not know their type: "have (unknown type)" or "(invalid type)".
+func untypedArguments(lines []string, e string) bool {
 	e = strings.TrimSpace(e)
-	lines := strings.Split(out, "\n")
 	for i, l := range lines {
 		if strings.TrimSpace(l) != e {
 			continue
