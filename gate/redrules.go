@@ -176,19 +176,24 @@ func (v *Verdict) checkChanged(in Input, res *testrun.Result, changed []testdiff
 		if v.File == "" {
 			v.File = t.File
 		}
-		refused = append(refused, fmt.Sprintf("%s (and it %s at the base)", t, status))
+		if strings.HasPrefix(status, "cannot run") || strings.HasPrefix(status, "fails at the base only") {
+			refused = append(refused, fmt.Sprintf("%s (it %s)", t, status))
+		} else {
+			refused = append(refused, fmt.Sprintf("%s (and it %s at the base)", t, status))
+		}
 	}
 	if len(refused) == 0 {
 		return nil
 	}
 	v.ChangedTests = nil
-	return v.fail(TypeScope, "scope_violation: an existing test changed in a way that is not an addition while it still passes at the base (a changed test must fail there: it states new behaviour): %s. %s",
+	return v.fail(TypeScope, "scope_violation: an existing test changed in a way that is not an addition, and the run does not show it failing at the base (a changed test must fail there: it states new behaviour): %s. %s",
 		strings.Join(refused, "; "), existingAdvice)
 }
 
 // changedStatus says how a changed test fared in the run: "fails" (any of its cases, or
-// its package's build for a missing name it uses), "passes", "is skipped", or "did not
-// run".
+// its package's build for a missing name it uses, when every part it lost is replaced by
+// code that uses what is missing: testdiff's Unaccounted), "passes", "is skipped", "did not
+// run", or "cannot run at the base ..." with what it lost that nothing made up for.
 func changedStatus(in Input, res *testrun.Result, t testdiff.Test, missing map[string]bool) string {
 	status := "did not run"
 	for _, r := range res.Tests {
@@ -197,6 +202,16 @@ func changedStatus(in Input, res *testrun.Result, t testdiff.Test, missing map[s
 		}
 		switch r.Status {
 		case testrun.Failed:
+			// A test that fails where it reaches a missing name (Python's AttributeError
+			// or ImportError at its call) says as little as one that cannot run for it.
+			for _, name := range missingIn(r.Output) {
+				if !slices.Contains(t.Refs, name) {
+					continue
+				}
+				if why := t.Unaccounted(func(n string) bool { return missing[n] || n == name }); why != "" {
+					return fmt.Sprintf("fails at the base only where it reaches %s, which is missing there, and what it lost is not made up for by code that uses it: %s", name, why)
+				}
+			}
 			return "fails"
 		case testrun.Passed:
 			status = "passes"
@@ -208,9 +223,15 @@ func changedStatus(in Input, res *testrun.Result, t testdiff.Test, missing map[s
 	}
 	if status == "did not run" && res.Class == testrun.ClassMissingImplementation {
 		for _, name := range t.Refs {
-			if missing[name] {
-				return "fails"
+			if !missing[name] {
+				continue
 			}
+			// It names what is missing, so it cannot run here; what it lost must be made
+			// up for by code that depends on it, or naming it says nothing.
+			if why := t.Unaccounted(func(n string) bool { return missing[n] }); why != "" {
+				return fmt.Sprintf("cannot run at the base, for %s is missing there, and what it lost is not made up for by code that uses it: %s", name, why)
+			}
+			return "fails"
 		}
 	}
 	return status
@@ -296,12 +317,20 @@ func missingNames(res *testrun.Result) map[string]bool {
 	if res.Class != testrun.ClassMissingImplementation {
 		return out
 	}
-	text := strings.Join(res.BuildErrors, "\n") + "\n" + res.Output
+	for _, name := range missingIn(strings.Join(res.BuildErrors, "\n") + "\n" + res.Output) {
+		out[name] = true
+	}
+	return out
+}
+
+// missingIn returns the names a text says are missing (a module's every part).
+func missingIn(text string) []string {
+	var out []string
 	for _, m := range missingNameRE().FindAllStringSubmatch(text, -1) {
 		for _, g := range m[1:] {
 			for _, part := range strings.Split(g, ".") {
 				if part != "" {
-					out[part] = true
+					out = append(out, part)
 				}
 			}
 		}

@@ -42,7 +42,7 @@ func parseGo(src []byte) *parsed {
 				continue
 			}
 			d.Doc = nil
-			b := &goBuilder{ranged: rangedNames(d.Body)}
+			b := &goBuilder{ranged: rangedNames(d.Body), testers: testerNames(d)}
 			n := b.funcDecl(d)
 			u := &unit{name: d.Name.Name, line: fset.Position(d.Pos()).Line, node: n, body: bodyKey(d)}
 			switch {
@@ -177,6 +177,77 @@ func rangedNames(body *ast.BlockStmt) map[string]bool {
 // A goBuilder reads one Go function into nodes.
 type goBuilder struct {
 	ranged map[string]bool
+	// testers are the names the function gives its *testing.T, *testing.B, *testing.F and
+	// testing.TB (its own and its function literals'): a call given one of them reports
+	// failures through it.
+	testers map[string]bool
+}
+
+// checks counts the calls in a node that report a failure: the failure methods (Error,
+// Errorf, Fatal, Fatalf, Fail, FailNow) on any value, panic, and any call given the
+// test's *testing.T (a helper's, an assertion library's: assert.Equal(t, ...)).
+func (b *goBuilder) checks(n ast.Node) int {
+	count := 0
+	ast.Inspect(n, func(n ast.Node) bool {
+		c, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		switch f := c.Fun.(type) {
+		case *ast.SelectorExpr:
+			switch f.Sel.Name {
+			case "Error", "Errorf", "Fatal", "Fatalf", "Fail", "FailNow":
+				count++
+				return true
+			}
+		case *ast.Ident:
+			if f.Name == "panic" {
+				count++
+				return true
+			}
+		}
+		for _, a := range c.Args {
+			if id, ok := a.(*ast.Ident); ok && b.testers[id.Name] {
+				count++
+				break
+			}
+		}
+		return true
+	})
+	return count
+}
+
+// testerNames returns the names a function's parameters (its own and its function
+// literals') give a *testing.T, *testing.B, *testing.F or testing.TB.
+func testerNames(d ast.Node) map[string]bool {
+	names := map[string]bool{}
+	ast.Inspect(d, func(n ast.Node) bool {
+		ft, ok := n.(*ast.FuncType)
+		if !ok || ft.Params == nil {
+			return true
+		}
+		for _, p := range ft.Params.List {
+			t := p.Type
+			if s, ok := t.(*ast.StarExpr); ok {
+				t = s.X
+			}
+			sel, ok := t.(*ast.SelectorExpr)
+			if !ok {
+				continue
+			}
+			if x, ok := sel.X.(*ast.Ident); !ok || x.Name != "testing" {
+				continue
+			}
+			switch sel.Sel.Name {
+			case "T", "B", "F", "TB":
+				for _, name := range p.Names {
+					names[name.Name] = true
+				}
+			}
+		}
+		return true
+	})
+	return names
 }
 
 func (b *goBuilder) funcDecl(d *ast.FuncDecl) *node {
@@ -186,6 +257,7 @@ func (b *goBuilder) funcDecl(d *ast.FuncDecl) *node {
 	n.Kids = []*node{b.stmt(d.Body)}
 	n.Skips = goSkips(d)
 	n.Refs = goRefs(d)
+	n.Checks = b.checks(d)
 	return n
 }
 
@@ -280,6 +352,8 @@ func (b *goBuilder) stmt(s ast.Stmt) *node {
 	n.Skips = goSkips(s)
 	n.Binds = goBinds(s)
 	n.Writes = goWrites(s)
+	n.Refs = goRefs(s)
+	n.Checks = b.checks(s)
 	return n
 }
 
@@ -317,6 +391,15 @@ func (b *goBuilder) clauses(n *node, body *ast.BlockStmt) {
 // held by a variable that is) may gain rows, and its row type fields; a function literal's
 // body may grow; a call's arguments may each grow. Anything else is compared whole.
 func (b *goBuilder) expr(e ast.Expr, rows bool) *node {
+	n := b.exprNode(e, rows)
+	if n != nil {
+		n.Refs = goRefs(e)
+		n.Checks = b.checks(e)
+	}
+	return n
+}
+
+func (b *goBuilder) exprNode(e ast.Expr, rows bool) *node {
 	if e == nil {
 		return nil
 	}

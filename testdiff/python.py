@@ -56,7 +56,24 @@ def show(n):
 
 def leaf(n):
     t = ast.dump(n)
-    return {"t": t, "h": t, "d": show(n)}
+    return {"t": t, "h": t, "d": show(n), "r": refs_of(n), "c": checks_of(n)}
+
+
+CHECK_CALLS = {"fail", "raises", "warns", "deprecated_call"}
+
+
+def checks_of(n):
+    """The checks in a node: assert statements, and the calls that check or report a
+    failure (self.assertEqual, mock.assert_called_once, pytest.raises, pytest.fail)."""
+    count = 0
+    for x in ast.walk(n):
+        if isinstance(x, ast.Assert):
+            count += 1
+        elif isinstance(x, ast.Call):
+            name, _ = callee(x)
+            if name.startswith("assert") or name in CHECK_CALLS:
+                count += 1
+    return count
 
 
 def callee(call):
@@ -237,13 +254,16 @@ class Builder:
             n["x"] = x
         n["n"] = skips_of(s)
         n["b"], n["w"] = binds_writes(s)
+        n["r"] = refs_of(s)
+        n["c"] = checks_of(s)
         return n
 
     def expr(self, e, rows):
         if isinstance(e, ast.Call):
             name, _ = callee(e)
             n = {"t": ast.dump(e), "d": show(e),
-                 "h": head_of(e, {"args", "keywords"}) + " %d %s" % (len(e.args), [k.arg for k in e.keywords])}
+                 "h": head_of(e, {"args", "keywords"}) + " %d %s" % (len(e.args), [k.arg for k in e.keywords]),
+                 "r": refs_of(e), "c": checks_of(e)}
             kids = []
             for i, a in enumerate(e.args):
                 kids.append(self.expr(a, name == "parametrize" and i == 1))
@@ -252,14 +272,15 @@ class Builder:
             n["k"] = kids
             return n
         if rows and isinstance(e, (ast.List, ast.Tuple, ast.Set)):
-            return {"t": ast.dump(e), "d": show(e), "h": type(e).__name__,
+            return {"t": ast.dump(e), "d": show(e), "h": type(e).__name__, "r": refs_of(e),
                     "s": [{"rows": True, "i": [leaf(x) for x in e.elts]}]}
         if rows and isinstance(e, ast.Dict):
             items = []
             for k, v in zip(e.keys, e.values):
                 t = (ast.dump(k) if k is not None else "**") + ": " + ast.dump(v)
-                items.append({"t": t, "h": t, "d": (show(k) if k is not None else "**") + ": " + show(v)})
-            return {"t": ast.dump(e), "d": show(e), "h": "Dict", "s": [{"rows": True, "i": items}]}
+                items.append({"t": t, "h": t, "d": (show(k) if k is not None else "**") + ": " + show(v),
+                              "r": refs_of(v) + (refs_of(k) if k is not None else [])})
+            return {"t": ast.dump(e), "d": show(e), "h": "Dict", "r": refs_of(e), "s": [{"rows": True, "i": items}]}
         return leaf(e)
 
     def function(self, fn):
@@ -267,7 +288,7 @@ class Builder:
              "h": head_of(fn, {"decorator_list", "body"}),
              "k": [self.expr(d, False) for d in fn.decorator_list],
              "s": [self.stmts(fn.body)],
-             "n": skips_of(fn), "r": refs_of(fn)}
+             "n": skips_of(fn), "r": refs_of(fn), "c": checks_of(fn)}
         return n
 
 

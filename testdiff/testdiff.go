@@ -48,6 +48,8 @@ type Test struct {
 	// Refs are the names its new version mentions (its calls, its fields), sorted: a test
 	// changed against a missing implementation names what is missing.
 	Refs []string
+	// losses are what a Changed test, and the helpers it uses, lost (losses.go).
+	losses []loss
 }
 
 func (t Test) String() string {
@@ -177,6 +179,9 @@ func (c *comparison) same(i int, old, new *unit) Test {
 	default:
 		t.Kind, t.What = Changed, g.lost
 	}
+	if t.Kind == Changed {
+		t.losses = newComparer(old.node, new.node).changes(old.node, new.node)
+	}
 	if t.Kind == Unchanged || t.Kind == AddedTo {
 		if why := c.around(i, old, new); why != "" {
 			t.Kind, t.What = Skipped, why
@@ -188,6 +193,9 @@ func (c *comparison) same(i int, old, new *unit) Test {
 		} else if grew {
 			t.Kind, t.What = AddedTo, "a table or helper it uses grew"
 		}
+	}
+	if t.Kind == Changed {
+		t.losses = append(t.losses, c.helperLosses(i, old, new)...)
 	}
 	return t
 }
@@ -230,6 +238,54 @@ func scopes(s string) []string {
 // mentions through it. Go helpers are looked for in every changed file of the test's folder
 // (its package), Python ones in its own file.
 func (c *comparison) helpers(i int, old, new *unit) (why string, grew bool, through []string) {
+	c.eachHelper(i, old, new, func(name string, h, to *unit) bool {
+		if to == nil {
+			why = fmt.Sprintf("its helper %s was deleted", name)
+			return false
+		}
+		if h.node.Text == to.node.Text {
+			return true
+		}
+		g := newComparer(h.node, to.node).extends(h.node, to.node, true)
+		switch {
+		case !g.ok:
+			why = fmt.Sprintf("its helper %s changed: %s", name, g.lost)
+		case g.exit != "":
+			why = fmt.Sprintf("its helper %s changed: %s", name, g.exit)
+		case g.write != "":
+			why = fmt.Sprintf("its helper %s changed: %s", name, g.write)
+		default:
+			grew = true
+			return true
+		}
+		through = refsOf(to.node)
+		return false
+	})
+	return why, grew, through
+}
+
+// helperLosses returns what the helpers of a test lost (see losses.go): all of them, each
+// deleted helper whole.
+func (c *comparison) helperLosses(i int, old, new *unit) []loss {
+	var out []loss
+	c.eachHelper(i, old, new, func(name string, h, to *unit) bool {
+		where := "its helper " + name
+		if to == nil {
+			out = append(out, loss{where: where, old: []*node{h.node}})
+			return true
+		}
+		for _, l := range newComparer(h.node, to.node).changes(h.node, to.node) {
+			l.where = where
+			out = append(out, l)
+		}
+		return true
+	})
+	return out
+}
+
+// eachHelper calls f with each helper of the old test (h, named name) and its counterpart
+// in the new version (to; nil when deleted), until f returns false.
+func (c *comparison) eachHelper(i int, old, new *unit, f func(name string, h, to *unit) bool) {
 	refs := map[string]bool{}
 	for _, r := range new.node.Refs {
 		refs[r] = true
@@ -251,26 +307,12 @@ func (c *comparison) helpers(i int, old, new *unit) (why string, grew bool, thro
 				if now != nil {
 					to = counterpart(h, was.helpers[name], now.helpers[name])
 				}
-				if to == nil {
-					return fmt.Sprintf("its helper %s was deleted", name), false, nil
+				if !f(name, h, to) {
+					return
 				}
-				if h.node.Text == to.node.Text {
-					continue
-				}
-				g := newComparer(h.node, to.node).extends(h.node, to.node, true)
-				switch {
-				case !g.ok:
-					return fmt.Sprintf("its helper %s changed: %s", name, g.lost), false, refsOf(to.node)
-				case g.exit != "":
-					return fmt.Sprintf("its helper %s changed: %s", name, g.exit), false, refsOf(to.node)
-				case g.write != "":
-					return fmt.Sprintf("its helper %s changed: %s", name, g.write), false, refsOf(to.node)
-				}
-				grew = true
 			}
 		}
 	}
-	return "", grew, nil
 }
 
 // counterpart returns the helper of the new version that is h of the old one, among the

@@ -39,6 +39,10 @@ type node struct {
 	Binds  []string `json:"b,omitempty"`
 	Writes []string `json:"w,omitempty"`
 	Refs   []string `json:"r,omitempty"`
+	// Checks counts the checks in the node: the calls that report a failure (t.Errorf,
+	// t.Fatal, a helper or assertion library given the test's t; Python's assert
+	// statements, self.assert..., pytest.raises, pytest.fail).
+	Checks int `json:"c,omitempty"`
 }
 
 // A seq is a sequence of a node that may gain items.
@@ -67,7 +71,8 @@ type growth struct {
 	lost string // what of old is not in new, when !ok
 	exit string // an early exit or skip that new added, when ok
 	// write names a place the added code writes that old statements read after it.
-	write string
+	write  string
+	writer *node // the added statement that writes it
 }
 
 // A comparer compares one old test with its new version.
@@ -156,7 +161,7 @@ func merge(a, b growth) growth {
 		a.exit = b.exit
 	}
 	if a.write == "" {
-		a.write = b.write
+		a.write, a.writer = b.write, b.writer
 	}
 	return a
 }
@@ -218,7 +223,7 @@ func (c *comparer) grows(old, new seq, tail bool) growth {
 		}
 		for _, w := range it.Writes {
 			if !c.newOnly[w] || c.oldRefs[w] {
-				g.write = fmt.Sprintf("%s assigns %s, which the old statements after it may read", it.show(), w)
+				g.write, g.writer = fmt.Sprintf("%s assigns %s, which the old statements after it may read", it.show(), w), it
 				break
 			}
 		}
@@ -227,7 +232,7 @@ func (c *comparer) grows(old, new seq, tail bool) growth {
 		}
 		for _, b := range it.Binds {
 			if c.oldRefs[b] {
-				g.write = fmt.Sprintf("%s binds %s, which the old statements after it read", it.show(), b)
+				g.write, g.writer = fmt.Sprintf("%s binds %s, which the old statements after it read", it.show(), b), it
 				break
 			}
 		}

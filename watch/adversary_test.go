@@ -650,3 +650,66 @@ func TestAdversaryReportedTwice(t *testing.T) {
 	code, out := r.run("watch", "--once")
 	r.refused("TASK-001", code, out, []string{"forged_results"}, "TestDiscount_UNIT_001 is reported twice")
 }
+
+// moneyTestWith is the fixture's money/money_test.go with TestPercent's rounding check
+// replaced by check.
+func moneyTestWith(check string) string {
+	return `package money
+
+import "testing"
+
+func TestString(t *testing.T) {
+	for c, want := range map[Cents]string{0: "0.00", 5: "0.05", 1234: "12.34", -250: "-2.50"} {
+		if got := c.String(); got != want {
+			t.Errorf("Cents(%d).String() = %q, want %q", int64(c), got, want)
+		}
+	}
+}
+
+func TestPercent(t *testing.T) {
+	if got := Cents(1000).Percent(15); got != 150 {
+		t.Errorf("Percent = %d, want 150", got)
+	}
+` + check + `
+}
+`
+}
+
+// TestAdversaryWeakenedNamingMissing: a test writer that drops a check of an existing test
+// and names, in its place, a method that does not exist yet (Half): the package does not
+// build at the base, so the test cannot run there, and naming what is missing made it
+// count as failing at the base, a changed test stating new behaviour. What it lost must
+// be replaced by code that uses the missing method and checks as much
+// (scope_violation naming money/money_test.go). The honest twin moves the check onto Half,
+// and both tasks land with their implementation.
+func TestAdversaryWeakenedNamingMissing(t *testing.T) {
+	t.Parallel()
+	withMoney := func(m map[string]string, file, src string) map[string]string {
+		out := map[string]string{file: src}
+		for k, v := range m {
+			out[k] = v
+		}
+		return out
+	}
+	t.Run("cheat", func(t *testing.T) {
+		t.Parallel()
+		red := withMoney(goRedFiles, "money/money_test.go", moneyTestWith("\t_ = Cents(5).Half"))
+		r := advRepo(t, "gomod", goTest, red, goGreenFiles)
+		code, out := r.run("watch", "--once")
+		r.refused("TASK-T01", code, out, []string{"scope_violation"}, "money/money_test.go")
+	})
+	t.Run("honest", func(t *testing.T) {
+		t.Parallel()
+		red := withMoney(goRedFiles, "money/money_test.go", moneyTestWith(`	if got := Cents(5).Half(); got != 3 {
+		t.Errorf("Half rounds half up: %d, want 3", got)
+	}`))
+		green := withMoney(goGreenFiles, "money/half.go", `package money
+
+// Half returns half of c, rounded half away from zero.
+func (c Cents) Half() Cents { return c.Percent(50) }
+`)
+		r := advRepo(t, "gomod", goTest, red, green)
+		code, out := r.run("watch", "--once")
+		r.landed(code, out)
+	})
+}

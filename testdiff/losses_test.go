@@ -1,0 +1,97 @@
+package testdiff
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestUnaccounted: a changed Go test that names what is missing (Mul, ParseStrict), judged
+// by what it lost: each cheat that empties or loosens a check and names Mul elsewhere is
+// unaccounted; each honest change that moves the check onto the missing name is not.
+func TestUnaccounted(t *testing.T) {
+	const before = `package calc
+
+import "testing"
+
+func check(t *testing.T, got, want int) {
+	t.Helper()
+	if got != want {
+		t.Errorf("got %d, want %d", got, want)
+	}
+}
+
+func TestAdd(t *testing.T) {
+	check(t, Add(1, 2), 3)
+}
+
+func TestParse(t *testing.T) {
+	got := Parse("1+2")
+	if got != 3 {
+		t.Errorf("Parse = %d, want 3", got)
+	}
+}
+`
+	replace := func(old, new string) string {
+		t.Helper()
+		if !strings.Contains(before, old) {
+			t.Fatalf("the file has no %q", old)
+		}
+		return strings.Replace(before, old, new, 1)
+	}
+	missing := func(name string) bool { return name == "Mul" || name == "ParseStrict" || name == "Strict" }
+	tests := []struct {
+		name  string
+		after string
+		test  string // the changed test
+		want  string // part of what is unaccounted; "" when all is
+	}{
+		// Cheats.
+		{"check emptied into a mention", replace("if got != want {\n\t\tt.Errorf(\"got %d, want %d\", got, want)\n\t}", "_ = Mul"),
+			"TestAdd", "its helper check: `if got != want { t.Errorf(\"got %d, want %d\", got, want) }` replaced by `_ = Mul`, which checks less (0 checks in place of 1)"},
+		{"check emptied into an if", replace("if got != want {\n\t\tt.Errorf(\"got %d, want %d\", got, want)\n\t}", "if Mul == nil {\n\t}"),
+			"TestAdd", "which checks less"},
+		{"check onto what exists", replace("if got != 3 {", "_ = ParseStrict\n\tif got != got {"),
+			"TestParse", "which checks without what is missing"},
+		{"value no longer computed", replace(`got := Parse("1+2")`, "got := 3\n\t_ = ParseStrict"),
+			"TestParse", "`got := 3`, `_ = ParseStrict`, which does not set got from what is missing"},
+		// What the rule does not see: it reads names, not values, so a value that names
+		// the missing function only to throw its result away counts as using it.
+		{"value overwritten, naming the missing function", replace("\tif got != 3 {", "\tgot = 3 + 0*len(ParseStrict)\n\tif got != 3 {"),
+			"TestParse", ""},
+		{"value overwritten", replace("\tif got != 3 {", "\tgot = 3\n\t_ = ParseStrict\n\tif got != 3 {"),
+			"TestParse", "`got = 3` added, which names nothing that is missing"},
+		{"check deleted, a row names Mul", replace("check(t, Add(1, 2), 3)", "_ = Mul"),
+			"TestAdd", "`check(t, Add(1, 2), 3)` replaced by `_ = Mul`, which checks less"},
+		{"helper deleted", strings.Replace(replace("func check(t *testing.T, got, want int) {\n\tt.Helper()\n\tif got != want {\n\t\tt.Errorf(\"got %d, want %d\", got, want)\n\t}\n}", ""), "check(t, Add(1, 2), 3)", "check(t, Mul(1, 3), 3)", 1),
+			"TestAdd", "its helper check: `func check(t *testing.T, got, want int) {"},
+		// Honest changes.
+		{"call renamed", replace(`got := Parse("1+2")`, `got := ParseStrict("1+2")`), "TestParse", ""},
+		{"check moved onto the new function", replace("check(t, Add(1, 2), 3)", "check(t, Mul(1, 3), 3)"), "TestAdd", ""},
+		{"new function with an error", replace(`got := Parse("1+2")`, "got, err := ParseStrict(\"1+2\")\n\tif err != nil {\n\t\tt.Fatal(err)\n\t}"),
+			"TestParse", ""},
+		{"helper through a new constant", replace("if got != want {", "if got != want+Strict {"), "TestAdd", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Compare(context.Background(), []File{{Path: "calc_test.go", Before: []byte(before), After: []byte(tt.after)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range got {
+				if c.Name != tt.test {
+					continue
+				}
+				if c.Kind != Changed {
+					t.Fatalf("%s is %s, want changed", c.Name, c.Kind)
+				}
+				why := c.Unaccounted(missing)
+				if tt.want == "" && why != "" || tt.want != "" && !strings.Contains(why, tt.want) {
+					t.Fatalf("unaccounted: %q, want %q", why, tt.want)
+				}
+				return
+			}
+			t.Fatalf("no %s among %v", tt.test, got)
+		})
+	}
+}
