@@ -170,16 +170,6 @@ func newSandboxIn(t *testing.T, scenario string, workDir func(project, base stri
 			t.Fatal(err)
 		}
 	}
-	// Claude Code's Bash tool starts from a snapshot that a login shell takes, and a login
-	// shell of root on Debian sets PATH anew (/etc/profile): go was then "command not
-	// found" in a run on a busy machine. The home's profile puts the test's PATH back
-	// after the one /etc/profile sets.
-	profile := fmt.Sprintf("export PATH=\"$PATH:%s\"\n", os.Getenv("PATH"))
-	for _, f := range []string{".bash_profile", ".profile"} {
-		if err := os.WriteFile(filepath.Join(sb.home, f), []byte(profile), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	work := sb.root
 	if workDir != nil {
 		work = workDir(sb.root, sb.base)
