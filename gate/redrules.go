@@ -311,7 +311,7 @@ func judgedByName(file string) bool {
 var missingNameRE = lazyre.New(`undefined: (?:\w+\.)?(\w+)|has no field or method (\w+)|cannot import name '(\w+)'|No module named '([\w.]+)'|has no attribute '(\w+)'`)
 
 // missingNames returns the names a run that failed for the missing implementation says
-// are missing (a module's every part).
+// are missing (of a module, its last part).
 func missingNames(res *testrun.Result) map[string]bool {
 	out := map[string]bool{}
 	if res.Class != testrun.ClassMissingImplementation {
@@ -323,12 +323,17 @@ func missingNames(res *testrun.Result) map[string]bool {
 	return out
 }
 
-// missingIn returns the names a text says are missing (a module's every part).
+// missingIn returns the names a text says are missing (of a module, its last part).
 func missingIn(text string) []string {
 	var out []string
 	for _, m := range missingNameRE().FindAllStringSubmatch(text, -1) {
-		for _, g := range m[1:] {
-			for _, part := range strings.Split(g, ".") {
+		for i, g := range m[1:] {
+			parts := strings.Split(g, ".")
+			if i == 3 {
+				// "No module named 'calc.fast'": calc may well be there; fast is not.
+				parts = parts[len(parts)-1:]
+			}
+			for _, part := range parts {
 				if part != "" {
 					out = append(out, part)
 				}

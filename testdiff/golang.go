@@ -64,7 +64,9 @@ func parseGo(src []byte) *parsed {
 				p.helpers[d.Name.Name] = append(p.helpers[d.Name.Name], u)
 			}
 		case *ast.GenDecl:
-			if d.Tok != token.VAR {
+			// Package-level variables and constants: a test that reads one (a table, a
+			// tolerance) is changed by its change.
+			if d.Tok != token.VAR && d.Tok != token.CONST {
 				continue
 			}
 			for _, s := range d.Specs {
@@ -75,7 +77,7 @@ func parseGo(src []byte) *parsed {
 						v = vs.Values[i]
 					}
 					b := &goBuilder{}
-					n := &node{Head: "var " + name.Name + " " + goText(vs.Type)}
+					n := &node{Head: d.Tok.String() + " " + name.Name + " " + goText(vs.Type)}
 					n.Text = n.Head + " = " + goText(v)
 					if v != nil {
 						n.Kids = []*node{b.expr(v, true)}
@@ -83,7 +85,7 @@ func parseGo(src []byte) *parsed {
 					n.Refs = goRefs(vs)
 					// A blank variable cannot be named, but its value is computed at init,
 					// before every test: it is a helper of them all, as init is.
-					u := &unit{name: name.Name, line: fset.Position(name.Pos()).Line, node: n, implicit: name.Name == "_"}
+					u := &unit{name: name.Name, line: fset.Position(name.Pos()).Line, node: n, implicit: name.Name == "_" && d.Tok == token.VAR}
 					p.helpers[name.Name] = append(p.helpers[name.Name], u)
 				}
 			}
@@ -184,10 +186,11 @@ type goBuilder struct {
 }
 
 // checks counts the calls in a node that report a failure: the failure methods (Error,
-// Errorf, Fatal, Fatalf, Fail, FailNow) on any value, panic, and any call given the
-// test's *testing.T (a helper's, an assertion library's: assert.Equal(t, ...)).
-func (b *goBuilder) checks(n ast.Node) int {
-	count := 0
+// Errorf, Fatal, Fatalf, Fail, FailNow) on the test's T, panic, and a call of another
+// package's function or of a method given the test's *testing.T (assert.Equal(t, ...)). A
+// call of a function of the package given it (check(t, ...)) is returned in via: it is a
+// check when that function checks (see checkers).
+func (b *goBuilder) checks(n ast.Node) (count int, via []string) {
 	ast.Inspect(n, func(n ast.Node) bool {
 		c, ok := n.(*ast.CallExpr)
 		if !ok {
@@ -197,8 +200,12 @@ func (b *goBuilder) checks(n ast.Node) int {
 		case *ast.SelectorExpr:
 			switch f.Sel.Name {
 			case "Error", "Errorf", "Fatal", "Fatalf", "Fail", "FailNow":
-				count++
-				return true
+				// On the test's T, or on what is not a plain name (s.T(), tt.t): not
+				// fmt.Errorf, not err.Error().
+				if id, ok := f.X.(*ast.Ident); !ok || b.testers[id.Name] {
+					count++
+					return true
+				}
 			}
 		case *ast.Ident:
 			if f.Name == "panic" {
@@ -208,13 +215,17 @@ func (b *goBuilder) checks(n ast.Node) int {
 		}
 		for _, a := range c.Args {
 			if id, ok := a.(*ast.Ident); ok && b.testers[id.Name] {
-				count++
+				if f, ok := c.Fun.(*ast.Ident); ok {
+					via = append(via, f.Name)
+				} else {
+					count++
+				}
 				break
 			}
 		}
 		return true
 	})
-	return count
+	return count, via
 }
 
 // testerNames returns the names a function's parameters (its own and its function
@@ -257,7 +268,7 @@ func (b *goBuilder) funcDecl(d *ast.FuncDecl) *node {
 	n.Kids = []*node{b.stmt(d.Body)}
 	n.Skips = goSkips(d)
 	n.Refs = goRefs(d)
-	n.Checks = b.checks(d)
+	n.Checks, n.Via = b.checks(d)
 	return n
 }
 
@@ -285,6 +296,15 @@ func (b *goBuilder) stmt(s ast.Stmt) *node {
 		var lhs []string
 		for _, l := range s.Lhs {
 			lhs = append(lhs, goText(l))
+		}
+		n.Assign = true
+		for _, l := range s.Lhs {
+			if _, ok := l.(*ast.Ident); !ok {
+				n.Reads = append(n.Reads, goRefs(l)...)
+			}
+		}
+		for _, r := range s.Rhs {
+			n.Reads = append(n.Reads, goRefs(r)...)
 		}
 		n.Head = fmt.Sprintf("%s %s %d", strings.Join(lhs, ", "), s.Tok, len(s.Rhs))
 		for i, r := range s.Rhs {
@@ -353,7 +373,7 @@ func (b *goBuilder) stmt(s ast.Stmt) *node {
 	n.Binds = goBinds(s)
 	n.Writes = goWrites(s)
 	n.Refs = goRefs(s)
-	n.Checks = b.checks(s)
+	n.Checks, n.Via = b.checks(s)
 	return n
 }
 
@@ -394,7 +414,7 @@ func (b *goBuilder) expr(e ast.Expr, rows bool) *node {
 	n := b.exprNode(e, rows)
 	if n != nil {
 		n.Refs = goRefs(e)
-		n.Checks = b.checks(e)
+		n.Checks, n.Via = b.checks(e)
 	}
 	return n
 }
@@ -413,7 +433,9 @@ func (b *goBuilder) exprNode(e ast.Expr, rows bool) *node {
 		n.Kids = []*node{b.typ(e.Type)}
 		var items []*node
 		for _, x := range e.Elts {
-			items = append(items, leaf(goText(x)))
+			row := leaf(goText(x))
+			row.Refs = goRefs(x)
+			items = append(items, row)
 		}
 		n.Seqs = []seq{{Rows: true, Items: items}}
 		return n

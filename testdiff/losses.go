@@ -2,6 +2,7 @@ package testdiff
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -19,6 +20,21 @@ type loss struct {
 	where string // "" for the test itself, else "its helper NAME"
 	old   []*node
 	by    []*node
+	reads map[string]bool // the names the old test or helper mentions
+	// wasCheck and nowCheck are the helpers that check, before and after the change: a
+	// call of one (Via) is a check.
+	wasCheck, nowCheck map[string]bool
+}
+
+// checksOf counts the checks of a node: its own, and its calls of helpers that check.
+func checksOf(n *node, checkers map[string]bool) int {
+	count := n.Checks
+	for _, v := range n.Via {
+		if checkers[v] {
+			count++
+		}
+	}
+	return count
 }
 
 // changes returns what of old the new version does not keep, and the statements it added
@@ -26,7 +42,7 @@ type loss struct {
 func (c *comparer) changes(old, new *node) []loss {
 	out := c.losses(old, new)
 	if g := c.extends(old, new, true); g.ok && g.writer != nil {
-		out = append(out, loss{by: []*node{g.writer}})
+		out = append(out, loss{by: []*node{g.writer}, reads: c.oldRefs})
 	}
 	return out
 }
@@ -38,11 +54,11 @@ func (c *comparer) losses(old, new *node) []loss {
 	case old == nil:
 		return nil
 	case new == nil:
-		return []loss{{old: []*node{old}}}
+		return []loss{{old: []*node{old}, reads: c.oldRefs}}
 	case old.Text == new.Text:
 		return nil
 	case !sameShape(old, new):
-		return []loss{{old: []*node{old}, by: []*node{new}}}
+		return []loss{{old: []*node{old}, by: []*node{new}, reads: c.oldRefs}}
 	}
 	var out []loss
 	for i := range old.Kids {
@@ -77,6 +93,7 @@ func (c *comparer) seqLosses(old, new seq) []loss {
 	}
 	var out []loss
 	prev := -1
+	gap := map[int]bool{}
 	for i := 0; i < len(old.Items); {
 		if at[i] >= 0 {
 			prev = at[i]
@@ -92,23 +109,57 @@ func (c *comparer) seqLosses(old, new seq) []loss {
 			next = at[i]
 		}
 		gone, in := old.Items[start:i], new.Items[prev+1:next]
+		for k := prev + 1; k < next; k++ {
+			gap[k] = true
+		}
 		if len(gone) == 1 && len(in) == 1 && gone[0] != nil && in[0] != nil && sameShape(gone[0], in[0]) {
 			out = append(out, c.losses(gone[0], in[0])...)
 			continue
 		}
-		out = append(out, loss{old: gone, by: in})
+		out = append(out, loss{old: gone, by: in, reads: c.oldRefs})
+	}
+	if old.Rows {
+		return out
+	}
+	// A statement added between kept ones loses nothing itself, but one that leaves
+	// early, or writes what the old statements read, takes from those after it.
+	kept := map[int]bool{}
+	for _, k := range at {
+		kept[k] = true
+	}
+	for k, n := range new.Items {
+		if n == nil || kept[k] || gap[k] {
+			continue
+		}
+		if n.Exit != "" || c.overwrites(n) {
+			out = append(out, loss{by: []*node{n}, reads: c.oldRefs})
+		}
 	}
 	return out
 }
 
+// overwrites reports whether an added statement writes, or binds anew, a name the old
+// test reads.
+func (c *comparer) overwrites(n *node) bool {
+	for _, w := range append(slices.Clone(n.Writes), n.Binds...) {
+		if c.oldRefs[w] {
+			return true
+		}
+	}
+	return false
+}
+
 // Unaccounted says what the test lost that is not made up for by code depending on a
 // missing name (missing reports whether a name is one), "" when each loss is. A lost part
-// is made up for when the parts in its place name what is missing (or what such parts
-// bind), set every name it set, and hold at least its checks, each of them in such a part:
-// a check moved onto what exists already, or dropped, is not.
+// is made up for when the parts in its place name what is missing (or what such parts,
+// here or in an earlier loss, bind or assign), mention every name it set, and hold at
+// least its checks, each of them in such a part; none of them may leave the test early.
+// A statement added between kept ones that leaves early, or overwrites what they read
+// with a value that does not depend on what is missing, is not made up for either.
 func (t Test) Unaccounted(missing func(string) bool) string {
+	depends := map[string]bool{}
 	for _, l := range t.losses {
-		if why := l.unaccounted(missing); why != "" {
+		if why := l.unaccounted(missing, depends); why != "" {
 			if l.where != "" {
 				return l.where + ": " + why
 			}
@@ -118,16 +169,23 @@ func (t Test) Unaccounted(missing func(string) bool) string {
 	return ""
 }
 
-func (l loss) unaccounted(missing func(string) bool) string {
+func (l loss) unaccounted(missing func(string) bool, depends map[string]bool) string {
 	gone := shows(l.old)
-	depends := map[string]bool{}
 	uses := func(n *node) bool {
-		for _, r := range n.Refs {
+		reads := n.Refs
+		if n.Assign {
+			reads = n.Reads
+		}
+		for _, r := range reads {
 			if missing(r) || depends[r] {
 				return true
 			}
 		}
 		return false
+	}
+	exited := false // a lost part left early itself (a helper's return)
+	for _, o := range l.old {
+		exited = exited || o != nil && o.Exit != ""
 	}
 	set := map[string]bool{}
 	checks, named := 0, false
@@ -135,16 +193,34 @@ func (l loss) unaccounted(missing func(string) bool) string {
 		if n == nil {
 			continue
 		}
+		if n.Exit != "" && !exited {
+			if len(l.old) == 0 {
+				return fmt.Sprintf("%s added, which leaves the test (%s) before what follows it", n.show(), n.Exit)
+			}
+			return fmt.Sprintf("%s replaced by %s, which leaves the test (%s)", gone, n.show(), n.Exit)
+		}
 		if !uses(n) {
-			if n.Checks > 0 {
+			if checksOf(n, l.nowCheck) > 0 {
 				return fmt.Sprintf("%s replaced by %s, which checks without what is missing", gone, n.show())
+			}
+			for _, w := range n.Writes {
+				if !l.reads[w] {
+					continue
+				}
+				if len(l.old) == 0 {
+					return fmt.Sprintf("%s added, which assigns %s without what is missing", n.show(), w)
+				}
+				return fmt.Sprintf("%s replaced by %s, which assigns %s without what is missing", gone, n.show(), w)
 			}
 			continue
 		}
 		named = true
-		checks += n.Checks
-		for _, b := range append(n.Binds, n.Writes...) {
-			depends[b], set[b] = true, true
+		checks += checksOf(n, l.nowCheck)
+		for _, b := range append(slices.Clone(n.Binds), n.Writes...) {
+			depends[b] = true
+		}
+		for _, r := range n.Refs {
+			set[r] = true
 		}
 	}
 	if !named {
@@ -161,8 +237,8 @@ func (l loss) unaccounted(missing func(string) bool) string {
 		if o == nil {
 			continue
 		}
-		lost += o.Checks
-		for _, b := range append(o.Binds, o.Writes...) {
+		lost += checksOf(o, l.wasCheck)
+		for _, b := range append(slices.Clone(o.Binds), o.Writes...) {
 			if !set[b] {
 				return fmt.Sprintf("%s replaced by %s, which does not set %s from what is missing", gone, shows(l.by), b)
 			}

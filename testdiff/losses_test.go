@@ -60,7 +60,7 @@ func TestParse(t *testing.T) {
 		{"value overwritten, naming the missing function", replace("\tif got != 3 {", "\tgot = 3 + 0*len(ParseStrict)\n\tif got != 3 {"),
 			"TestParse", ""},
 		{"value overwritten", replace("\tif got != 3 {", "\tgot = 3\n\t_ = ParseStrict\n\tif got != 3 {"),
-			"TestParse", "`got = 3` added, which names nothing that is missing"},
+			"TestParse", "`got = 3` added, which assigns got without what is missing"},
 		{"check deleted, a row names Mul", replace("check(t, Add(1, 2), 3)", "_ = Mul"),
 			"TestAdd", "`check(t, Add(1, 2), 3)` replaced by `_ = Mul`, which checks less"},
 		{"helper deleted", strings.Replace(replace("func check(t *testing.T, got, want int) {\n\tt.Helper()\n\tif got != want {\n\t\tt.Errorf(\"got %d, want %d\", got, want)\n\t}\n}", ""), "check(t, Add(1, 2), 3)", "check(t, Mul(1, 3), 3)", 1),

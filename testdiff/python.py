@@ -56,23 +56,58 @@ def show(n):
 
 def leaf(n):
     t = ast.dump(n)
-    return {"t": t, "h": t, "d": show(n), "r": refs_of(n), "c": checks_of(n)}
+    return {"t": t, "h": t, "d": show(n), "r": refs_of(n), "c": checks_of(n), "v": via_of(n)}
 
 
 CHECK_CALLS = {"fail", "raises", "warns", "deprecated_call"}
 
 
+SWALLOWS = {"AssertionError", "Exception", "BaseException"}
+
+
+def swallows(handler):
+    """Whether an except clause catches a failed assertion."""
+    t = handler.type
+    if t is None:
+        return True
+    names = t.elts if isinstance(t, ast.Tuple) else [t]
+    return any(isinstance(x, ast.Name) and x.id in SWALLOWS or isinstance(x, ast.Attribute) and x.attr in SWALLOWS for x in names)
+
+
+def via_of(n):
+    """The functions a node calls by a plain name, or as self.name: each is a check when
+    that helper of the file checks."""
+    out = []
+    for x in ast.walk(n):
+        if isinstance(x, ast.Call):
+            f = x.func
+            if isinstance(f, ast.Name):
+                out.append(f.id)
+            elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in ("self", "cls"):
+                out.append(f.attr)
+    return out
+
+
 def checks_of(n):
     """The checks in a node: assert statements, and the calls that check or report a
-    failure (self.assertEqual, mock.assert_called_once, pytest.raises, pytest.fail)."""
+    failure (self.assertEqual, mock.assert_called_once, pytest.raises, pytest.fail); none
+    in the body of a try whose except catches a failed assertion."""
     count = 0
-    for x in ast.walk(n):
+    stack = [n]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, ast.Try) and any(swallows(h) for h in x.handlers):
+            stack.extend(x.handlers)
+            stack.extend(x.orelse)
+            stack.extend(x.finalbody)
+            continue
         if isinstance(x, ast.Assert):
             count += 1
         elif isinstance(x, ast.Call):
             name, _ = callee(x)
             if name.startswith("assert") or name in CHECK_CALLS:
                 count += 1
+        stack.extend(ast.iter_child_nodes(x))
     return count
 
 
@@ -183,6 +218,8 @@ def binds_writes(stmt):
 
 
 def refs_of(n):
+    """The names a node mentions, with the strings that are names (getattr(calc, "mul"),
+    a table's "mul" row): a test reaches a function by either."""
     out = set()
     for x in ast.walk(n):
         if isinstance(x, ast.Name):
@@ -191,6 +228,18 @@ def refs_of(n):
             out.add(x.attr)
         elif isinstance(x, ast.arg):
             out.add(x.arg)
+        elif isinstance(x, ast.Constant) and isinstance(x.value, str) and x.value.isidentifier():
+            out.add(x.value)
+    return sorted(out)
+
+
+def reads_of(s):
+    """What an assignment reads: its value, and the targets that are not plain names."""
+    out = set(refs_of(s.value))
+    targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+    for t in targets:
+        if not isinstance(t, ast.Name):
+            out.update(refs_of(t))
     return sorted(out)
 
 
@@ -247,6 +296,7 @@ class Builder:
             rows = any(isinstance(x, ast.Name) and x.id in self.ranged for x in targets)
             n["h"] = head_of(s, {"value"})
             n["k"] = [self.expr(s.value, rows)]
+            n["as"], n["rd"] = True, reads_of(s)
         else:
             n["h"] = t
         x = exit_of(s)
@@ -256,6 +306,7 @@ class Builder:
         n["b"], n["w"] = binds_writes(s)
         n["r"] = refs_of(s)
         n["c"] = checks_of(s)
+        n["v"] = via_of(s)
         return n
 
     def expr(self, e, rows):
@@ -263,7 +314,7 @@ class Builder:
             name, _ = callee(e)
             n = {"t": ast.dump(e), "d": show(e),
                  "h": head_of(e, {"args", "keywords"}) + " %d %s" % (len(e.args), [k.arg for k in e.keywords]),
-                 "r": refs_of(e), "c": checks_of(e)}
+                 "r": refs_of(e), "c": checks_of(e), "v": via_of(e)}
             kids = []
             for i, a in enumerate(e.args):
                 kids.append(self.expr(a, name == "parametrize" and i == 1))
@@ -288,7 +339,7 @@ class Builder:
              "h": head_of(fn, {"decorator_list", "body"}),
              "k": [self.expr(d, False) for d in fn.decorator_list],
              "s": [self.stmts(fn.body)],
-             "n": skips_of(fn), "r": refs_of(fn), "c": checks_of(fn)}
+             "n": skips_of(fn), "r": refs_of(fn), "c": checks_of(fn), "v": via_of(fn)}
         return n
 
 

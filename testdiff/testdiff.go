@@ -196,6 +196,10 @@ func (c *comparison) same(i int, old, new *unit) Test {
 	}
 	if t.Kind == Changed {
 		t.losses = append(t.losses, c.helperLosses(i, old, new)...)
+		was, now := c.checkers(i, false), c.checkers(i, true)
+		for k := range t.losses {
+			t.losses[k].wasCheck, t.losses[k].nowCheck = was, now
+		}
 	}
 	return t
 }
@@ -283,16 +287,80 @@ func (c *comparison) helperLosses(i int, old, new *unit) []loss {
 	return out
 }
 
+// checkers returns the names of the helpers a test of file i sees (before the change, or
+// after it) that check: with a check of their own, or calling one that does.
+func (c *comparison) checkers(i int, after bool) map[string]bool {
+	var units []*unit
+	for _, j := range c.package_(i) {
+		p := c.before[j]
+		if after {
+			p = c.after[j]
+		}
+		if p == nil {
+			continue
+		}
+		for _, name := range sortedNames(p.helpers) {
+			units = append(units, p.helpers[name]...)
+		}
+	}
+	out := map[string]bool{}
+	for grew := true; grew; {
+		grew = false
+		for _, u := range units {
+			if out[u.name] {
+				continue
+			}
+			ok := u.node.Checks > 0
+			for _, v := range u.node.Via {
+				ok = ok || out[v]
+			}
+			if ok {
+				out[u.name], grew = true, true
+			}
+		}
+	}
+	return out
+}
+
+// reach returns the names a test mentions, old and new, and those its helpers mention, in
+// turn: a helper's helper (check calling eq) weakened weakens the test.
+func (c *comparison) reach(i int, old, new *unit) map[string]bool {
+	refs := map[string]bool{}
+	var todo []string
+	add := func(names []string) {
+		for _, r := range names {
+			if !refs[r] {
+				refs[r] = true
+				todo = append(todo, r)
+			}
+		}
+	}
+	add(new.node.Refs)
+	add(old.node.Refs)
+	files := c.package_(i)
+	for len(todo) > 0 {
+		name := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		for _, j := range files {
+			for _, p := range []*parsed{c.before[j], c.after[j]} {
+				if p == nil {
+					continue
+				}
+				for _, h := range p.helpers[name] {
+					if slices.Contains(scopes(new.scope), h.scope) {
+						add(h.node.Refs)
+					}
+				}
+			}
+		}
+	}
+	return refs
+}
+
 // eachHelper calls f with each helper of the old test (h, named name) and its counterpart
 // in the new version (to; nil when deleted), until f returns false.
 func (c *comparison) eachHelper(i int, old, new *unit, f func(name string, h, to *unit) bool) {
-	refs := map[string]bool{}
-	for _, r := range new.node.Refs {
-		refs[r] = true
-	}
-	for _, r := range old.node.Refs {
-		refs[r] = true
-	}
+	refs := c.reach(i, old, new)
 	for _, j := range c.package_(i) {
 		was, now := c.before[j], c.after[j]
 		if was == nil {

@@ -43,6 +43,14 @@ type node struct {
 	// t.Fatal, a helper or assertion library given the test's t; Python's assert
 	// statements, self.assert..., pytest.raises, pytest.fail).
 	Checks int `json:"c,omitempty"`
+	// Via are the functions of the test's own package or file that the node calls (Go:
+	// given the test's T): each is a check when that function checks (checkers).
+	Via []string `json:"v,omitempty"`
+	// Assign marks an assignment, whose Reads are the names it reads: its values', and
+	// those of the places it assigns that are not plain names (the name it overwrites is
+	// not read).
+	Assign bool     `json:"as,omitempty"`
+	Reads  []string `json:"rd,omitempty"`
 }
 
 // A seq is a sequence of a node that may gain items.
