@@ -242,7 +242,7 @@ func scopes(s string) []string {
 // mentions through it. Go helpers are looked for in every changed file of the test's folder
 // (its package), Python ones in its own file.
 func (c *comparison) helpers(i int, old, new *unit) (why string, grew bool, through []string) {
-	c.eachHelper(i, old, new, func(name string, h, to *unit) bool {
+	c.eachHelper(i, old, new, func(name string, h, to *unit, direct bool) bool {
 		if to == nil {
 			why = fmt.Sprintf("its helper %s was deleted", name)
 			return false
@@ -256,7 +256,10 @@ func (c *comparison) helpers(i int, old, new *unit) (why string, grew bool, thro
 			why = fmt.Sprintf("its helper %s changed: %s", name, g.lost)
 		case g.exit != "":
 			why = fmt.Sprintf("its helper %s changed: %s", name, g.exit)
-		case g.write != "":
+		case g.write != "" && direct:
+			// A helper's helper that writes what its old statements read (a table
+			// transformed once more) is taken as grown: only what it lost, or an early
+			// exit, reaches the tests through the helpers that call it.
 			why = fmt.Sprintf("its helper %s changed: %s", name, g.write)
 		default:
 			grew = true
@@ -272,13 +275,18 @@ func (c *comparison) helpers(i int, old, new *unit) (why string, grew bool, thro
 // deleted helper whole.
 func (c *comparison) helperLosses(i int, old, new *unit) []loss {
 	var out []loss
-	c.eachHelper(i, old, new, func(name string, h, to *unit) bool {
+	c.eachHelper(i, old, new, func(name string, h, to *unit, direct bool) bool {
 		where := "its helper " + name
 		if to == nil {
 			out = append(out, loss{where: where, old: []*node{h.node}})
 			return true
 		}
-		for _, l := range newComparer(h.node, to.node).changes(h.node, to.node) {
+		cmp := newComparer(h.node, to.node)
+		found := cmp.losses(h.node, to.node)
+		if direct {
+			found = cmp.changes(h.node, to.node)
+		}
+		for _, l := range found {
 			l.where = where
 			out = append(out, l)
 		}
@@ -322,21 +330,21 @@ func (c *comparison) checkers(i int, after bool) map[string]bool {
 	return out
 }
 
-// reach returns the names a test mentions, old and new, and those its helpers mention, in
-// turn: a helper's helper (check calling eq) weakened weakens the test.
+// reach returns the names a test mentions, old and new (true), and those its helpers
+// mention, in turn (false): a helper's helper (check calling eq) weakened weakens the test.
 func (c *comparison) reach(i int, old, new *unit) map[string]bool {
 	refs := map[string]bool{}
 	var todo []string
-	add := func(names []string) {
+	add := func(names []string, direct bool) {
 		for _, r := range names {
-			if !refs[r] {
-				refs[r] = true
+			if _, ok := refs[r]; !ok {
+				refs[r] = direct
 				todo = append(todo, r)
 			}
 		}
 	}
-	add(new.node.Refs)
-	add(old.node.Refs)
+	add(new.node.Refs, true)
+	add(old.node.Refs, true)
 	files := c.package_(i)
 	for len(todo) > 0 {
 		name := todo[len(todo)-1]
@@ -348,7 +356,7 @@ func (c *comparison) reach(i int, old, new *unit) map[string]bool {
 				}
 				for _, h := range p.helpers[name] {
 					if slices.Contains(scopes(new.scope), h.scope) {
-						add(h.node.Refs)
+						add(h.node.Refs, false)
 					}
 				}
 			}
@@ -358,8 +366,9 @@ func (c *comparison) reach(i int, old, new *unit) map[string]bool {
 }
 
 // eachHelper calls f with each helper of the old test (h, named name) and its counterpart
-// in the new version (to; nil when deleted), until f returns false.
-func (c *comparison) eachHelper(i int, old, new *unit, f func(name string, h, to *unit) bool) {
+// in the new version (to; nil when deleted), until f returns false; direct says the test
+// names it (or the runner calls it around the test), not only a helper of its.
+func (c *comparison) eachHelper(i int, old, new *unit, f func(name string, h, to *unit, direct bool) bool) {
 	refs := c.reach(i, old, new)
 	for _, j := range c.package_(i) {
 		was, now := c.before[j], c.after[j]
@@ -368,14 +377,15 @@ func (c *comparison) eachHelper(i int, old, new *unit, f func(name string, h, to
 		}
 		for _, name := range sortedNames(was.helpers) {
 			for _, h := range was.helpers[name] {
-				if !h.implicit && !refs[name] || !slices.Contains(scopes(new.scope), h.scope) {
+				direct, reached := refs[name]
+				if !h.implicit && !reached || !slices.Contains(scopes(new.scope), h.scope) {
 					continue
 				}
 				var to *unit
 				if now != nil {
 					to = counterpart(h, was.helpers[name], now.helpers[name])
 				}
-				if !f(name, h, to) {
+				if !f(name, h, to, direct || h.implicit) {
 					return
 				}
 			}
