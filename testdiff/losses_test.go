@@ -95,3 +95,62 @@ func TestParse(t *testing.T) {
 		})
 	}
 }
+
+// TestCompareGoHelperOfHelper: a test is changed through a helper of its helper when that
+// one loses a check (eq emptied), not when it transforms its table once more (gomarkdown's
+// transformLinks, reached through doLinkTests): that only grows what the test checks.
+func TestCompareGoHelperOfHelper(t *testing.T) {
+	const before = `package calc
+
+import (
+	"strings"
+	"testing"
+)
+
+func eq(t *testing.T, got, want string) {
+	if got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func expect(cases []string) []string {
+	out := make([]string, len(cases))
+	for i, c := range cases {
+		c = strings.TrimSpace(c)
+		out[i] = c
+	}
+	return out
+}
+
+func run(t *testing.T, cases []string) {
+	for i, want := range expect(cases) {
+		eq(t, Render(cases[i]), want)
+	}
+}
+
+func TestRender(t *testing.T) {
+	run(t, []string{"a", "b"})
+}
+`
+	for _, tt := range []struct {
+		name, old, new string
+		want           Kind
+	}{
+		{"its helper's helper loses its check", "\tif got != want {\n\t\tt.Errorf(\"got %q, want %q\", got, want)\n\t}\n", "\t_ = got\n", Changed},
+		{"its helper's helper transforms once more", "\t\tc = strings.TrimSpace(c)\n", "\t\tc = strings.TrimSpace(c)\n\t\tc = strings.ToLower(c)\n", AddedTo},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if !strings.Contains(before, tt.old) {
+				t.Fatalf("no %q", tt.old)
+			}
+			after := strings.Replace(before, tt.old, tt.new, 1)
+			got, err := Compare(context.Background(), []File{{Path: "calc_test.go", Before: []byte(before), After: []byte(after)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || got[0].Kind != tt.want {
+				t.Fatalf("got %v, want TestRender %s", got, tt.want)
+			}
+		})
+	}
+}
