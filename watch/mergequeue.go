@@ -177,10 +177,13 @@ func (r *runner) startGate(ctx context.Context, q *queued, s *worktree.Slot) {
 	gen := q.gen
 	r.gatesRunning++
 	r.gating.Add(1)
+	// The pool as it is now: the run's end makes a new one (removeSlots) while a gate of
+	// this one may still be giving its slot back.
+	pool := r.gates
 	go func() {
 		defer r.gating.Done()
 		o := run(gctx)
-		r.putGate(s)
+		pool.free <- s
 		r.gated <- judged{q: q, gen: gen, gateOutcome: o}
 	}()
 }
