@@ -208,8 +208,8 @@ func changedStatus(in Input, res *testrun.Result, t testdiff.Test, missing map[s
 				if !slices.Contains(t.Refs, name) {
 					continue
 				}
-				if why := t.Unaccounted(func(n string) bool { return missing[n] || n == name }); why != "" {
-					return fmt.Sprintf("fails at the base only where it reaches %s, which is missing there, and what it lost is not made up for by code that uses it: %s", name, why)
+				if why := unmadeUp(t, name, missing); why != "" {
+					return fmt.Sprintf("fails at the base only where it reaches %s, which is missing there, %s", name, why)
 				}
 			}
 			return "fails"
@@ -228,8 +228,8 @@ func changedStatus(in Input, res *testrun.Result, t testdiff.Test, missing map[s
 			}
 			// It names what is missing, so it cannot run here; what it lost must be made
 			// up for by code that depends on it, or naming it says nothing.
-			if why := t.Unaccounted(func(n string) bool { return missing[n] }); why != "" {
-				return fmt.Sprintf("cannot run at the base, for %s is missing there, and what it lost is not made up for by code that uses it: %s", name, why)
+			if why := unmadeUp(t, name, missing); why != "" {
+				return fmt.Sprintf("cannot run at the base, for %s is missing there, %s", name, why)
 			}
 			return "fails"
 		}
@@ -303,6 +303,17 @@ func sameFile(runner, changed string) bool {
 func judgedByName(file string) bool {
 	ext := path.Ext(file)
 	return ext == ".rs" || jsExts[ext]
+}
+
+// unmadeUp says what a changed test that reaches the missing name lost without code that
+// uses what is missing in its place ("" when nothing): testdiff's Unaccounted, with name
+// and the run's missing names as what is missing.
+func unmadeUp(t testdiff.Test, name string, missing map[string]bool) string {
+	why := t.Unaccounted(func(n string) bool { return missing[n] || n == name })
+	if why == "" {
+		return ""
+	}
+	return "and what it lost is not made up for by code that uses it: " + why
 }
 
 // missingNameRE finds the names a build or an import says are missing: Go's "undefined:

@@ -114,7 +114,7 @@ func Compare(ctx context.Context, files []File) ([]Test, error) {
 			before[i], after[i] = read[2*k], read[2*k+1]
 		}
 	}
-	c := &comparison{files: files, before: before, after: after, claimed: map[*unit]bool{}}
+	c := &comparison{files: files, before: before, after: after, claimed: map[*unit]bool{}, checking: map[string]map[string]bool{}}
 	return c.run(), nil
 }
 
@@ -123,6 +123,9 @@ type comparison struct {
 	files         []File
 	before, after []*parsed
 	claimed       map[*unit]bool // new tests that an old one moved to
+	// checking remembers checkers' answer by package folder and side: every changed
+	// test of a package asks the same.
+	checking map[string]map[string]bool
 }
 
 func (c *comparison) run() []Test {
@@ -298,6 +301,13 @@ func (c *comparison) helperLosses(i int, old, new *unit) []loss {
 // checkers returns the names of the helpers a test of file i sees (before the change, or
 // after it) that check: with a check of their own, or calling one that does.
 func (c *comparison) checkers(i int, after bool) map[string]bool {
+	key := fmt.Sprintf("%s %v", path.Dir(c.files[i].Path), after)
+	if path.Ext(c.files[i].Path) != ".go" {
+		key = fmt.Sprintf("%s %v", c.files[i].Path, after) // Python: its own file
+	}
+	if m, ok := c.checking[key]; ok {
+		return m
+	}
 	var units []*unit
 	for _, j := range c.package_(i) {
 		p := c.before[j]
@@ -327,6 +337,7 @@ func (c *comparison) checkers(i int, after bool) map[string]bool {
 			}
 		}
 	}
+	c.checking[key] = out
 	return out
 }
 
