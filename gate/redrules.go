@@ -72,7 +72,9 @@ func (v *Verdict) checkExisting(ctx context.Context, in Input, files []string) (
 	}
 	// A Go test in a file the change left alone uses the helpers of its package's other
 	// test files: a helper weakened there weakens it, so those files are compared too.
-	for _, f := range unchangedGoTests(in.Root, files) {
+	// So does a Python test that imports a helper from a module the change touched (from
+	// tests.helpers import check): the test files under that module's folder are compared.
+	for _, f := range append(unchangedGoTests(in.Root, files), unchangedPyTests(in.Root, files)...) {
 		before, after, err := in.Contents(f)
 		if err != nil {
 			return out, fmt.Errorf("read %s: %w", f, err)
@@ -125,6 +127,53 @@ func unchangedGoTests(root string, changed []string) []string {
 	}
 	return out
 }
+
+// unchangedPyTests returns the Python test files (test_*.py, *_test.py), relative to root,
+// under the folders of the Python files changed holds, that changed does not hold: the
+// files whose tests may import a changed helper. It looks at no more than maxPyReaders.
+func unchangedPyTests(root string, changed []string) []string {
+	dirs := map[string]bool{}
+	for _, f := range changed {
+		if path.Ext(f) == ".py" {
+			dirs[path.Dir(f)] = true
+		}
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, dir := range slices.Sorted(maps.Keys(dirs)) {
+		start := filepath.Join(root, filepath.FromSlash(dir))
+		filepath.WalkDir(start, func(p string, e fs.DirEntry, err error) error {
+			if len(out) >= maxPyReaders {
+				return filepath.SkipAll
+			}
+			if err != nil {
+				return filepath.SkipDir
+			}
+			name := e.Name()
+			if e.IsDir() {
+				if p != start && (strings.HasPrefix(name, ".") || name == "__pycache__" || name == "node_modules" || name == "venv") {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			rel, err := filepath.Rel(root, p)
+			if err != nil {
+				return nil
+			}
+			f := filepath.ToSlash(rel)
+			isTest := strings.HasSuffix(name, ".py") && (strings.HasPrefix(name, "test_") || strings.HasSuffix(name, "_test.py"))
+			if e.Type().IsRegular() && isTest && !seen[f] && !slices.Contains(changed, f) {
+				seen[f] = true
+				out = append(out, f)
+			}
+			return nil
+		})
+	}
+	return out
+}
+
+// maxPyReaders bounds the unchanged Python test files read for a changed helper module.
+const maxPyReaders = 1000
 
 // refuseLost refuses, as a scope_violation naming each test and what it lost, a change that
 // deleted or skipped tests that were already there (nil when it did neither).
@@ -205,7 +254,7 @@ func changedStatus(in Input, res *testrun.Result, t testdiff.Test, missing map[s
 			// A test that fails where it reaches a missing name (Python's AttributeError
 			// or ImportError at its call) says as little as one that cannot run for it.
 			for _, name := range missingIn(r.Output) {
-				if !slices.Contains(t.Refs, name) {
+				if !slices.ContainsFunc(t.Refs, func(ref string) bool { return names(ref, name) }) {
 					continue
 				}
 				if why := unmadeUp(t, name, missing); why != "" {
@@ -223,7 +272,7 @@ func changedStatus(in Input, res *testrun.Result, t testdiff.Test, missing map[s
 	}
 	if status == "did not run" && res.Class == testrun.ClassMissingImplementation {
 		for _, name := range t.Refs {
-			if !missing[name] {
+			if !isMissing(missing, name) {
 				continue
 			}
 			// It names what is missing, so it cannot run here; what it lost must be made
@@ -309,7 +358,7 @@ func judgedByName(file string) bool {
 // uses what is missing in its place ("" when nothing): testdiff's Unaccounted, with name
 // and the run's missing names as what is missing.
 func unmadeUp(t testdiff.Test, name string, missing map[string]bool) string {
-	why := t.Unaccounted(func(n string) bool { return missing[n] || n == name })
+	why := t.Unaccounted(func(n string) bool { return isMissing(missing, n) || names(n, name) })
 	if why == "" {
 		return ""
 	}
@@ -317,12 +366,13 @@ func unmadeUp(t testdiff.Test, name string, missing map[string]bool) string {
 }
 
 // missingNameRE finds the names a build or an import says are missing: Go's "undefined:
-// X" and "has no field or method X", Python's "cannot import name 'X'", "No module named
-// 'a.b'" and "has no attribute 'X'".
-var missingNameRE = lazyre.New(`undefined: (?:\w+\.)?(\w+)|has no field or method (\w+)|cannot import name '(\w+)'|No module named '([\w.]+)'|has no attribute '(\w+)'`)
+// X" (or pkg.X) and "has no field or method X", Python's "cannot import name 'X' from
+// 'm'", "No module named 'a.b'" and "module 'm' has no attribute 'X'" (or an object's).
+var missingNameRE = lazyre.New(`undefined: ((?:\w+\.)?\w+)|has no field or method (\w+)|cannot import name '(\w+)'(?: from '([\w.]+)')?|No module named '([\w.]+)'|(?:module '([\w.]+)' )?has no attribute '(\w+)'`)
 
 // missingNames returns the names a run that failed for the missing implementation says
-// are missing (of a module, its last part).
+// are missing: alone ("Mul": of the test's own package, a method, a field) or with the
+// package or module they are missing from ("calc.Mul", "calc.mul").
 func missingNames(res *testrun.Result) map[string]bool {
 	out := map[string]bool{}
 	if res.Class != testrun.ClassMissingImplementation {
@@ -334,22 +384,62 @@ func missingNames(res *testrun.Result) map[string]bool {
 	return out
 }
 
-// missingIn returns the names a text says are missing (of a module, its last part).
+// missingIn returns the names a text says are missing (missingNames): "No module named
+// 'calc.fast'" says calc.fast is (calc may well be there).
 func missingIn(text string) []string {
 	var out []string
 	for _, m := range missingNameRE().FindAllStringSubmatch(text, -1) {
-		for i, g := range m[1:] {
-			parts := strings.Split(g, ".")
-			if i == 3 {
-				// "No module named 'calc.fast'": calc may well be there; fast is not.
-				parts = parts[len(parts)-1:]
-			}
-			for _, part := range parts {
-				if part != "" {
-					out = append(out, part)
-				}
-			}
+		switch {
+		case m[1] != "":
+			out = append(out, m[1])
+		case m[2] != "":
+			out = append(out, m[2])
+		case m[3] != "" && m[4] != "":
+			out = append(out, m[4]+"."+m[3])
+		case m[3] != "":
+			out = append(out, m[3])
+		case m[5] != "":
+			out = append(out, m[5])
+		case m[6] != "":
+			out = append(out, m[6]+"."+m[7])
+		case m[7] != "":
+			out = append(out, m[7])
 		}
+	}
+	return out
+}
+
+// names reports whether a name a test mentions (testdiff's Refs: alone, or with the
+// package or module it is mentioned as a member of) is the missing name: the same name,
+// or, for a name mentioned alone (a method called on a value, a string given getattr),
+// the missing name's last part. A member of another package is not what is missing:
+// bytes.Equal is not the missing method Equal, nor operator.mul the missing calc.mul.
+func names(ref, missing string) bool {
+	if ref == missing {
+		return true
+	}
+	return !strings.Contains(ref, ".") && strings.HasSuffix(missing, "."+ref)
+}
+
+// isMissing reports whether a name a test mentions is one of the missing (names).
+func isMissing(missing map[string]bool, ref string) bool {
+	if missing[ref] {
+		return true
+	}
+	for m := range missing {
+		if names(ref, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// lastParts returns the missing names without their package or module: what a Go source
+// names them by.
+func lastParts(missing map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for m := range missing {
+		out[m[strings.LastIndexByte(m, '.')+1:]] = true
 	}
 	return out
 }

@@ -8,6 +8,8 @@ import (
 	"go/printer"
 	"go/token"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -25,6 +27,7 @@ func parseGo(src []byte) *parsed {
 		return nil
 	}
 	p := &parsed{tests: map[string]*unit{}, helpers: map[string][]*unit{}, scopeSkips: map[string]int{}}
+	imports := importNames(f)
 	for _, cg := range f.Comments {
 		if cg.Pos() > f.Package {
 			break
@@ -42,7 +45,7 @@ func parseGo(src []byte) *parsed {
 				continue
 			}
 			d.Doc = nil
-			b := &goBuilder{ranged: rangedNames(d.Body), testers: testerNames(d)}
+			b := &goBuilder{ranged: rangedNames(d.Body), testers: testerNames(d), imports: imports}
 			n := b.funcDecl(d)
 			u := &unit{name: d.Name.Name, line: fset.Position(d.Pos()).Line, node: n, body: bodyKey(d)}
 			switch {
@@ -76,13 +79,13 @@ func parseGo(src []byte) *parsed {
 					if i < len(vs.Values) {
 						v = vs.Values[i]
 					}
-					b := &goBuilder{}
+					b := &goBuilder{imports: imports}
 					n := &node{Head: d.Tok.String() + " " + name.Name + " " + goText(vs.Type)}
 					n.Text = n.Head + " = " + goText(v)
 					if v != nil {
 						n.Kids = []*node{b.expr(v, true)}
 					}
-					n.Refs = goRefs(vs)
+					b.refs(n, vs)
 					// A blank variable cannot be named, but its value is computed at init,
 					// before every test: it is a helper of them all, as init is.
 					u := &unit{name: name.Name, line: fset.Position(name.Pos()).Line, node: n, implicit: name.Name == "_" && d.Tok == token.VAR}
@@ -183,6 +186,8 @@ type goBuilder struct {
 	// testing.TB (its own and its function literals'): a call given one of them reports
 	// failures through it.
 	testers map[string]bool
+	// imports are the names the file gives the packages it imports: fmt, calc, yaml.
+	imports map[string]bool
 }
 
 // checks counts the calls in a node that report a failure: the failure methods (Error,
@@ -267,7 +272,7 @@ func (b *goBuilder) funcDecl(d *ast.FuncDecl) *node {
 	n := &node{Head: goText(&sig), Text: goText(d)}
 	n.Kids = []*node{b.stmt(d.Body)}
 	n.Skips = goSkips(d)
-	n.Refs = goRefs(d)
+	b.refs(n, d)
 	n.Checks, n.Via = b.checks(d)
 	return n
 }
@@ -300,11 +305,11 @@ func (b *goBuilder) stmt(s ast.Stmt) *node {
 		n.Assign = true
 		for _, l := range s.Lhs {
 			if _, ok := l.(*ast.Ident); !ok {
-				n.Reads = append(n.Reads, goRefs(l)...)
+				n.Reads = append(n.Reads, b.names(l)...)
 			}
 		}
 		for _, r := range s.Rhs {
-			n.Reads = append(n.Reads, goRefs(r)...)
+			n.Reads = append(n.Reads, b.names(r)...)
 		}
 		n.Head = fmt.Sprintf("%s %s %d", strings.Join(lhs, ", "), s.Tok, len(s.Rhs))
 		for i, r := range s.Rhs {
@@ -372,7 +377,7 @@ func (b *goBuilder) stmt(s ast.Stmt) *node {
 	n.Skips = goSkips(s)
 	n.Binds = goBinds(s)
 	n.Writes = goWrites(s)
-	n.Refs = goRefs(s)
+	b.refs(n, s)
 	n.Checks, n.Via = b.checks(s)
 	return n
 }
@@ -413,7 +418,7 @@ func (b *goBuilder) clauses(n *node, body *ast.BlockStmt) {
 func (b *goBuilder) expr(e ast.Expr, rows bool) *node {
 	n := b.exprNode(e, rows)
 	if n != nil {
-		n.Refs = goRefs(e)
+		b.refs(n, e)
 		n.Checks, n.Via = b.checks(e)
 	}
 	return n
@@ -434,7 +439,7 @@ func (b *goBuilder) exprNode(e ast.Expr, rows bool) *node {
 		var items []*node
 		for _, x := range e.Elts {
 			row := leaf(goText(x))
-			row.Refs = goRefs(x)
+			b.refs(row, x)
 			items = append(items, row)
 		}
 		n.Seqs = []seq{{Rows: true, Items: items}}
@@ -717,23 +722,78 @@ func goRoot(e ast.Expr) string {
 	}
 }
 
-// goRefs returns every name a node mentions: identifiers and selected names.
-func goRefs(n ast.Node) []string {
+// refs sets what a node mentions: every name (identifiers and selected names) in Refs,
+// and in Owned, each name it mentions only as a member of an imported package, with the
+// package ("bytes.Equal"): bytes.Equal is not the missing method Equal, nor calc.Mul the
+// missing Mul of the test's own package.
+func (b *goBuilder) refs(n *node, x ast.Node) {
+	n.Refs, n.Owned = goRefs(x, b.imports)
+}
+
+// names returns the names a node mentions as they are judged against what is missing: a
+// name alone, or with its package where it is mentioned only as a package's (ownedNames).
+func (b *goBuilder) names(x ast.Node) []string {
+	return ownedNames(goRefs(x, b.imports))
+}
+
+// goRefs returns every name a node mentions, identifiers and selected names, and those it
+// mentions only as a member of an imported package (one of imports), with the package.
+func goRefs(n ast.Node, imports map[string]bool) (refs, owned []string) {
 	seen := map[string]bool{}
-	var out []string
+	members := map[*ast.Ident]string{} // a package's member: its qualified name
+	alone := map[string]bool{}         // names mentioned otherwise
+	var qualified []string
 	ast.Inspect(n, func(n ast.Node) bool {
-		var name string
 		switch x := n.(type) {
-		case *ast.Ident:
-			name = x.Name
 		case *ast.SelectorExpr:
-			name = x.Sel.Name
-		}
-		if name != "" && !seen[name] {
-			seen[name] = true
-			out = append(out, name)
+			if id, ok := x.X.(*ast.Ident); ok && imports[id.Name] {
+				members[x.Sel] = id.Name + "." + x.Sel.Name
+			}
+		case *ast.Ident:
+			if !seen[x.Name] {
+				seen[x.Name] = true
+				refs = append(refs, x.Name)
+			}
+			if q, ok := members[x]; ok {
+				qualified = append(qualified, q)
+			} else {
+				alone[x.Name] = true
+			}
 		}
 		return true
 	})
+	for _, q := range qualified {
+		if !alone[q[strings.LastIndexByte(q, '.')+1:]] && !slices.Contains(owned, q) {
+			owned = append(owned, q)
+		}
+	}
+	return refs, owned
+}
+
+// importNames returns the names a Go file gives its imports: the name it writes, or the
+// package's name as its path suggests (the last element, without a version element or
+// suffix, a "go-" prefix or a "-go" suffix).
+func importNames(f *ast.File) map[string]bool {
+	out := map[string]bool{}
+	for _, spec := range f.Imports {
+		if spec.Name != nil {
+			if spec.Name.Name != "_" && spec.Name.Name != "." {
+				out[spec.Name.Name] = true
+			}
+			continue
+		}
+		p, err := strconv.Unquote(spec.Path.Value)
+		if err != nil {
+			continue
+		}
+		parts := strings.Split(p, "/")
+		name := parts[len(parts)-1]
+		if len(parts) > 1 && len(name) > 1 && name[0] == 'v' && strings.Trim(name[1:], "0123456789") == "" {
+			name = parts[len(parts)-2]
+		}
+		name, _, _ = strings.Cut(name, ".")
+		name = strings.TrimSuffix(strings.TrimPrefix(name, "go-"), "-go")
+		out[strings.ReplaceAll(name, "-", "")] = true
+	}
 	return out
 }

@@ -172,7 +172,7 @@ func (t Test) Unaccounted(missing func(string) bool) string {
 func (l loss) unaccounted(missing func(string) bool, depends map[string]bool) string {
 	gone := shows(l.old)
 	uses := func(n *node) bool {
-		reads := n.Refs
+		reads := n.names()
 		if n.Assign {
 			reads = n.Reads
 		}

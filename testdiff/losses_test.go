@@ -2,6 +2,7 @@ package testdiff
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -150,6 +151,51 @@ func TestRender(t *testing.T) {
 			}
 			if len(got) != 1 || got[0].Kind != tt.want {
 				t.Fatalf("got %v, want TestRender %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRefsOwned: a changed test's names are judged with the package or module they are
+// members of, where it mentions them only as such: bytes.Equal is not a missing method
+// Equal, operator.mul not a missing calc.mul; a name mentioned alone stays alone.
+func TestRefsOwned(t *testing.T) {
+	needPython(t)
+	tests := []struct {
+		name, path, before, after string
+		want, not                 []string // among the changed test's Refs; not among them
+	}{
+		{"go package member", "calc_test.go",
+			"package calc\n\nimport (\n\t\"bytes\"\n\t\"testing\"\n)\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Error(bytes.MinRead)\n\t}\n}\n",
+			"package calc\n\nimport (\n\t\"bytes\"\n\t\"testing\"\n)\n\nfunc TestAdd(t *testing.T) {\n\tif !bytes.Equal(nil, nil) || v.Plus(w) {\n\t\tt.Error(bytes.MinRead)\n\t}\n}\n",
+			[]string{"bytes.Equal", "Plus", "bytes.MinRead", "Error"}, []string{"Equal", "MinRead"}},
+		{"go import paths", "calc_test.go",
+			"package calc_test\n\nimport (\n\t\"testing\"\n\n\tyaml \"gopkg.in/yaml.v3\"\n\t\"example.com/go-calc/v2\"\n)\n\nfunc TestAdd(t *testing.T) {\n\tif calc.Add(1, 2) != 3 {\n\t\tt.Error(yaml.Marshal)\n\t}\n}\n",
+			"package calc_test\n\nimport (\n\t\"testing\"\n\n\tyaml \"gopkg.in/yaml.v3\"\n\t\"example.com/go-calc/v2\"\n)\n\nfunc TestAdd(t *testing.T) {\n\tif calc.Plus(1, 2) != 3 {\n\t\tt.Error(yaml.Marshal)\n\t}\n}\n",
+			[]string{"calc.Plus", "yaml.Marshal"}, []string{"Plus", "Marshal"}},
+		{"python module member", "tests/test_calc.py",
+			"import operator\nimport calc as c\n\n\ndef test_add():\n    assert c.add(1, 2) == 3\n",
+			"import operator\nimport calc as c\nfrom calc import mul\n\n\ndef test_add():\n    assert operator.mul(1, 3) == mul(1, 3) == c.plus(1, 2) == getattr(c, \"minus\")(4, 1)\n",
+			[]string{"operator.mul", "calc.mul", "calc.plus", "minus"}, []string{"mul", "plus", "calc.minus"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Compare(context.Background(), []File{{Path: tt.path, Before: []byte(tt.before), After: []byte(tt.after)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || got[0].Kind != Changed {
+				t.Fatalf("got %v, want one changed test", got)
+			}
+			for _, w := range tt.want {
+				if !slices.Contains(got[0].Refs, w) {
+					t.Errorf("Refs %v, want %s among them", got[0].Refs, w)
+				}
+			}
+			for _, n := range tt.not {
+				if slices.Contains(got[0].Refs, n) {
+					t.Errorf("Refs %v, want no %s", got[0].Refs, n)
+				}
 			}
 		})
 	}

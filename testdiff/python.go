@@ -31,6 +31,7 @@ type pyFile struct {
 	Tests   []pyUnit       `json:"tests"`
 	Helpers []pyUnit       `json:"helpers"`
 	Skips   map[string]int `json:"skips"`
+	Imports []string       `json:"imports"`
 }
 
 // parsePython reads Python sources (nil: not there) with Python's own ast, through
@@ -74,7 +75,7 @@ func parsePython(ctx context.Context, sources [][]byte) ([]*parsed, error) {
 		if f == nil {
 			continue
 		}
-		p := &parsed{tests: map[string]*unit{}, helpers: map[string][]*unit{}, scopeSkips: f.Skips}
+		p := &parsed{tests: map[string]*unit{}, helpers: map[string][]*unit{}, scopeSkips: f.Skips, imports: f.Imports}
 		if p.scopeSkips == nil {
 			p.scopeSkips = map[string]int{}
 		}

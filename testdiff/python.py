@@ -5,10 +5,11 @@
 # Input (stdin): a JSON list of sources (strings, or null for a file that is not there).
 # Output (stdout): a JSON list, one entry a source: null when it is not there or does not
 # parse (a syntax error is the runner's to report), else {"tests": [...], "helpers":
-# [...], "skips": {scope: count}}. A test or helper is {"name", "line", "scope", "node",
-# "body", "implicit"}; a node is the tree of testdiff/tree.go: "t" text, "h" head, "d"
+# [...], "skips": {scope: count}, "imports": [module, ...]}. A test or helper is {"name",
+# "line", "scope", "node", "body", "implicit"}; a node is the tree of testdiff/tree.go: "t" text, "h" head, "d"
 # what a person reads, "k" kids, "s" sequences ({"rows", "i"}), "l" loop, "x" early exit,
-# "n" skip markers, "b" binds, "w" writes, "r" names mentioned.
+# "n" skip markers, "b" binds, "w" writes, "r" names mentioned, "o" those mentioned only as
+# a module's members, with the module.
 
 import ast
 import json
@@ -56,7 +57,7 @@ def show(n):
 
 def leaf(n):
     t = ast.dump(n)
-    return {"t": t, "h": t, "d": show(n), "r": refs_of(n), "c": checks_of(n), "v": via_of(n)}
+    return {"t": t, "h": t, "d": show(n), **names_of(n), "c": checks_of(n), "v": via_of(n)}
 
 
 CHECK_CALLS = {"fail", "raises", "warns", "deprecated_call"}
@@ -217,30 +218,95 @@ def binds_writes(stmt):
     return sorted(set(binds)), sorted({w for w in writes if w and w not in bound})
 
 
-def refs_of(n):
-    """The names a node mentions, with the strings that are names (getattr(calc, "mul"),
-    a table's "mul" row): a test reaches a function by either."""
+# The modules the file being read imports, by the name it gives them (import calc as c:
+# "c" is "calc"), and the names it imports from modules (from calc import mul: "mul" is
+# "calc.mul"). read sets them for each file.
+MODULES = {}
+MEMBERS = {}
+
+
+def names_of(n):
+    """What a node mentions: as "r" every name, with the strings that are names
+    (getattr(calc, "mul"), a table's "mul" row: a test reaches a function by either), and
+    as "o" the names it mentions only as members of a module it imports, with the module:
+    "operator.mul" for operator.mul, or for mul after "from operator import mul"."""
     out = set()
+    alone = set()
+    owned = set()
     for x in ast.walk(n):
         if isinstance(x, ast.Name):
             out.add(x.id)
+            if x.id in MEMBERS:
+                owned.add(MEMBERS[x.id])
+            else:
+                alone.add(x.id)
         elif isinstance(x, ast.Attribute):
             out.add(x.attr)
+            if isinstance(x.value, ast.Name) and x.value.id in MODULES:
+                owned.add(MODULES[x.value.id] + "." + x.attr)
+            else:
+                alone.add(x.attr)
         elif isinstance(x, ast.arg):
             out.add(x.arg)
+            alone.add(x.arg)
         elif isinstance(x, ast.Constant) and isinstance(x.value, str) and x.value.isidentifier():
             out.add(x.value)
+            alone.add(x.value)
+    return {"r": sorted(out), "o": sorted(q for q in owned if q.rsplit(".", 1)[-1] not in alone)}
+
+
+def imported_modules(tree):
+    """The modules a module's own imports name, not relatively: import a.b gives a.b;
+    from a.b import c gives a.b and a.b.c (c may be a module)."""
+    out = set()
+    for s in tree.body:
+        if isinstance(s, ast.Import):
+            out.update(a.name for a in s.names)
+        elif isinstance(s, ast.ImportFrom) and s.module and not s.level:
+            out.add(s.module)
+            out.update(s.module + "." + a.name for a in s.names if a.name != "*")
     return sorted(out)
+
+
+def imports_of(tree):
+    """The modules and members a module's own imports bind (MODULES, MEMBERS). A relative
+    import's module is not known by its full name, so its names count alone."""
+    modules, members = {}, {}
+    for s in tree.body:
+        if isinstance(s, ast.Import):
+            for a in s.names:
+                if a.asname:
+                    modules[a.asname] = a.name
+                else:
+                    first = a.name.split(".")[0]
+                    modules[first] = first
+        elif isinstance(s, ast.ImportFrom) and s.module and not s.level:
+            for a in s.names:
+                if a.name != "*":
+                    members[a.asname or a.name] = s.module + "." + a.name
+    return modules, members
 
 
 def reads_of(s):
-    """What an assignment reads: its value, and the targets that are not plain names."""
-    out = set(refs_of(s.value))
+    """What an assignment reads: its value, and the targets that are not plain names; a
+    name mentioned only as a module's member, with the module (names_of)."""
+    out = set(judged(s.value))
     targets = s.targets if isinstance(s, ast.Assign) else [s.target]
     for t in targets:
         if not isinstance(t, ast.Name):
-            out.update(refs_of(t))
+            out.update(judged(t))
     return sorted(out)
+
+
+def judged(n):
+    """The names a node mentions as testdiff judges them against what is missing: alone,
+    or with their module where names_of owns them (tree.go's ownedNames)."""
+    names = names_of(n)
+    out = []
+    for r in names["r"]:
+        qs = [q for q in names["o"] if q.endswith("." + r)]
+        out.extend(qs or [r])
+    return out
 
 
 def ranged_names(fn):
@@ -304,7 +370,7 @@ class Builder:
             n["x"] = x
         n["n"] = skips_of(s)
         n["b"], n["w"] = binds_writes(s)
-        n["r"] = refs_of(s)
+        n.update(names_of(s))
         n["c"] = checks_of(s)
         n["v"] = via_of(s)
         return n
@@ -314,7 +380,7 @@ class Builder:
             name, _ = callee(e)
             n = {"t": ast.dump(e), "d": show(e),
                  "h": head_of(e, {"args", "keywords"}) + " %d %s" % (len(e.args), [k.arg for k in e.keywords]),
-                 "r": refs_of(e), "c": checks_of(e), "v": via_of(e)}
+                 **names_of(e), "c": checks_of(e), "v": via_of(e)}
             kids = []
             for i, a in enumerate(e.args):
                 kids.append(self.expr(a, name == "parametrize" and i == 1))
@@ -323,15 +389,16 @@ class Builder:
             n["k"] = kids
             return n
         if rows and isinstance(e, (ast.List, ast.Tuple, ast.Set)):
-            return {"t": ast.dump(e), "d": show(e), "h": type(e).__name__, "r": refs_of(e),
+            return {"t": ast.dump(e), "d": show(e), "h": type(e).__name__, **names_of(e),
                     "s": [{"rows": True, "i": [leaf(x) for x in e.elts]}]}
         if rows and isinstance(e, ast.Dict):
             items = []
             for k, v in zip(e.keys, e.values):
                 t = (ast.dump(k) if k is not None else "**") + ": " + ast.dump(v)
+                row = ast.Tuple(elts=[v] if k is None else [k, v], ctx=ast.Load())
                 items.append({"t": t, "h": t, "d": (show(k) if k is not None else "**") + ": " + show(v),
-                              "r": refs_of(v) + (refs_of(k) if k is not None else [])})
-            return {"t": ast.dump(e), "d": show(e), "h": "Dict", "r": refs_of(e), "s": [{"rows": True, "i": items}]}
+                              **names_of(row)})
+            return {"t": ast.dump(e), "d": show(e), "h": "Dict", **names_of(e), "s": [{"rows": True, "i": items}]}
         return leaf(e)
 
     def function(self, fn):
@@ -339,7 +406,7 @@ class Builder:
              "h": head_of(fn, {"decorator_list", "body"}),
              "k": [self.expr(d, False) for d in fn.decorator_list],
              "s": [self.stmts(fn.body)],
-             "n": skips_of(fn), "r": refs_of(fn), "c": checks_of(fn), "v": via_of(fn)}
+             "n": skips_of(fn), **names_of(fn), "c": checks_of(fn), "v": via_of(fn)}
         return n
 
 
@@ -368,6 +435,11 @@ def read(src):
     except (SyntaxError, ValueError):
         return None
     out = {"tests": [], "helpers": [], "skips": {}}
+    modules, members = imports_of(tree)
+    MODULES.clear()
+    MODULES.update(modules)
+    MEMBERS.clear()
+    MEMBERS.update(members)
 
     def other(s, scope, prefix):
         # A statement of a module or class body that is not a function: a table (by the
@@ -380,7 +452,7 @@ def read(src):
                 skips = 0
             b = Builder(set(names))
             node = b.stmt(s)
-            node["r"] = refs_of(s)
+            node.update(names_of(s))
             for name in names:
                 out["helpers"].append({"name": name, "line": s.lineno, "scope": scope, "node": node, "body": node["t"]})
         elif isinstance(s, (ast.Import, ast.ImportFrom)):
@@ -404,6 +476,7 @@ def read(src):
                 other(s, scope, prefix)
 
     visit(tree.body, "", "")
+    out["imports"] = imported_modules(tree)
     return out
 
 

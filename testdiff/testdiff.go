@@ -78,7 +78,8 @@ type parsed struct {
 	order      []string
 	helpers    map[string][]*unit
 	scopeSkips map[string]int
-	constraint string // Go: the //go:build line
+	constraint string   // Go: the //go:build line
+	imports    []string // Python: the modules it imports from (not relatively)
 }
 
 // Compare returns what the change did to each test that files held before it, in the
@@ -392,6 +393,9 @@ func (c *comparison) eachHelper(i int, old, new *unit, f func(name string, h, to
 				if !h.implicit && !reached || !slices.Contains(scopes(new.scope), h.scope) {
 					continue
 				}
+				if h.implicit && j != i && path.Ext(c.files[j].Path) == ".py" {
+					continue // another module's setup_module and autouse fixtures are its own
+				}
 				var to *unit
 				if now != nil {
 					to = counterpart(h, was.helpers[name], now.helpers[name])
@@ -439,11 +443,18 @@ func counterpart(h *unit, was, now []*unit) *unit {
 }
 
 // package_ returns the files whose helpers a test of file i sees: for Go the changed Go
-// files of its folder, for Python its own.
+// files of its folder, for Python its own and the changed Python files of the modules it
+// imports (from tests.helpers import check: tests/helpers.py).
 func (c *comparison) package_(i int) []int {
 	f := c.files[i]
 	if path.Ext(f.Path) != ".go" {
-		return []int{i}
+		out := []int{i}
+		for j, g := range c.files {
+			if j != i && path.Ext(g.Path) == ".py" && c.imports(i, g.Path) {
+				out = append(out, j)
+			}
+		}
+		return out
 	}
 	var out []int
 	for j, g := range c.files {
@@ -452,6 +463,24 @@ func (c *comparison) package_(i int) []int {
 		}
 	}
 	return out
+}
+
+// imports reports whether the Python file i, before or after the change, imports the
+// module of file: one whose dotted name is the file's path, or the end of it (a folder
+// of the path that pytest or the project puts on sys.path).
+func (c *comparison) imports(i int, file string) bool {
+	mod := strings.ReplaceAll(strings.TrimSuffix(strings.TrimSuffix(file, ".py"), "/__init__"), "/", ".")
+	for _, p := range []*parsed{c.before[i], c.after[i]} {
+		if p == nil {
+			continue
+		}
+		for _, m := range p.imports {
+			if m == mod || strings.HasSuffix(mod, "."+m) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func sortedNames(m map[string][]*unit) []string {

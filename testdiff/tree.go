@@ -39,6 +39,10 @@ type node struct {
 	Binds  []string `json:"b,omitempty"`
 	Writes []string `json:"w,omitempty"`
 	Refs   []string `json:"r,omitempty"`
+	// Owned are the names among Refs that the node mentions only as members of an
+	// imported package or module, with it: "bytes.Equal", "operator.mul" (a Python name
+	// imported from a module is its member too: "mul" of "from operator import mul").
+	Owned []string `json:"o,omitempty"`
 	// Checks counts the checks in the node: the calls that report a failure (t.Errorf,
 	// t.Fatal, a helper or assertion library given the test's t; Python's assert
 	// statements, self.assert..., pytest.raises, pytest.fail).
@@ -248,9 +252,38 @@ func (c *comparer) grows(old, new seq, tail bool) growth {
 	return g
 }
 
-// refsOf returns the names a node mentions, sorted, without repeats.
+// refsOf returns the names a node mentions, sorted, without repeats, as they are judged
+// against what is missing: with their package where the node mentions them only as its
+// members (ownedNames).
 func refsOf(n *node) []string {
-	r := slices.Clone(n.Refs)
+	r := n.names()
 	slices.Sort(r)
 	return slices.Compact(r)
+}
+
+// names returns the names a node mentions, each alone or, where Owned has it, as the
+// members of packages it is mentioned as.
+func (n *node) names() []string {
+	return ownedNames(n.Refs, n.Owned)
+}
+
+// ownedNames returns refs with each name that owned qualifies ("calc.Mul" for Mul)
+// replaced by its qualified forms.
+func ownedNames(refs, owned []string) []string {
+	if len(owned) == 0 {
+		return slices.Clone(refs)
+	}
+	var out []string
+	for _, r := range refs {
+		n := len(out)
+		for _, q := range owned {
+			if strings.HasSuffix(q, "."+r) {
+				out = append(out, q)
+			}
+		}
+		if len(out) == n {
+			out = append(out, r)
+		}
+	}
+	return out
 }
