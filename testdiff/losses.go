@@ -18,6 +18,7 @@ import (
 // (old), with the new parts between the same kept neighbours (by; none when removed).
 type loss struct {
 	where string // "" for the test itself, else "its helper NAME"
+	rows  bool   // old and by are rows of a table
 	old   []*node
 	by    []*node
 	reads map[string]bool // the names the old test or helper mentions
@@ -116,7 +117,7 @@ func (c *comparer) seqLosses(old, new seq) []loss {
 			out = append(out, c.losses(gone[0], in[0])...)
 			continue
 		}
-		out = append(out, loss{old: gone, by: in, reads: c.oldRefs})
+		out = append(out, loss{old: gone, by: in, reads: c.oldRefs, rows: old.Rows})
 	}
 	if old.Rows {
 		return out
@@ -246,6 +247,24 @@ func (l loss) unaccounted(missing func(string) bool, depends map[string]bool) st
 	}
 	if checks < lost {
 		return fmt.Sprintf("%s replaced by %s, which checks less (%d checks in place of %d)", gone, shows(l.by), checks, lost)
+	}
+	if l.rows {
+		// A row holds no check: the test checks each row, so rows of what exists
+		// replaced by fewer rows of what is missing check less.
+		was, now := 0, 0
+		for _, o := range l.old {
+			if o != nil {
+				was++
+			}
+		}
+		for _, n := range l.by {
+			if n != nil && uses(n) {
+				now++
+			}
+		}
+		if now < was {
+			return fmt.Sprintf("%s replaced by %s, which checks less (%d rows that use what is missing in place of %d)", gone, shows(l.by), now, was)
+		}
 	}
 	return ""
 }
