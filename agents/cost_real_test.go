@@ -45,6 +45,7 @@ func newRealLoop(t *testing.T, agent, scenario, cfg string) *realLoop {
 	config := "agent: " + agent + "\ngrace: 10s\ntask_timeout: 3m\nsandbox: off\n" + cfg
 	if agent == agents.Codex {
 		config += "models: {easy: " + codexModel + ", normal: " + codexModel + ", complex: " + codexModel + "}\n"
+		sb.codexWritable(t) // sandbox: off, as TestRealTDD's
 	}
 	sb.write(t, ".orchestrator/config.yaml", config)
 	sb.git(t, "init", "-q", "-b", "main")

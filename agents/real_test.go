@@ -130,8 +130,8 @@ type sandbox struct {
 	env     []string
 }
 
-// newSandbox loads the scenario testdata/scenarios/<name> (with {{.Root}} and {{.Outside}})
-// and starts its server.
+// newSandbox loads the scenario testdata/scenarios/<name> (with {{.Root}}, {{.Outside}}, and {{.Go}}
+// for the go program's full path) and starts its server.
 func newSandbox(t *testing.T, scenario string) *sandbox {
 	return newSandboxIn(t, scenario, nil)
 }
@@ -174,7 +174,14 @@ func newSandboxIn(t *testing.T, scenario string, workDir func(project, base stri
 	if workDir != nil {
 		work = workDir(sb.root, sb.base)
 	}
-	sc, err := modelserver.Load(filepath.Join("testdata", "scenarios", scenario), map[string]string{"Root": work, "Outside": sb.outside, "Name": filepath.Base(sb.outside)})
+	// The scripted tool calls run go by its full path: Claude Code's Bash tool takes its
+	// PATH from a snapshot of a login shell, which on Debian sets root's PATH anew, without
+	// the test's (go was sometimes "command not found" there).
+	goPath, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := modelserver.Load(filepath.Join("testdata", "scenarios", scenario), map[string]string{"Root": work, "Outside": sb.outside, "Name": filepath.Base(sb.outside), "Go": goPath})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -218,17 +218,17 @@ func (v *Verdict) checkChanged(in Input, res *testrun.Result, changed []testdiff
 	for _, t := range changed {
 		status := changedStatus(in, res, t, missing)
 		fmt.Fprintf(&v.Log, "existing test changed: %s: %s at the base\n", t, status)
-		if status == "fails" {
+		if status.Fails {
 			v.ChangedTests = append(v.ChangedTests, t.File+":"+t.Name)
 			continue
 		}
 		if v.File == "" {
 			v.File = t.File
 		}
-		if strings.HasPrefix(status, "cannot run") || strings.HasPrefix(status, "fails at the base only") {
-			refused = append(refused, fmt.Sprintf("%s (it %s)", t, status))
+		if status.Unproven != "" {
+			refused = append(refused, fmt.Sprintf("%s (it %s)", t, status.Unproven))
 		} else {
-			refused = append(refused, fmt.Sprintf("%s (and it %s at the base)", t, status))
+			refused = append(refused, fmt.Sprintf("%s (and it %s at the base)", t, status.Text))
 		}
 	}
 	if len(refused) == 0 {
@@ -239,11 +239,32 @@ func (v *Verdict) checkChanged(in Input, res *testrun.Result, changed []testdiff
 		strings.Join(refused, "; "), existingAdvice)
 }
 
-// changedStatus says how a changed test fared in the run: "fails" (any of its cases, or
+// A runStatus is how a changed test fared in the run of RED: Fails, with the other fields
+// empty, when it fails there (and so states new behaviour); else Text says how it fared
+// ("passes", "is skipped", "did not run"), or Unproven says why failing there proves
+// nothing: it fails, or cannot run, only for a missing name, and what it lost is not made
+// up for by code that uses that name.
+type runStatus struct {
+	Fails    bool
+	Text     string
+	Unproven string
+}
+
+func (s runStatus) String() string {
+	switch {
+	case s.Fails:
+		return "fails"
+	case s.Unproven != "":
+		return s.Unproven
+	}
+	return s.Text
+}
+
+// changedStatus says how a changed test fared in the run: it fails (any of its cases, or
 // its package's build for a missing name it uses, when every part it lost is replaced by
-// code that uses what is missing: testdiff's Unaccounted), "passes", "is skipped", "did not
-// run", or "cannot run at the base ..." with what it lost that nothing made up for.
-func changedStatus(in Input, res *testrun.Result, t testdiff.Test, missing map[string]bool) string {
+// code that uses what is missing: testdiff's Unaccounted), passes, is skipped, did not run,
+// or cannot run at the base with what it lost that nothing made up for.
+func changedStatus(in Input, res *testrun.Result, t testdiff.Test, missing map[string]bool) runStatus {
 	status := "did not run"
 	for _, r := range res.Tests {
 		if !resultOf(in, r, t) {
@@ -258,10 +279,10 @@ func changedStatus(in Input, res *testrun.Result, t testdiff.Test, missing map[s
 					continue
 				}
 				if why := unmadeUp(t, name, missing); why != "" {
-					return fmt.Sprintf("fails at the base only where it reaches %s, which is missing there, %s", name, why)
+					return runStatus{Unproven: fmt.Sprintf("fails at the base only where it reaches %s, which is missing there, %s", name, why)}
 				}
 			}
-			return "fails"
+			return runStatus{Fails: true}
 		case testrun.Passed:
 			status = "passes"
 		case testrun.Skipped:
@@ -278,12 +299,12 @@ func changedStatus(in Input, res *testrun.Result, t testdiff.Test, missing map[s
 			// It names what is missing, so it cannot run here; what it lost must be made
 			// up for by code that depends on it, or naming it says nothing.
 			if why := unmadeUp(t, name, missing); why != "" {
-				return fmt.Sprintf("cannot run at the base, for %s is missing there, %s", name, why)
+				return runStatus{Unproven: fmt.Sprintf("cannot run at the base, for %s is missing there, %s", name, why)}
 			}
-			return "fails"
+			return runStatus{Fails: true}
 		}
 	}
-	return status
+	return runStatus{Text: status}
 }
 
 // resultOf reports whether a test of the run is (a case of) the test t: for Go, a test of
