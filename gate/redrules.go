@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -129,14 +130,25 @@ func unchangedGoTests(root string, changed []string) []string {
 }
 
 // unchangedPyTests returns the Python test files (test_*.py, *_test.py), relative to root,
-// under the folders of the Python files changed holds, that changed does not hold: the
-// files whose tests may import a changed helper. It looks at no more than maxPyReaders.
+// under the folders of the Python files changed holds, that changed does not hold and that
+// name one of those files' modules: the files whose tests may import a changed helper
+// (testdiff follows only what they import). It keeps no more than maxPyReaders.
 func unchangedPyTests(root string, changed []string) []string {
 	dirs := map[string]bool{}
+	var modules [][]byte
 	for _, f := range changed {
 		if path.Ext(f) == ".py" {
 			dirs[path.Dir(f)] = true
+			mod := strings.TrimSuffix(path.Base(f), ".py")
+			if mod == "__init__" {
+				mod = path.Base(path.Dir(f))
+			}
+			modules = append(modules, []byte(mod))
 		}
+	}
+	names := func(p string) bool {
+		src, err := os.ReadFile(p)
+		return err == nil && slices.ContainsFunc(modules, func(m []byte) bool { return bytes.Contains(src, m) })
 	}
 	seen := map[string]bool{}
 	var out []string
@@ -162,7 +174,7 @@ func unchangedPyTests(root string, changed []string) []string {
 			}
 			f := filepath.ToSlash(rel)
 			isTest := strings.HasSuffix(name, ".py") && (strings.HasPrefix(name, "test_") || strings.HasSuffix(name, "_test.py"))
-			if e.Type().IsRegular() && isTest && !seen[f] && !slices.Contains(changed, f) {
+			if e.Type().IsRegular() && isTest && !seen[f] && !slices.Contains(changed, f) && names(p) {
 				seen[f] = true
 				out = append(out, f)
 			}
