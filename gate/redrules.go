@@ -285,11 +285,10 @@ func changedStatus(in Input, res *testrun.Result, t testdiff.Test, missing map[s
 		switch r.Status {
 		case testrun.Failed:
 			// A test that fails where it reaches a missing name (Python's AttributeError
-			// or ImportError at its call) says as little as one that cannot run for it.
+			// or ImportError, at its call or in a helper's, or for a name it computes) says
+			// as little as one that cannot run for it: at the base, only test code can name
+			// what the change has not written yet.
 			for _, name := range missingIn(r.Output) {
-				if !slices.ContainsFunc(t.Refs, func(ref string) bool { return names(ref, name) }) {
-					continue
-				}
 				if why := unmadeUp(t, name, missing); why != "" {
 					return runStatus{Unproven: fmt.Sprintf("fails at the base only where it reaches %s, which is missing there, %s", name, why)}
 				}
@@ -304,12 +303,10 @@ func changedStatus(in Input, res *testrun.Result, t testdiff.Test, missing map[s
 		}
 	}
 	if status == "did not run" && res.Class == testrun.ClassMissingImplementation {
-		for _, name := range t.Refs {
-			if !isMissing(missing, name) {
-				continue
-			}
-			// It names what is missing, so it cannot run here; what it lost must be made
-			// up for by code that depends on it, or naming it says nothing.
+		// It names what is missing (itself or through a helper), so it cannot run here;
+		// what it lost must be made up for by code that depends on it, or naming it says
+		// nothing.
+		if name := t.Reaches(func(n string) bool { return isMissing(missing, n) }); name != "" {
 			if why := unmadeUp(t, name, missing); why != "" {
 				return runStatus{Unproven: fmt.Sprintf("cannot run at the base, for %s is missing there, %s", name, why)}
 			}

@@ -79,13 +79,17 @@ func parseGo(src []byte) *parsed {
 					if i < len(vs.Values) {
 						v = vs.Values[i]
 					}
-					b := &goBuilder{imports: imports}
+					b := &goBuilder{imports: imports, testers: testerNames(vs)}
 					n := &node{Head: d.Tok.String() + " " + name.Name + " " + goText(vs.Type)}
 					n.Text = n.Head + " = " + goText(v)
 					if v != nil {
 						n.Kids = []*node{b.expr(v, true)}
 					}
 					b.refs(n, vs)
+					if v != nil {
+						// A function held by a variable checks as a helper does.
+						n.Checks, n.Via = b.checks(v)
+					}
 					// A blank variable cannot be named, but its value is computed at init,
 					// before every test: it is a helper of them all, as init is.
 					u := &unit{name: name.Name, line: fset.Position(name.Pos()).Line, node: n, implicit: name.Name == "_" && d.Tok == token.VAR}
@@ -186,8 +190,9 @@ type goBuilder struct {
 	// testing.TB (its own and its function literals'): a call given one of them reports
 	// failures through it.
 	testers map[string]bool
-	// imports are the names the file gives the packages it imports: fmt, calc, yaml.
-	imports map[string]bool
+	// imports are the names the file gives the packages it imports (fmt, calc, yaml), each
+	// with its import path.
+	imports map[string]string
 }
 
 // checks counts the calls in a node that report a failure: the failure methods (Error,
@@ -218,14 +223,31 @@ func (b *goBuilder) checks(n ast.Node) (count int, via []string) {
 				return true
 			}
 		}
-		for _, a := range c.Args {
-			if id, ok := a.(*ast.Ident); ok && b.testers[id.Name] {
-				if f, ok := c.Fun.(*ast.Ident); ok {
-					via = append(via, f.Name)
-				} else {
+		given := slices.ContainsFunc(c.Args, func(a ast.Expr) bool {
+			id, ok := a.(*ast.Ident)
+			return ok && b.testers[id.Name]
+		})
+		switch f := c.Fun.(type) {
+		case *ast.Ident:
+			// A function of the package: a check when it checks, given t or not (it may
+			// panic, or hold a T of its own).
+			via = append(via, f.Name)
+		case *ast.SelectorExpr:
+			path, isPkg := "", false
+			if id, ok := f.X.(*ast.Ident); ok {
+				path, isPkg = b.imports[id.Name]
+			}
+			switch {
+			case isPkg:
+				// Another package's function given t: an assertion library's
+				// (assert.Equal(t, ...)); the standard library has none (fmt.Sprint(t)).
+				if given && !isStd(path) {
 					count++
 				}
-				break
+			case given:
+				count++ // a method given t (suite.Require(t), ...)
+			default:
+				via = append(via, f.Sel.Name) // a checker's method (c.eq(got, want))
 			}
 		}
 		return true
@@ -738,7 +760,7 @@ func (b *goBuilder) names(x ast.Node) []string {
 
 // goRefs returns every name a node mentions, identifiers and selected names, and those it
 // mentions only as a member of an imported package (one of imports), with the package.
-func goRefs(n ast.Node, imports map[string]bool) (refs, owned []string) {
+func goRefs(n ast.Node, imports map[string]string) (refs, owned []string) {
 	seen := map[string]bool{}
 	members := map[*ast.Ident]string{} // a package's member: its qualified name
 	alone := map[string]bool{}         // names mentioned otherwise
@@ -746,8 +768,16 @@ func goRefs(n ast.Node, imports map[string]bool) (refs, owned []string) {
 	ast.Inspect(n, func(n ast.Node) bool {
 		switch x := n.(type) {
 		case *ast.SelectorExpr:
-			if id, ok := x.X.(*ast.Ident); ok && imports[id.Name] {
-				members[x.Sel] = id.Name + "." + x.Sel.Name
+			if id, ok := x.X.(*ast.Ident); ok {
+				if path, ok := imports[id.Name]; ok {
+					owner := id.Name
+					if isStd(path) {
+						// A standard package holds nothing the change can be missing,
+						// whatever name the file gives it (calc "math/bits").
+						owner = path
+					}
+					members[x.Sel] = owner + "." + x.Sel.Name
+				}
 			}
 		case *ast.Ident:
 			if !seen[x.Name] {
@@ -770,20 +800,20 @@ func goRefs(n ast.Node, imports map[string]bool) (refs, owned []string) {
 	return refs, owned
 }
 
-// importNames returns the names a Go file gives its imports: the name it writes, or the
-// package's name as its path suggests (the last element, without a version element or
-// suffix, a "go-" prefix or a "-go" suffix).
-func importNames(f *ast.File) map[string]bool {
-	out := map[string]bool{}
+// importNames returns the names a Go file gives its imports, each with its path: the name
+// it writes, or the package's name as its path suggests (the last element, without a
+// version element or suffix, a "go-" prefix or a "-go" suffix).
+func importNames(f *ast.File) map[string]string {
+	out := map[string]string{}
 	for _, spec := range f.Imports {
-		if spec.Name != nil {
-			if spec.Name.Name != "_" && spec.Name.Name != "." {
-				out[spec.Name.Name] = true
-			}
-			continue
-		}
 		p, err := strconv.Unquote(spec.Path.Value)
 		if err != nil {
+			continue
+		}
+		if spec.Name != nil {
+			if spec.Name.Name != "_" && spec.Name.Name != "." {
+				out[spec.Name.Name] = p
+			}
 			continue
 		}
 		parts := strings.Split(p, "/")
@@ -793,7 +823,14 @@ func importNames(f *ast.File) map[string]bool {
 		}
 		name, _, _ = strings.Cut(name, ".")
 		name = strings.TrimSuffix(strings.TrimPrefix(name, "go-"), "-go")
-		out[strings.ReplaceAll(name, "-", "")] = true
+		out[strings.ReplaceAll(name, "-", "")] = p
 	}
 	return out
+}
+
+// isStd reports whether an import path is the standard library's: its first element has
+// no dot.
+func isStd(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
 }

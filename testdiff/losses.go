@@ -158,7 +158,17 @@ func (c *comparer) overwrites(n *node) bool {
 // A statement added between kept ones that leaves early, or overwrites what they read
 // with a value that does not depend on what is missing, is not made up for either.
 func (t Test) Unaccounted(missing func(string) bool) string {
+	// A helper that names what is missing, or calls one that does, uses it: so does a
+	// call of it.
 	depends := map[string]bool{}
+	for grew := true; grew; {
+		grew = false
+		for h, names := range t.helperNames {
+			if !depends[h] && slices.ContainsFunc(names, func(n string) bool { return missing(n) || depends[n] }) {
+				depends[h], grew = true, true
+			}
+		}
+	}
 	for _, l := range t.losses {
 		if why := l.unaccounted(missing, depends); why != "" {
 			if l.where != "" {
@@ -166,6 +176,26 @@ func (t Test) Unaccounted(missing func(string) bool) string {
 			}
 			return why
 		}
+	}
+	return ""
+}
+
+// Reaches returns a name the test mentions, or one of the helpers it calls (and theirs)
+// mentions, for which missing holds; "" when none does.
+func (t Test) Reaches(missing func(string) bool) string {
+	seen := map[string]bool{}
+	todo := slices.Clone(t.Refs)
+	for len(todo) > 0 {
+		name := todo[0]
+		todo = todo[1:]
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		if missing(name) {
+			return name
+		}
+		todo = append(todo, t.helperNames[name]...)
 	}
 	return ""
 }

@@ -28,10 +28,11 @@ type pyUnit struct {
 
 // pyFile is a Python source as python.py writes it.
 type pyFile struct {
-	Tests   []pyUnit       `json:"tests"`
-	Helpers []pyUnit       `json:"helpers"`
-	Skips   map[string]int `json:"skips"`
-	Imports []string       `json:"imports"`
+	Tests   []pyUnit          `json:"tests"`
+	Helpers []pyUnit          `json:"helpers"`
+	Skips   map[string]int    `json:"skips"`
+	Imports []string          `json:"imports"`
+	Aliases map[string]string `json:"aliases"`
 }
 
 // parsePython reads Python sources (nil: not there) with Python's own ast, through
@@ -75,7 +76,7 @@ func parsePython(ctx context.Context, sources [][]byte) ([]*parsed, error) {
 		if f == nil {
 			continue
 		}
-		p := &parsed{tests: map[string]*unit{}, helpers: map[string][]*unit{}, scopeSkips: f.Skips, imports: f.Imports}
+		p := &parsed{tests: map[string]*unit{}, helpers: map[string][]*unit{}, scopeSkips: f.Skips, imports: f.Imports, aliases: f.Aliases}
 		if p.scopeSkips == nil {
 			p.scopeSkips = map[string]int{}
 		}

@@ -5,7 +5,7 @@
 # Input (stdin): a JSON list of sources (strings, or null for a file that is not there).
 # Output (stdout): a JSON list, one entry a source: null when it is not there or does not
 # parse (a syntax error is the runner's to report), else {"tests": [...], "helpers":
-# [...], "skips": {scope: count}, "imports": [module, ...]}. A test or helper is {"name",
+# [...], "skips": {scope: count}, "imports": [module, ...], "aliases": {name: imported}}. A test or helper is {"name",
 # "line", "scope", "node", "body", "implicit"}; a node is the tree of testdiff/tree.go: "t" text, "h" head, "d"
 # what a person reads, "k" kids, "s" sequences ({"rows", "i"}), "l" loop, "x" early exit,
 # "n" skip markers, "b" binds, "w" writes, "r" names mentioned, "o" those mentioned only as
@@ -233,6 +233,10 @@ def names_of(n):
     out = set()
     alone = set()
     owned = set()
+    # A test's id (pytest.param(..., id="mul"), ids=[...]) names a case, not a function.
+    labels = {id(k.value) for k in ast.walk(n) if isinstance(k, ast.keyword) and k.arg in ("id", "ids")}
+    labels |= {id(e) for k in ast.walk(n) if isinstance(k, ast.keyword) and k.arg == "ids"
+               and isinstance(k.value, (ast.List, ast.Tuple)) for e in k.value.elts}
     for x in ast.walk(n):
         if isinstance(x, ast.Name):
             out.add(x.id)
@@ -249,30 +253,46 @@ def names_of(n):
         elif isinstance(x, ast.arg):
             out.add(x.arg)
             alone.add(x.arg)
-        elif isinstance(x, ast.Constant) and isinstance(x.value, str) and x.value.isidentifier():
+        elif isinstance(x, ast.Constant) and isinstance(x.value, str) and x.value.isidentifier() and id(x) not in labels:
             out.add(x.value)
             alone.add(x.value)
     return {"r": sorted(out), "o": sorted(q for q in owned if q.rsplit(".", 1)[-1] not in alone)}
 
 
 def imported_modules(tree):
-    """The modules a module's own imports name, not relatively: import a.b gives a.b;
-    from a.b import c gives a.b and a.b.c (c may be a module)."""
+    """The modules a module's imports name (anywhere in it): import a.b gives a.b; from a.b
+    import c gives a.b and a.b.c (c may be a module); a relative import keeps its dots
+    (from .helpers import check: .helpers and .helpers.check)."""
     out = set()
-    for s in tree.body:
+    for s in ast.walk(tree):
         if isinstance(s, ast.Import):
             out.update(a.name for a in s.names)
-        elif isinstance(s, ast.ImportFrom) and s.module and not s.level:
-            out.add(s.module)
-            out.update(s.module + "." + a.name for a in s.names if a.name != "*")
+        elif isinstance(s, ast.ImportFrom):
+            mod = "." * (s.level or 0) + (s.module or "")
+            if s.module:
+                out.add(mod)
+            out.update((mod + "." if s.module else mod) + a.name for a in s.names if a.name != "*")
     return sorted(out)
 
 
+def aliases_of(tree):
+    """The names a module's imports give what they import under another name (from
+    tests.helpers import check as verify: verify is check)."""
+    out = {}
+    for s in ast.walk(tree):
+        if isinstance(s, ast.ImportFrom):
+            for a in s.names:
+                if a.asname and a.asname != a.name:
+                    out[a.asname] = a.name
+    return out
+
+
 def imports_of(tree):
-    """The modules and members a module's own imports bind (MODULES, MEMBERS). A relative
-    import's module is not known by its full name, so its names count alone."""
+    """The modules and members a module's imports bind (MODULES, MEMBERS), wherever they
+    are (an import inside a test binds there). A relative import's module is not known by
+    its full name, so its names count alone."""
     modules, members = {}, {}
-    for s in tree.body:
+    for s in ast.walk(tree):
         if isinstance(s, ast.Import):
             for a in s.names:
                 if a.asname:
@@ -477,6 +497,7 @@ def read(src):
 
     visit(tree.body, "", "")
     out["imports"] = imported_modules(tree)
+    out["aliases"] = aliases_of(tree)
     return out
 
 

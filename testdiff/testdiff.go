@@ -48,8 +48,11 @@ type Test struct {
 	// Refs are the names its new version mentions (its calls, its fields), sorted: a test
 	// changed against a missing implementation names what is missing.
 	Refs []string
-	// losses are what a Changed test, and the helpers it uses, lost (losses.go).
-	losses []loss
+	// losses are what a Changed test, and the helpers it uses, lost (losses.go);
+	// helperNames the names each helper it may call mentions now, by helper (a call of one
+	// that uses what is missing uses it).
+	losses      []loss
+	helperNames map[string][]string
 }
 
 func (t Test) String() string {
@@ -78,8 +81,9 @@ type parsed struct {
 	order      []string
 	helpers    map[string][]*unit
 	scopeSkips map[string]int
-	constraint string   // Go: the //go:build line
-	imports    []string // Python: the modules it imports from (not relatively)
+	constraint string            // Go: the //go:build line
+	imports    []string          // Python: the modules it imports from (.helpers: relatively)
+	aliases    map[string]string // Python: names it imports under another name, to theirs
 }
 
 // Compare returns what the change did to each test that files held before it, in the
@@ -200,6 +204,7 @@ func (c *comparison) same(i int, old, new *unit) Test {
 	}
 	if t.Kind == Changed {
 		t.losses = append(t.losses, c.helperLosses(i, old, new)...)
+		t.helperNames = c.helperNames(i)
 		was, now := c.checkers(i, false), c.checkers(i, true)
 		for k := range t.losses {
 			t.losses[k].wasCheck, t.losses[k].nowCheck = was, now
@@ -227,6 +232,17 @@ func (c *comparison) around(i int, old, new *unit) string {
 }
 
 // scopes returns a scope and the scopes around it: "A.B" gives "A.B", "A", "".
+// visible reports whether a helper of scope (a class, "" for the module) is one a test of
+// the scope test may use: of its own class or one around it, or a method of a class that is
+// not a test class (a Checker whose check any test may call).
+func visible(scope, test string) bool {
+	if slices.Contains(scopes(test), scope) {
+		return true
+	}
+	last := scope[strings.LastIndexByte(scope, '.')+1:]
+	return !strings.HasPrefix(last, "Test")
+}
+
 func scopes(s string) []string {
 	out := []string{s}
 	for s != "" {
@@ -299,6 +315,22 @@ func (c *comparison) helperLosses(i int, old, new *unit) []loss {
 	return out
 }
 
+// helperNames returns, for each helper a test of file i sees after the change, the names it
+// mentions (as they are judged against what is missing).
+func (c *comparison) helperNames(i int) map[string][]string {
+	out := map[string][]string{}
+	for _, j := range c.package_(i) {
+		if p := c.after[j]; p != nil {
+			for name, units := range p.helpers {
+				for _, u := range units {
+					out[name] = append(out[name], u.node.names()...)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // checkers returns the names of the helpers a test of file i sees (before the change, or
 // after it) that check: with a check of their own, or calling one that does.
 func (c *comparison) checkers(i int, after bool) map[string]bool {
@@ -357,6 +389,16 @@ func (c *comparison) reach(i int, old, new *unit) map[string]bool {
 	}
 	add(new.node.Refs, true)
 	add(old.node.Refs, true)
+	for _, p := range []*parsed{c.before[i], c.after[i]} {
+		if p == nil {
+			continue
+		}
+		for local, name := range p.aliases {
+			if _, ok := refs[local]; ok {
+				add([]string{name}, true) // from tests.helpers import check as verify
+			}
+		}
+	}
 	files := c.package_(i)
 	for len(todo) > 0 {
 		name := todo[len(todo)-1]
@@ -367,7 +409,7 @@ func (c *comparison) reach(i int, old, new *unit) map[string]bool {
 					continue
 				}
 				for _, h := range p.helpers[name] {
-					if slices.Contains(scopes(new.scope), h.scope) {
+					if visible(h.scope, new.scope) {
 						add(h.node.Refs, false)
 					}
 				}
@@ -390,7 +432,7 @@ func (c *comparison) eachHelper(i int, old, new *unit, f func(name string, h, to
 		for _, name := range sortedNames(was.helpers) {
 			for _, h := range was.helpers[name] {
 				direct, reached := refs[name]
-				if !h.implicit && !reached || !slices.Contains(scopes(new.scope), h.scope) {
+				if h.implicit && !slices.Contains(scopes(new.scope), h.scope) || !h.implicit && (!reached || !visible(h.scope, new.scope)) {
 					continue
 				}
 				if h.implicit && j != i && path.Ext(c.files[j].Path) == ".py" {
@@ -467,7 +509,8 @@ func (c *comparison) package_(i int) []int {
 
 // imports reports whether the Python file i, before or after the change, imports the
 // module of file: one whose dotted name is the file's path, or the end of it (a folder
-// of the path that pytest or the project puts on sys.path).
+// of the path that pytest or the project puts on sys.path); a relative import is read
+// from file i's folder.
 func (c *comparison) imports(i int, file string) bool {
 	mod := strings.ReplaceAll(strings.TrimSuffix(strings.TrimSuffix(file, ".py"), "/__init__"), "/", ".")
 	for _, p := range []*parsed{c.before[i], c.after[i]} {
@@ -475,6 +518,17 @@ func (c *comparison) imports(i int, file string) bool {
 			continue
 		}
 		for _, m := range p.imports {
+			if rest, ok := strings.CutPrefix(m, "."); ok {
+				dir := path.Dir(c.files[i].Path)
+				for strings.HasPrefix(rest, ".") {
+					rest, dir = rest[1:], path.Dir(dir)
+				}
+				m = strings.ReplaceAll(path.Join(dir, strings.ReplaceAll(rest, ".", "/")), "/", ".")
+				if m == mod {
+					return true
+				}
+				continue
+			}
 			if m == mod || strings.HasSuffix(mod, "."+m) {
 				return true
 			}
