@@ -290,7 +290,7 @@ func changedStatus(in Input, res *testrun.Result, t testdiff.Test, missing map[s
 			// what the change has not written yet.
 			for _, name := range missingIn(r.Output) {
 				if why := unmadeUp(t, name, missing); why != "" {
-					return runStatus{Unproven: fmt.Sprintf("fails at the base only where it reaches %s, which is missing there, %s", name, why)}
+					return runStatus{Unproven: fmt.Sprintf("fails at the base only where it reaches %s, which is missing there, %s", strings.TrimPrefix(name, "."), why)}
 				}
 			}
 			return runStatus{Fails: true}
@@ -306,9 +306,9 @@ func changedStatus(in Input, res *testrun.Result, t testdiff.Test, missing map[s
 		// It names what is missing (itself or through a helper), so it cannot run here;
 		// what it lost must be made up for by code that depends on it, or naming it says
 		// nothing.
-		if name := t.Reaches(func(n string) bool { return isMissing(missing, n) }); name != "" {
+		if name := t.Reaches(func(n string) bool { return isMissing(missing, n, isPy(t)) }); name != "" {
 			if why := unmadeUp(t, name, missing); why != "" {
-				return runStatus{Unproven: fmt.Sprintf("cannot run at the base, for %s is missing there, %s", name, why)}
+				return runStatus{Unproven: fmt.Sprintf("cannot run at the base, for %s is missing there, %s", strings.TrimPrefix(name, "."), why)}
 			}
 			return runStatus{Fails: true}
 		}
@@ -388,7 +388,7 @@ func judgedByName(file string) bool {
 // uses what is missing in its place ("" when nothing): testdiff's Unaccounted, with name
 // and the run's missing names as what is missing.
 func unmadeUp(t testdiff.Test, name string, missing map[string]bool) string {
-	why := t.Unaccounted(func(n string) bool { return isMissing(missing, n) || names(n, name) })
+	why := t.Unaccounted(func(n string) bool { return isMissing(missing, n, isPy(t)) || names(n, name, isPy(t)) })
 	if why == "" {
 		return ""
 	}
@@ -396,9 +396,10 @@ func unmadeUp(t testdiff.Test, name string, missing map[string]bool) string {
 }
 
 // missingNameRE finds the names a build or an import says are missing: Go's "undefined:
-// X" (or pkg.X) and "has no field or method X", Python's "cannot import name 'X' from
-// 'm'", "No module named 'a.b'" and "module 'm' has no attribute 'X'" (or an object's).
-var missingNameRE = lazyre.New(`undefined: ((?:\w+\.)?\w+)|has no field or method (\w+)|cannot import name '(\w+)'(?: from '([\w.]+)')?|No module named '([\w.]+)'|(?:module '([\w.]+)' )?has no attribute '(\w+)'`)
+// X" (or pkg.X), "has no field or method X" and "unknown field X in struct literal",
+// Python's "cannot import name 'X' from 'm'", "No module named 'a.b'" and "module 'm' has
+// no attribute 'X'" (or an object's).
+var missingNameRE = lazyre.New(`undefined: ((?:\w+\.)?\w+)|(?:has no field or method|has no method) (\w+)|unknown field (\w+)|cannot import name '(\w+)'(?: from '([\w.]+)')?|No module named '([\w.]+)'|(?:module '([\w.]+)' )?has no attribute '(\w+)'`)
 
 // missingNames returns the names a run that failed for the missing implementation says
 // are missing: alone ("Mul": of the test's own package, a method, a field) or with the
@@ -423,41 +424,58 @@ func missingIn(text string) []string {
 		case m[1] != "":
 			out = append(out, m[1])
 		case m[2] != "":
-			out = append(out, m[2])
-		case m[3] != "" && m[4] != "":
-			out = append(out, m[4]+"."+m[3])
+			out = append(out, "."+m[2]) // a member of a value
 		case m[3] != "":
-			out = append(out, m[3])
-		case m[5] != "":
-			out = append(out, m[5])
+			out = append(out, m[3]) // a field's name in a literal
+		case m[4] != "" && m[5] != "":
+			out = append(out, m[5]+"."+m[4])
+		case m[4] != "":
+			out = append(out, m[4])
 		case m[6] != "":
-			out = append(out, m[6]+"."+m[7])
+			out = append(out, m[6])
 		case m[7] != "":
-			out = append(out, m[7])
+			out = append(out, m[7]+"."+m[8])
+		case m[8] != "":
+			out = append(out, "."+m[8]) // an object's
 		}
 	}
 	return out
 }
 
-// names reports whether a name a test mentions (testdiff's Refs: alone, or with the
-// package or module it is mentioned as a member of) is the missing name: the same name,
-// or, for a name mentioned alone (a method called on a value, a string given getattr),
-// the missing name's last part. A member of another package is not what is missing:
-// bytes.Equal is not the missing method Equal, nor operator.mul the missing calc.mul.
-func names(ref, missing string) bool {
+// names reports whether a name a test mentions (testdiff's Refs: alone, or with what it
+// is mentioned as a member of) is the missing name (missingIn's: alone, with its package
+// or module, or ".X", a member of some value). The same name is; a member of another
+// package, or a name the test declares itself ("(local).Mul"), is not (bytes.Equal is not
+// the missing method Equal, nor operator.mul the missing calc.mul). A name mentioned
+// alone is the missing name of that name with any package (a Go package's own Mul is
+// calc.Mul of its external tests) and, in Python, anything's (a string given getattr); a
+// value's member is a missing member of that name, and in Python also a module's (calc
+// is a value where "from pkg import calc" bound it).
+func names(ref, missing string, py bool) bool {
 	if ref == missing {
 		return true
 	}
-	return !strings.Contains(ref, ".") && strings.HasSuffix(missing, "."+ref)
+	name := missing[strings.LastIndexByte(missing, '.')+1:]
+	switch {
+	case !strings.Contains(ref, "."):
+		return ref == name && (py || !strings.HasPrefix(missing, "."))
+	case strings.HasPrefix(ref, "."):
+		return py && ref[1:] == name
+	}
+	return false
 }
 
-// isMissing reports whether a name a test mentions is one of the missing (names).
-func isMissing(missing map[string]bool, ref string) bool {
+// isPy reports whether a test is Python's.
+func isPy(t testdiff.Test) bool { return path.Ext(t.File) == ".py" }
+
+// isMissing reports whether a name a test mentions is one of the missing (names); py says
+// the test is Python's.
+func isMissing(missing map[string]bool, ref string, py bool) bool {
 	if missing[ref] {
 		return true
 	}
 	for m := range missing {
-		if names(ref, m) {
+		if names(ref, m, py) {
 			return true
 		}
 	}

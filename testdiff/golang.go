@@ -45,7 +45,7 @@ func parseGo(src []byte) *parsed {
 				continue
 			}
 			d.Doc = nil
-			b := &goBuilder{ranged: rangedNames(d.Body), testers: testerNames(d), imports: imports}
+			b := &goBuilder{ranged: rangedNames(d.Body), testers: testerNames(d), imports: imports, locals: localNames(d)}
 			n := b.funcDecl(d)
 			u := &unit{name: d.Name.Name, line: fset.Position(d.Pos()).Line, node: n, body: bodyKey(d)}
 			switch {
@@ -79,7 +79,7 @@ func parseGo(src []byte) *parsed {
 					if i < len(vs.Values) {
 						v = vs.Values[i]
 					}
-					b := &goBuilder{imports: imports, testers: testerNames(vs)}
+					b := &goBuilder{imports: imports, testers: testerNames(vs), locals: localNames(vs)}
 					n := &node{Head: d.Tok.String() + " " + name.Name + " " + goText(vs.Type)}
 					n.Text = n.Head + " = " + goText(v)
 					if v != nil {
@@ -191,8 +191,10 @@ type goBuilder struct {
 	// failures through it.
 	testers map[string]bool
 	// imports are the names the file gives the packages it imports (fmt, calc, yaml), each
-	// with its import path.
+	// with its import path; locals the names the function declares itself (its parameters,
+	// its variables), which are never the package's.
 	imports map[string]string
+	locals  map[string]bool
 }
 
 // checks counts the calls in a node that report a failure: the failure methods (Error,
@@ -745,30 +747,36 @@ func goRoot(e ast.Expr) string {
 }
 
 // refs sets what a node mentions: every name (identifiers and selected names) in Refs,
-// and in Owned, each name it mentions only as a member of an imported package, with the
-// package ("bytes.Equal"): bytes.Equal is not the missing method Equal, nor calc.Mul the
-// missing Mul of the test's own package.
+// and in Owned each name it mentions only as a member of something, with it: of an
+// imported package ("bytes.Equal": not the missing method Equal, nor calc.Mul the missing
+// Mul of the test's own package), of a value (".Mul" of new(big.Int).Mul: not the missing
+// function Mul), or a name the function declares itself ("(local).Mul").
 func (b *goBuilder) refs(n *node, x ast.Node) {
-	n.Refs, n.Owned = goRefs(x, b.imports)
+	n.Refs, n.Owned = goRefs(x, b.imports, b.locals)
 }
 
 // names returns the names a node mentions as they are judged against what is missing: a
-// name alone, or with its package where it is mentioned only as a package's (ownedNames).
+// name alone, or with its owner where it is mentioned only as its member (ownedNames).
 func (b *goBuilder) names(x ast.Node) []string {
-	return ownedNames(goRefs(x, b.imports))
+	return ownedNames(goRefs(x, b.imports, b.locals))
 }
 
+// localOwner is the owner goRefs gives a name a function declares itself.
+const localOwner = "(local)"
+
 // goRefs returns every name a node mentions, identifiers and selected names, and those it
-// mentions only as a member of an imported package (one of imports), with the package.
-func goRefs(n ast.Node, imports map[string]string) (refs, owned []string) {
+// mentions only as a member of an imported package (one of imports) or of a value, or
+// only as a name the function declares (one of locals), with that owner.
+func goRefs(n ast.Node, imports map[string]string, locals map[string]bool) (refs, owned []string) {
 	seen := map[string]bool{}
-	members := map[*ast.Ident]string{} // a package's member: its qualified name
+	members := map[*ast.Ident]string{} // a member or a field key: its qualified name, or ""
 	alone := map[string]bool{}         // names mentioned otherwise
 	var qualified []string
 	ast.Inspect(n, func(n ast.Node) bool {
 		switch x := n.(type) {
 		case *ast.SelectorExpr:
-			if id, ok := x.X.(*ast.Ident); ok {
+			members[x.Sel] = "." + x.Sel.Name // a value's
+			if id, ok := x.X.(*ast.Ident); ok && !locals[id.Name] {
 				if path, ok := imports[id.Name]; ok {
 					owner := id.Name
 					if isStd(path) {
@@ -779,14 +787,22 @@ func goRefs(n ast.Node, imports map[string]string) (refs, owned []string) {
 					members[x.Sel] = owner + "." + x.Sel.Name
 				}
 			}
+		case *ast.KeyValueExpr:
+			if id, ok := x.Key.(*ast.Ident); ok {
+				members[id] = "" // a field's name in a literal (Config{Offset: 1})
+			}
 		case *ast.Ident:
 			if !seen[x.Name] {
 				seen[x.Name] = true
 				refs = append(refs, x.Name)
 			}
-			if q, ok := members[x]; ok {
+			q, ok := members[x]
+			switch {
+			case ok && q != "":
 				qualified = append(qualified, q)
-			} else {
+			case !ok && locals[x.Name]:
+				qualified = append(qualified, localOwner+"."+x.Name)
+			default:
 				alone[x.Name] = true
 			}
 		}
@@ -798,6 +814,61 @@ func goRefs(n ast.Node, imports map[string]string) (refs, owned []string) {
 		}
 	}
 	return refs, owned
+}
+
+// localNames returns the names a function declares: its parameters and results, and
+// those of its function literals, and every variable and constant its body declares.
+func localNames(fn ast.Node) map[string]bool {
+	out := map[string]bool{}
+	add := func(ids ...*ast.Ident) {
+		for _, id := range ids {
+			if id != nil && id.Name != "_" {
+				out[id.Name] = true
+			}
+		}
+	}
+	fields := func(l *ast.FieldList) {
+		if l != nil {
+			for _, f := range l.List {
+				add(f.Names...)
+			}
+		}
+	}
+	ast.Inspect(fn, func(n ast.Node) bool {
+		switch x := n.(type) {
+		case *ast.FuncType:
+			fields(x.Params)
+			fields(x.Results)
+		case *ast.AssignStmt:
+			if x.Tok == token.DEFINE {
+				for _, l := range x.Lhs {
+					if id, ok := l.(*ast.Ident); ok {
+						add(id)
+					}
+				}
+			}
+		case *ast.RangeStmt:
+			if x.Tok == token.DEFINE {
+				for _, e := range []ast.Expr{x.Key, x.Value} {
+					if id, ok := e.(*ast.Ident); ok {
+						add(id)
+					}
+				}
+			}
+		case *ast.DeclStmt:
+			if g, ok := x.Decl.(*ast.GenDecl); ok {
+				for _, sp := range g.Specs {
+					if vs, ok := sp.(*ast.ValueSpec); ok {
+						add(vs.Names...)
+					}
+				}
+			}
+		case *ast.FuncDecl:
+			fields(x.Recv)
+		}
+		return true
+	})
+	return out
 }
 
 // importNames returns the names a Go file gives its imports, each with its path: the name

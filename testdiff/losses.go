@@ -208,7 +208,8 @@ func (l loss) unaccounted(missing func(string) bool, depends map[string]bool) st
 			reads = n.Reads
 		}
 		for _, r := range reads {
-			if missing(r) || depends[r] {
+			// What such code bound is read by its name, whatever owns it here.
+			if missing(r) || depends[r[strings.LastIndexByte(r, '.')+1:]] {
 				return true
 			}
 		}

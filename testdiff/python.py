@@ -223,6 +223,8 @@ def binds_writes(stmt):
 # "calc.mul"). read sets them for each file.
 MODULES = {}
 MEMBERS = {}
+# The names the function being read binds itself (locals_of); unit sets them.
+LOCALS = set()
 
 
 def names_of(n):
@@ -240,19 +242,21 @@ def names_of(n):
     for x in ast.walk(n):
         if isinstance(x, ast.Name):
             out.add(x.id)
-            if x.id in MEMBERS:
+            if x.id in LOCALS:
+                owned.add("(local)." + x.id)  # never what is missing
+            elif x.id in MEMBERS:
                 owned.add(MEMBERS[x.id])
             else:
                 alone.add(x.id)
         elif isinstance(x, ast.Attribute):
             out.add(x.attr)
-            if isinstance(x.value, ast.Name) and x.value.id in MODULES:
+            if isinstance(x.value, ast.Name) and x.value.id in MODULES and x.value.id not in LOCALS:
                 owned.add(MODULES[x.value.id] + "." + x.attr)
             else:
-                alone.add(x.attr)
+                owned.add("." + x.attr)  # a value's member
         elif isinstance(x, ast.arg):
             out.add(x.arg)
-            alone.add(x.arg)
+            owned.add("(local)." + x.arg)
         elif isinstance(x, ast.Constant) and isinstance(x.value, str) and x.value.isidentifier() and id(x) not in labels:
             out.add(x.value)
             alone.add(x.value)
@@ -446,7 +450,26 @@ def autouse(fn):
 
 def unit(fn, scope, name):
     b = Builder(ranged_names(fn))
-    return {"name": name, "line": fn.lineno, "scope": scope, "node": b.function(fn), "body": body_key(fn)}
+    LOCALS.clear()
+    LOCALS.update(locals_of(fn))
+    try:
+        return {"name": name, "line": fn.lineno, "scope": scope, "node": b.function(fn), "body": body_key(fn)}
+    finally:
+        LOCALS.clear()
+
+
+def locals_of(fn):
+    """The names a function binds itself: its parameters, what it assigns, the functions
+    and classes it defines (its nested functions' too): never a module's."""
+    out = set()
+    for x in ast.walk(fn):
+        if isinstance(x, ast.arg):
+            out.add(x.arg)
+        elif isinstance(x, ast.Name) and isinstance(x.ctx, (ast.Store, ast.Del)):
+            out.add(x.id)
+        elif isinstance(x, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and x is not fn:
+            out.add(x.name)
+    return out
 
 
 def read(src):

@@ -109,7 +109,7 @@ var (
 	// missingRE matches what runners say when a test calls code that does not exist yet.
 	missingRE = lazyre.New(strings.Join([]string{
 		// Go
-		`undefined: `, `has no field or method`, `no required module provides package`,
+		`undefined: `, `has no field or method`, `unknown field \w+ in struct literal`, `no required module provides package`,
 		`is not in std`, `cannot find package`, `could not import`,
 		// Python
 		`ModuleNotFoundError`, `ImportError`, `cannot import name`, `module '[^']+' has no attribute`,
