@@ -485,7 +485,9 @@ func (b *goBuilder) exprNode(e ast.Expr, rows bool) *node {
 		}
 		n := &node{Text: text, Head: fmt.Sprintf("%s(%d%v)", goText(e.Fun), len(e.Args), e.Ellipsis.IsValid())}
 		for _, a := range e.Args {
-			n.Kids = append(n.Kids, b.expr(a, false))
+			// A table given to a call (checkAdds(t, []addCase{{1, 2, 3}, ...})) is rows.
+			lit, ok := a.(*ast.CompositeLit)
+			n.Kids = append(n.Kids, b.expr(a, ok && isRowsLit(lit)))
 		}
 		return n
 	case *ast.UnaryExpr:

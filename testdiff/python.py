@@ -407,7 +407,8 @@ class Builder:
                  **names_of(e), "c": checks_of(e), "v": via_of(e)}
             kids = []
             for i, a in enumerate(e.args):
-                kids.append(self.expr(a, name == "parametrize" and i == 1))
+                # A table given to a call (check_all([(1, 2, 3), ...])) is rows.
+                kids.append(self.expr(a, name == "parametrize" and i == 1 or is_table(a)))
             for k in e.keywords:
                 kids.append(self.expr(k.value, name == "parametrize" and k.arg == "argvalues"))
             n["k"] = kids
@@ -446,6 +447,13 @@ def autouse(fn):
         if isinstance(d, ast.Call) and any(k.arg == "autouse" and isinstance(k.value, ast.Constant) and k.value.value for k in d.keywords):
             return True
     return False
+
+
+def is_table(e):
+    """Whether an expression is a literal table: a list or tuple of tuples, lists or
+    dicts (each a row)."""
+    return isinstance(e, (ast.List, ast.Tuple)) and len(e.elts) > 0 and all(
+        isinstance(x, (ast.Tuple, ast.List, ast.Dict)) for x in e.elts)
 
 
 def unit(fn, scope, name):
