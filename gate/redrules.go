@@ -74,8 +74,8 @@ func (v *Verdict) checkExisting(ctx context.Context, in Input, files []string) (
 	// A Go test in a file the change left alone uses the helpers of its package's other
 	// test files: a helper weakened there weakens it, so those files are compared too.
 	// So does a Python test that imports a helper from a module the change touched (from
-	// tests.helpers import check): the test files under that module's folder are compared.
-	for _, f := range append(unchangedGoTests(in.Root, files), unchangedPyTests(in.Root, files)...) {
+	// tests.helpers import check), or a helper of a module it did not touch.
+	for _, f := range append(unchangedGoTests(in.Root, files), unchangedPyModules(in.Root, files)...) {
 		before, after, err := in.Contents(f)
 		if err != nil {
 			return out, fmt.Errorf("read %s: %w", f, err)
@@ -129,35 +129,36 @@ func unchangedGoTests(root string, changed []string) []string {
 	return out
 }
 
-// unchangedPyTests returns the Python test files (test_*.py, *_test.py), relative to root,
-// under the folders of the Python files changed holds, that changed does not hold and that
-// name one of those files' modules: the files whose tests may import a changed helper
-// (testdiff follows only what they import). It keeps no more than maxPyReaders.
-func unchangedPyTests(root string, changed []string) []string {
-	dirs := map[string]bool{}
-	var modules [][]byte
+// unchangedPyModules returns the Python files, relative to root, that changed does not
+// hold and whose tests or helpers a changed Python file may change or use: the test files
+// and helper modules (any file but conftest.py) under the top folders of the changed files
+// that name one of their modules, and of those modules in turn (a test that imports the
+// helper that imports the changed comparison); and the project's modules that those
+// files import (a helper the changed test now calls). testdiff follows only what each
+// test's file imports. It keeps no more than maxPyReaders.
+func unchangedPyModules(root string, changed []string) []string {
+	tops := map[string]bool{}
+	stems := map[string]bool{}
+	var todo []string
 	for _, f := range changed {
-		if path.Ext(f) == ".py" {
-			dirs[path.Dir(f)] = true
-			mod := strings.TrimSuffix(path.Base(f), ".py")
-			if mod == "__init__" {
-				mod = path.Base(path.Dir(f))
-			}
-			modules = append(modules, []byte(mod))
+		if path.Ext(f) != ".py" {
+			continue
 		}
+		top, _, found := strings.Cut(f, "/")
+		if !found {
+			top = "."
+		}
+		tops[top] = true
+		stems[pyStem(f)] = true
+		todo = append(todo, f)
 	}
-	names := func(p string) bool {
-		src, err := os.ReadFile(p)
-		return err == nil && slices.ContainsFunc(modules, func(m []byte) bool { return bytes.Contains(src, m) })
+	if len(todo) == 0 {
+		return nil
 	}
-	seen := map[string]bool{}
-	var out []string
-	for _, dir := range slices.Sorted(maps.Keys(dirs)) {
-		start := filepath.Join(root, filepath.FromSlash(dir))
+	var files []string
+	for _, top := range slices.Sorted(maps.Keys(tops)) {
+		start := filepath.Join(root, filepath.FromSlash(top))
 		filepath.WalkDir(start, func(p string, e fs.DirEntry, err error) error {
-			if len(out) >= maxPyReaders {
-				return filepath.SkipAll
-			}
 			if err != nil {
 				return filepath.SkipDir
 			}
@@ -168,23 +169,140 @@ func unchangedPyTests(root string, changed []string) []string {
 				}
 				return nil
 			}
-			rel, err := filepath.Rel(root, p)
-			if err != nil {
-				return nil
-			}
-			f := filepath.ToSlash(rel)
-			isTest := strings.HasSuffix(name, ".py") && (strings.HasPrefix(name, "test_") || strings.HasSuffix(name, "_test.py"))
-			if e.Type().IsRegular() && isTest && !seen[f] && !slices.Contains(changed, f) && names(p) {
-				seen[f] = true
-				out = append(out, f)
+			if rel, err := filepath.Rel(root, p); err == nil && e.Type().IsRegular() && strings.HasSuffix(name, ".py") && name != "conftest.py" {
+				files = append(files, filepath.ToSlash(rel))
 			}
 			return nil
 		})
 	}
+	sources := map[string][]byte{}
+	read := func(f string) []byte {
+		if src, ok := sources[f]; ok {
+			return src
+		}
+		src, _ := os.ReadFile(filepath.Join(root, filepath.FromSlash(f)))
+		sources[f] = src
+		return src
+	}
+	taken := map[string]bool{}
+	for _, f := range changed {
+		taken[f] = true
+	}
+	var out []string
+	take := func(f string) {
+		if !taken[f] && len(out) < maxPyReaders {
+			taken[f] = true
+			out = append(out, f)
+			todo = append(todo, f)
+		}
+	}
+	// Upward: the files that name a module taken, until none is new.
+	for grew := true; grew; {
+		grew = false
+		for _, f := range files {
+			if taken[f] {
+				continue
+			}
+			src := read(f)
+			for stem := range stems {
+				if bytes.Contains(src, []byte(stem)) {
+					take(f)
+					stems[pyStem(f)], grew = true, true
+					break
+				}
+			}
+		}
+	}
+	// Downward: the project's modules the files taken import.
+	for len(todo) > 0 {
+		f := todo[0]
+		todo = todo[1:]
+		for _, m := range pyImports(read(f)) {
+			if p := pyModuleFile(root, f, m); p != "" {
+				take(p)
+			}
+		}
+	}
 	return out
 }
 
-// maxPyReaders bounds the unchanged Python test files read for a changed helper module.
+// pyStem is the name a Python file's module is imported by: its base name, or its
+// package's for __init__.py.
+func pyStem(f string) string {
+	stem := strings.TrimSuffix(path.Base(f), ".py")
+	if stem == "__init__" {
+		stem = path.Base(path.Dir(f))
+	}
+	return stem
+}
+
+// pyImports returns the modules a Python source imports (pyImportRE), relative ones with
+// their dots: "from tests import helpers" gives tests and tests.helpers (either may be the
+// module).
+func pyImports(src []byte) []string {
+	var out []string
+	for _, line := range strings.Split(string(src), "\n") {
+		m := pyImportRE().FindStringSubmatch(line)
+		switch {
+		case m == nil:
+		case m[3] != "":
+			for _, part := range strings.Split(m[3], ",") {
+				if f := strings.Fields(part); len(f) > 0 {
+					out = append(out, f[0])
+				}
+			}
+		default:
+			if strings.Trim(m[1], ".") != "" {
+				out = append(out, m[1])
+			}
+			for _, part := range strings.Split(m[2], ",") {
+				if f := strings.Fields(part); len(f) > 0 && f[0] != "*" {
+					sep := "."
+					if strings.HasSuffix(m[1], ".") {
+						sep = ""
+					}
+					out = append(out, m[1]+sep+f[0])
+				}
+			}
+		}
+	}
+	return out
+}
+
+// pyModuleFile returns the file, relative to root, of the module mod that file from
+// imports ("" when the project has none): read from from's folder when relative, else from
+// root or any folder above from's (the folders pytest puts on sys.path).
+func pyModuleFile(root, from, mod string) string {
+	var bases []string
+	if rest, ok := strings.CutPrefix(mod, "."); ok {
+		dir := path.Dir(from)
+		for strings.HasPrefix(rest, ".") {
+			rest, dir = rest[1:], path.Dir(dir)
+		}
+		mod, bases = rest, []string{dir}
+	} else {
+		for dir := path.Dir(from); ; dir = path.Dir(dir) {
+			bases = append(bases, dir)
+			if dir == "." {
+				break
+			}
+		}
+	}
+	if mod == "" {
+		return ""
+	}
+	rel := strings.ReplaceAll(mod, ".", "/")
+	for _, b := range bases {
+		for _, c := range []string{path.Join(b, rel+".py"), path.Join(b, rel, "__init__.py")} {
+			if st, err := os.Stat(filepath.Join(root, filepath.FromSlash(c))); err == nil && st.Mode().IsRegular() {
+				return c
+			}
+		}
+	}
+	return ""
+}
+
+// maxPyReaders bounds the unchanged Python files read beside the changed ones.
 const maxPyReaders = 1000
 
 // refuseLost refuses, as a scope_violation naming each test and what it lost, a change that

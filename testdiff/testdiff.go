@@ -485,15 +485,18 @@ func counterpart(h *unit, was, now []*unit) *unit {
 }
 
 // package_ returns the files whose helpers a test of file i sees: for Go the changed Go
-// files of its folder, for Python its own and the changed Python files of the modules it
-// imports (from tests.helpers import check: tests/helpers.py).
+// files of its folder, for Python its own and the Python files of the modules it imports
+// (from tests.helpers import check: tests/helpers.py), and of those they import.
 func (c *comparison) package_(i int) []int {
 	f := c.files[i]
 	if path.Ext(f.Path) != ".go" {
+		// Its own file, the modules it imports, and theirs in turn.
 		out := []int{i}
-		for j, g := range c.files {
-			if j != i && path.Ext(g.Path) == ".py" && c.imports(i, g.Path) {
-				out = append(out, j)
+		for k := 0; k < len(out); k++ {
+			for j, g := range c.files {
+				if path.Ext(g.Path) == ".py" && !slices.Contains(out, j) && c.imports(out[k], g.Path) {
+					out = append(out, j)
+				}
 			}
 		}
 		return out
