@@ -337,7 +337,9 @@ func (b *goBuilder) stmt(s ast.Stmt) *node {
 		}
 		n.Head = fmt.Sprintf("%s %s %d", strings.Join(lhs, ", "), s.Tok, len(s.Rhs))
 		for i, r := range s.Rhs {
-			rows := false
+			// A table: ranged over here, or one whose value reads as one (a helper's).
+			lit, rows := r.(*ast.CompositeLit)
+			rows = rows && isRowsLit(lit)
 			if len(s.Lhs) == len(s.Rhs) {
 				if id, ok := s.Lhs[i].(*ast.Ident); ok && b.ranged[id.Name] {
 					rows = true

@@ -22,6 +22,9 @@ type loss struct {
 	old   []*node
 	by    []*node
 	reads map[string]bool // the names the old test or helper mentions
+	// newReads are the names its new version mentions: a name the lost part set need be
+	// set again only when the new version still reads it.
+	newReads map[string]bool
 	// wasCheck and nowCheck are the helpers that check, before and after the change: a
 	// call of one (Via) is a check.
 	wasCheck, nowCheck map[string]bool
@@ -43,7 +46,7 @@ func checksOf(n *node, checkers map[string]bool) int {
 func (c *comparer) changes(old, new *node) []loss {
 	out := c.losses(old, new)
 	if g := c.extends(old, new, true); g.ok && g.writer != nil {
-		out = append(out, loss{by: []*node{g.writer}, reads: c.oldRefs})
+		out = append(out, loss{by: []*node{g.writer}, reads: c.oldRefs, newReads: c.newRefs})
 	}
 	return out
 }
@@ -55,11 +58,11 @@ func (c *comparer) losses(old, new *node) []loss {
 	case old == nil:
 		return nil
 	case new == nil:
-		return []loss{{old: []*node{old}, reads: c.oldRefs}}
+		return []loss{{old: []*node{old}, reads: c.oldRefs, newReads: c.newRefs}}
 	case old.Text == new.Text:
 		return nil
 	case !sameShape(old, new):
-		return []loss{{old: []*node{old}, by: []*node{new}, reads: c.oldRefs}}
+		return []loss{{old: []*node{old}, by: []*node{new}, reads: c.oldRefs, newReads: c.newRefs}}
 	}
 	var out []loss
 	for i := range old.Kids {
@@ -117,7 +120,7 @@ func (c *comparer) seqLosses(old, new seq) []loss {
 			out = append(out, c.losses(gone[0], in[0])...)
 			continue
 		}
-		out = append(out, loss{old: gone, by: in, reads: c.oldRefs, rows: old.Rows})
+		out = append(out, loss{old: gone, by: in, reads: c.oldRefs, newReads: c.newRefs, rows: old.Rows})
 	}
 	if old.Rows {
 		return out
@@ -133,7 +136,7 @@ func (c *comparer) seqLosses(old, new seq) []loss {
 			continue
 		}
 		if n.Exit != "" || c.overwrites(n) {
-			out = append(out, loss{by: []*node{n}, reads: c.oldRefs})
+			out = append(out, loss{by: []*node{n}, reads: c.oldRefs, newReads: c.newRefs})
 		}
 	}
 	return out
@@ -271,7 +274,7 @@ func (l loss) unaccounted(missing func(string) bool, depends map[string]bool) st
 		}
 		lost += checksOf(o, l.wasCheck)
 		for _, b := range append(slices.Clone(o.Binds), o.Writes...) {
-			if !set[b] {
+			if !set[b] && l.newReads[b] {
 				return fmt.Sprintf("%s replaced by %s, which does not set %s from what is missing", gone, shows(l.by), b)
 			}
 		}

@@ -236,9 +236,12 @@ def names_of(n):
     alone = set()
     owned = set()
     # A test's id (pytest.param(..., id="mul"), ids=[...]) names a case, not a function.
-    labels = {id(k.value) for k in ast.walk(n) if isinstance(k, ast.keyword) and k.arg in ("id", "ids")}
+    # Nor does a message: an assert's, a msg= argument's, an f-string's parts.
+    labels = {id(k.value) for k in ast.walk(n) if isinstance(k, ast.keyword) and k.arg in ("id", "ids", "msg")}
     labels |= {id(e) for k in ast.walk(n) if isinstance(k, ast.keyword) and k.arg == "ids"
                and isinstance(k.value, (ast.List, ast.Tuple)) for e in k.value.elts}
+    labels |= {id(x) for a in ast.walk(n) if isinstance(a, ast.Assert) and a.msg is not None for x in ast.walk(a.msg)}
+    labels |= {id(x) for j in ast.walk(n) if isinstance(j, ast.JoinedStr) for x in ast.walk(j)}
     for x in ast.walk(n):
         if isinstance(x, ast.Name):
             out.add(x.id)
@@ -383,7 +386,8 @@ class Builder:
             n["k"] = [self.expr(s.value, False)]
         elif isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None:
             targets = s.targets if isinstance(s, ast.Assign) else [s.target]
-            rows = any(isinstance(x, ast.Name) and x.id in self.ranged for x in targets)
+            # A table: ranged over here, or one whose value reads as one (a helper's).
+            rows = any(isinstance(x, ast.Name) and x.id in self.ranged for x in targets) or is_table(s.value)
             n["h"] = head_of(s, {"value"})
             n["k"] = [self.expr(s.value, rows)]
             n["as"], n["rd"] = True, reads_of(s)
@@ -450,10 +454,15 @@ def autouse(fn):
 
 
 def is_table(e):
-    """Whether an expression is a literal table: a list or tuple of tuples, lists or
-    dicts (each a row)."""
-    return isinstance(e, (ast.List, ast.Tuple)) and len(e.elts) > 0 and all(
-        isinstance(x, (ast.Tuple, ast.List, ast.Dict)) for x in e.elts)
+    """Whether an expression is a literal table: a list or tuple of rows, each a tuple, a
+    list or a dict, or each a call of the same function (Case(1, 2, 3), a namedtuple's or
+    a dataclass's)."""
+    if not isinstance(e, (ast.List, ast.Tuple)) or not e.elts:
+        return False
+    if all(isinstance(x, (ast.Tuple, ast.List, ast.Dict)) for x in e.elts):
+        return True
+    callees = {ast.dump(x.func) for x in e.elts if isinstance(x, ast.Call)}
+    return len(callees) == 1 and all(isinstance(x, ast.Call) for x in e.elts)
 
 
 def unit(fn, scope, name):

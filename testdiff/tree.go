@@ -90,13 +90,17 @@ type growth struct {
 // A comparer compares one old test with its new version.
 type comparer struct {
 	oldRefs map[string]bool // every name the old test mentions
+	newRefs map[string]bool // every name the new test mentions
 	newOnly map[string]bool // names the new test binds that the old one did not
 }
 
 func newComparer(old, new *node) *comparer {
-	c := &comparer{oldRefs: map[string]bool{}, newOnly: map[string]bool{}}
+	c := &comparer{oldRefs: map[string]bool{}, newRefs: map[string]bool{}, newOnly: map[string]bool{}}
 	for _, r := range old.Refs {
 		c.oldRefs[r] = true
+	}
+	for _, r := range new.Refs {
+		c.newRefs[r] = true
 	}
 	oldBinds := map[string]bool{}
 	walk(old, func(n *node) {
