@@ -544,7 +544,7 @@ func missingIn(text string) []string {
 		case m[2] != "":
 			out = append(out, "."+m[2]) // a member of a value
 		case m[3] != "":
-			out = append(out, m[3]) // a field's name in a literal
+			out = append(out, "."+m[3]) // a field: a member of a value
 		case m[4] != "" && m[5] != "":
 			out = append(out, m[5]+"."+m[4])
 		case m[4] != "":

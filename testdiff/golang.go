@@ -793,7 +793,13 @@ func goRefs(n ast.Node, imports map[string]string, locals map[string]bool) (refs
 			}
 		case *ast.KeyValueExpr:
 			if id, ok := x.Key.(*ast.Ident); ok {
-				members[id] = "" // a field's name in a literal (Config{Offset: 1})
+				members[id] = "." + id.Name // a field's name in a literal (Config{Offset: 1})
+			}
+		case *ast.StructType:
+			for _, f := range x.Fields.List {
+				for _, id := range f.Names {
+					members[id] = localOwner + "." + id.Name // a field the test declares
+				}
 			}
 		case *ast.Ident:
 			if !seen[x.Name] {

@@ -172,7 +172,7 @@ func TestRefsOwned(t *testing.T) {
 		{"go local and standard alias", "calc_test.go",
 			"package calc\n\nimport (\n\tcalc \"math/bits\"\n\t\"testing\"\n)\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Error(calc.UintSize)\n\t}\n}\n",
 			"package calc\n\nimport (\n\tcalc \"math/bits\"\n\t\"testing\"\n)\n\nfunc TestAdd(t *testing.T) {\n\tMul := func(a, b int) int { return a * b }\n\tif Mul(1, 2) != 2 || calc.Mul != nil || (Config{Offset: 1}).Offset != 1 {\n\t\tt.Error(calc.UintSize)\n\t}\n}\n",
-			[]string{"(local).Mul", "math/bits.Mul", "Offset"}, []string{"Mul", "calc.Mul"}},
+			[]string{"(local).Mul", "math/bits.Mul", ".Offset"}, []string{"Mul", "calc.Mul", "Offset"}},
 		{"go import paths", "calc_test.go",
 			"package calc_test\n\nimport (\n\t\"testing\"\n\n\tyaml \"gopkg.in/yaml.v3\"\n\t\"example.com/go-calc/v2\"\n)\n\nfunc TestAdd(t *testing.T) {\n\tif calc.Add(1, 2) != 3 {\n\t\tt.Error(yaml.Marshal)\n\t}\n}\n",
 			"package calc_test\n\nimport (\n\t\"testing\"\n\n\tyaml \"gopkg.in/yaml.v3\"\n\t\"example.com/go-calc/v2\"\n)\n\nfunc TestAdd(t *testing.T) {\n\tif calc.Plus(1, 2) != 3 {\n\t\tt.Error(yaml.Marshal)\n\t}\n}\n",

@@ -225,6 +225,9 @@ MODULES = {}
 MEMBERS = {}
 # The names the function being read binds itself (locals_of); unit sets them.
 LOCALS = set()
+# The classes the file being read defines, and those its function defines; read and unit
+# set them.
+DEFINED = set()
 
 
 def names_of(n):
@@ -255,6 +258,8 @@ def names_of(n):
             out.add(x.attr)
             if isinstance(x.value, ast.Name) and x.value.id in MODULES and x.value.id not in LOCALS:
                 owned.add(MODULES[x.value.id] + "." + x.attr)
+            elif isinstance(x.value, ast.Name) and x.value.id in DEFINED:
+                owned.add("(local)." + x.attr)  # a member of a class the test file defines
             else:
                 owned.add("." + x.attr)  # a value's member
         elif isinstance(x, ast.arg):
@@ -469,10 +474,14 @@ def unit(fn, scope, name):
     b = Builder(ranged_names(fn))
     LOCALS.clear()
     LOCALS.update(locals_of(fn))
+    defined = set(DEFINED)
+    DEFINED.update(x.name for x in ast.walk(fn) if isinstance(x, ast.ClassDef))
     try:
         return {"name": name, "line": fn.lineno, "scope": scope, "node": b.function(fn), "body": body_key(fn)}
     finally:
         LOCALS.clear()
+        DEFINED.clear()
+        DEFINED.update(defined)
 
 
 def locals_of(fn):
@@ -500,6 +509,8 @@ def read(src):
     MODULES.update(modules)
     MEMBERS.clear()
     MEMBERS.update(members)
+    DEFINED.clear()
+    DEFINED.update(x.name for x in tree.body if isinstance(x, ast.ClassDef) and not x.name.startswith("Test"))
 
     def other(s, scope, prefix):
         # A statement of a module or class body that is not a function: a table (by the
