@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/orchestrator/orchestrator/internal/lazyre"
+	"github.com/orchestrator/orchestrator/testdiff"
 	"github.com/orchestrator/orchestrator/testrun"
 )
 
@@ -236,7 +237,7 @@ func byName(testID, id string) int {
 
 // callArityRE reads a Go build error of a call whose arguments do not fit the callee:
 // "x_test.go:12:9: too many arguments in call to c.check".
-var callArityRE = lazyre.New(`^(\S+\.go):\d+(?::\d+)?: (?:too many|not enough) arguments in call to (?:[\w.]+\.)?(\w+)$`)
+var callArityRE = lazyre.New(`^(\S+\.go):\d+(?::\d+)?: (?:too many|not enough) arguments in call to (?:([\w.]+)\.)?(\w+)$`)
 
 // newSignatures reads a Go RED whose build failed in a test file for a call with too many or
 // too few arguments to a function or method of the code under test (declared in the
@@ -275,11 +276,22 @@ func (v *Verdict) newSignatures(in Input, res *testrun.Result) {
 		if m == nil {
 			continue
 		}
-		dir := path.Dir(path.Clean(strings.TrimPrefix(m[1], "./")))
-		if !declaredInCode(in.Root, dir, m[2]) {
+		file := path.Clean(strings.TrimPrefix(m[1], "./"))
+		if !declaredInCode(in.Root, path.Dir(file), m[3]) {
 			continue
 		}
-		errs[i] = fmt.Sprintf("%s (the implementation's %s in the form the test calls: undefined: %s)", e, m[2], m[2])
+		// Said as the compiler says what is missing: a function of the test's package
+		// ("undefined: check"), of another ("undefined: semver.check"), or a method of a
+		// value ("has no field or method check": c.check).
+		missing := "undefined: " + m[3]
+		if m[2] != "" {
+			missing = "has no field or method " + m[3]
+			src, _ := os.ReadFile(filepath.Join(in.Root, filepath.FromSlash(file)))
+			if _, ok := testdiff.GoImportNames(src)[m[2]]; ok {
+				missing = "undefined: " + m[2] + "." + m[3]
+			}
+		}
+		errs[i] = fmt.Sprintf("%s (the implementation's %s in the form the test calls: %s)", e, m[3], missing)
 		judged[len(judged)-1] = errs[i]
 		changed = true
 	}

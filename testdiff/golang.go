@@ -909,6 +909,16 @@ func importNames(f *ast.File) map[string]string {
 	return out
 }
 
+// GoImportNames returns the names a Go source gives its imports, each with its path
+// (importNames); nil when it does not parse.
+func GoImportNames(src []byte) map[string]string {
+	f, err := parser.ParseFile(token.NewFileSet(), "x.go", src, parser.ImportsOnly)
+	if err != nil {
+		return nil
+	}
+	return importNames(f)
+}
+
 // isStd reports whether an import path is the standard library's: its first element has
 // no dot.
 func isStd(path string) bool {
