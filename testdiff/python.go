@@ -28,11 +28,12 @@ type pyUnit struct {
 
 // pyFile is a Python source as python.py writes it.
 type pyFile struct {
-	Tests   []pyUnit          `json:"tests"`
-	Helpers []pyUnit          `json:"helpers"`
-	Skips   map[string]int    `json:"skips"`
-	Imports []string          `json:"imports"`
-	Aliases map[string]string `json:"aliases"`
+	Tests   []pyUnit            `json:"tests"`
+	Helpers []pyUnit            `json:"helpers"`
+	Skips   map[string]int      `json:"skips"`
+	Imports []string            `json:"imports"`
+	Aliases map[string]string   `json:"aliases"`
+	Bases   map[string][]string `json:"bases"`
 }
 
 // parsePython reads Python sources (nil: not there) with Python's own ast, through
@@ -76,7 +77,7 @@ func parsePython(ctx context.Context, sources [][]byte) ([]*parsed, error) {
 		if f == nil {
 			continue
 		}
-		p := &parsed{tests: map[string]*unit{}, helpers: map[string][]*unit{}, scopeSkips: f.Skips, imports: f.Imports, aliases: f.Aliases}
+		p := &parsed{tests: map[string]*unit{}, helpers: map[string][]*unit{}, scopeSkips: f.Skips, imports: f.Imports, aliases: f.Aliases, bases: f.Bases}
 		if p.scopeSkips == nil {
 			p.scopeSkips = map[string]int{}
 		}

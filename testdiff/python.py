@@ -5,7 +5,8 @@
 # Input (stdin): a JSON list of sources (strings, or null for a file that is not there).
 # Output (stdout): a JSON list, one entry a source: null when it is not there or does not
 # parse (a syntax error is the runner's to report), else {"tests": [...], "helpers":
-# [...], "skips": {scope: count}, "imports": [module, ...], "aliases": {name: imported}}. A test or helper is {"name",
+# [...], "skips": {scope: count}, "imports": [module, ...], "aliases": {name: imported},
+# "bases": {class: [base class names]}}. A test or helper is {"name",
 # "line", "scope", "node", "body", "implicit"}; a node is the tree of testdiff/tree.go: "t" text, "h" head, "d"
 # what a person reads, "k" kids, "s" sequences ({"rows", "i"}), "l" loop, "x" early exit,
 # "n" skip markers, "b" binds, "w" writes, "r" names mentioned, "o" those mentioned only as
@@ -503,7 +504,7 @@ def read(src):
         tree = ast.parse(src)
     except (SyntaxError, ValueError):
         return None
-    out = {"tests": [], "helpers": [], "skips": {}}
+    out = {"tests": [], "helpers": [], "skips": {}, "bases": {}}
     modules, members = imports_of(tree)
     MODULES.clear()
     MODULES.update(modules)
@@ -542,6 +543,10 @@ def read(src):
             elif isinstance(s, ast.ClassDef):
                 inner = prefix + s.name
                 out["skips"][inner] = out["skips"].get(inner, 0) + sum(skips_of(d) for d in s.decorator_list)
+                bases = [b.id if isinstance(b, ast.Name) else b.attr for b in s.bases
+                         if isinstance(b, (ast.Name, ast.Attribute))]
+                if bases:
+                    out["bases"][inner] = bases
                 visit(s.body, inner, inner + ".")
             else:
                 other(s, scope, prefix)

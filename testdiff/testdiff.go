@@ -81,9 +81,10 @@ type parsed struct {
 	order      []string
 	helpers    map[string][]*unit
 	scopeSkips map[string]int
-	constraint string            // Go: the //go:build line
-	imports    []string          // Python: the modules it imports from (.helpers: relatively)
-	aliases    map[string]string // Python: names it imports under another name, to theirs
+	constraint string              // Go: the //go:build line
+	imports    []string            // Python: the modules it imports from (.helpers: relatively)
+	aliases    map[string]string   // Python: names it imports under another name, to theirs
+	bases      map[string][]string // Python: the base classes of its classes, by name
 }
 
 // Compare returns what the change did to each test that files held before it, in the
@@ -232,6 +233,34 @@ func (c *comparison) around(i int, old, new *unit) string {
 }
 
 // scopes returns a scope and the scopes around it: "A.B" gives "A.B", "A", "".
+// classes returns the scopes whose setUp and autouse fixtures run around a test of scope
+// (scopes), with the base classes of its class and theirs (by name, among the files
+// whose helpers the test sees): unittest runs a base class's setUp for its subclasses.
+func (c *comparison) classes(i int, scope string) []string {
+	out := scopes(scope)
+	for k := 0; k < len(out); k++ {
+		name := out[k][strings.LastIndexByte(out[k], '.')+1:]
+		for _, j := range c.package_(i) {
+			for _, p := range []*parsed{c.before[j], c.after[j]} {
+				if p == nil {
+					continue
+				}
+				for class, bases := range p.bases {
+					if class[strings.LastIndexByte(class, '.')+1:] != name {
+						continue
+					}
+					for _, b := range bases {
+						if !slices.Contains(out, b) {
+							out = append(out, b)
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
 // visible reports whether a helper of scope (a class, "" for the module) is one a test of
 // the scope test may use: of its own class or one around it, or a method of a class that is
 // not a test class (a Checker whose check any test may call).
@@ -432,7 +461,7 @@ func (c *comparison) eachHelper(i int, old, new *unit, f func(name string, h, to
 		for _, name := range sortedNames(was.helpers) {
 			for _, h := range was.helpers[name] {
 				direct, reached := refs[name]
-				if h.implicit && !slices.Contains(scopes(new.scope), h.scope) || !h.implicit && (!reached || !visible(h.scope, new.scope)) {
+				if h.implicit && !slices.Contains(c.classes(i, new.scope), h.scope) || !h.implicit && (!reached || !visible(h.scope, new.scope)) {
 					continue
 				}
 				if h.implicit && j != i && path.Ext(c.files[j].Path) == ".py" {
