@@ -302,8 +302,8 @@ def aliases_of(tree):
 
 def imports_of(tree):
     """The modules and members a module's imports bind (MODULES, MEMBERS), wherever they
-    are (an import inside a test binds there). A relative import's module is not known by
-    its full name, so its names count alone."""
+    are (an import inside a test binds there). A relative import's members are marked
+    with their level, for testdiff to read from the file's folder."""
     modules, members = {}, {}
     for s in ast.walk(tree):
         if isinstance(s, ast.Import):
@@ -313,7 +313,14 @@ def imports_of(tree):
                 else:
                     first = a.name.split(".")[0]
                     modules[first] = first
-        elif isinstance(s, ast.ImportFrom) and s.module and not s.level:
+        elif isinstance(s, ast.ImportFrom) and s.level:
+            # Relative (from .fakes import mul): "^LEVEL:module.name", which testdiff reads
+            # from the file's folder.
+            for a in s.names:
+                if a.name != "*":
+                    mod = (s.module + ".") if s.module else ""
+                    members[a.asname or a.name] = "^%d:%s%s" % (s.level, mod, a.name)
+        elif isinstance(s, ast.ImportFrom) and s.module:
             for a in s.names:
                 if a.name != "*":
                     members[a.asname or a.name] = s.module + "." + a.name

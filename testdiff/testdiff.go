@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -118,10 +120,50 @@ func Compare(ctx context.Context, files []File) ([]Test, error) {
 		}
 		for k, i := range pyIdx {
 			before[i], after[i] = read[2*k], read[2*k+1]
+			for _, p := range []*parsed{before[i], after[i]} {
+				p.resolveRelative(files[i].Path)
+			}
 		}
 	}
 	c := &comparison{files: files, before: before, after: after, claimed: map[*unit]bool{}, checking: map[string]map[string]bool{}}
 	return c.run(), nil
+}
+
+// resolveRelative rewrites the names a Python file imports relatively ("^1:fakes.mul", from
+// .fakes import mul) as the modules they are from the file's folder (tests.fakes.mul for
+// tests/test_add.py).
+func (p *parsed) resolveRelative(file string) {
+	if p == nil {
+		return
+	}
+	resolve := func(names []string) {
+		for k, o := range names {
+			rest, ok := strings.CutPrefix(o, "^")
+			if !ok {
+				continue
+			}
+			level, name, _ := strings.Cut(rest, ":")
+			dir := path.Dir(file)
+			for l, _ := strconv.Atoi(level); l > 1; l-- {
+				dir = path.Dir(dir)
+			}
+			if dir != "." {
+				name = strings.ReplaceAll(dir, "/", ".") + "." + name
+			}
+			names[k] = name
+		}
+	}
+	fix := func(n *node) {
+		resolve(n.Owned)
+		resolve(n.Reads)
+	}
+	for _, units := range []map[string][]*unit{p.helpers, {"": slices.Collect(maps.Values(p.tests))}} {
+		for _, us := range units {
+			for _, u := range us {
+				walk(u.node, fix)
+			}
+		}
+	}
 }
 
 // A comparison classifies the tests of one change.
