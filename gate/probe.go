@@ -40,7 +40,7 @@ func (v *Verdict) probeMissing(ctx context.Context, in Input, res *testrun.Resul
 	if res.Runner != testrun.Go {
 		return nil, nil
 	}
-	missing := lastParts(missingNames(res))
+	missing := lastParts(missingNames(in, res))
 	if len(missing) == 0 {
 		return nil, nil
 	}

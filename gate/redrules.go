@@ -343,7 +343,7 @@ func (v *Verdict) checkChanged(in Input, res *testrun.Result, changed []testdiff
 	if len(changed) == 0 {
 		return nil
 	}
-	missing := missingNames(res)
+	missing := missingNames(in, res)
 	var refused []string
 	for _, t := range changed {
 		status := changedStatus(in, res, t, missing)
@@ -522,7 +522,11 @@ var missingNameRE = lazyre.New(`undefined: ((?:\w+\.)?\w+)|(?:has no field or me
 // missingNames returns the names a run that failed for the missing implementation says
 // are missing: alone ("Mul": of the test's own package, a method, a field) or with the
 // package or module they are missing from ("calc.Mul", "calc.mul").
-func missingNames(res *testrun.Result) map[string]bool {
+//
+// Go's "undefined: calc.Mul" names the package by the name the erring file gives it: it
+// is read as that import's path (example.com/calc/calc.Mul), as testdiff names a test's
+// package members, so that another package imported as calc elsewhere is not it.
+func missingNames(in Input, res *testrun.Result) map[string]bool {
 	out := map[string]bool{}
 	if res.Class != testrun.ClassMissingImplementation {
 		return out
@@ -530,8 +534,28 @@ func missingNames(res *testrun.Result) map[string]bool {
 	for _, name := range missingIn(strings.Join(res.BuildErrors, "\n") + "\n" + res.Output) {
 		out[name] = true
 	}
+	if res.Runner != testrun.Go {
+		return out
+	}
+	for _, e := range res.BuildErrors {
+		m := goUndefinedMemberRE().FindStringSubmatch(strings.TrimSpace(e))
+		if m == nil {
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join(in.Root, filepath.FromSlash(path.Clean(m[1]))))
+		if err != nil {
+			continue
+		}
+		if p, ok := testdiff.GoImportNames(src)[m[2]]; ok {
+			delete(out, m[2]+"."+m[3])
+			out[p+"."+m[3]] = true
+		}
+	}
 	return out
 }
+
+// goUndefinedMemberRE reads Go's "file.go:7:12: undefined: calc.Mul".
+var goUndefinedMemberRE = lazyre.New(`^(\S+\.go):\d+(?::\d+)?: undefined: (\w+)\.(\w+)$`)
 
 // missingIn returns the names a text says are missing (missingNames): "No module named
 // 'calc.fast'" says calc.fast is (calc may well be there).
@@ -580,9 +604,16 @@ func names(ref, missing string, py bool) bool {
 	case strings.HasPrefix(ref, "."):
 		return py && ref[1:] == name
 	}
-	// A Python module is named from where it is imported: tests read from a src folder
-	// name src.pkg.calc what the runner calls pkg.calc.
-	return py && !strings.HasPrefix(missing, ".") && (strings.HasSuffix(ref, "."+missing) || strings.HasSuffix(missing, "."+ref))
+	if py {
+		// A Python module is named from where it is imported: tests read from a src
+		// folder name src.pkg.calc what the runner calls pkg.calc.
+		return !strings.HasPrefix(missing, ".") && (strings.HasSuffix(ref, "."+missing) || strings.HasSuffix(missing, "."+ref))
+	}
+	// A Go package's member the build named only by the package's name (calc.Mul, not
+	// read as its path): the package whose path ends in that name.
+	owner, refName := ref[:strings.LastIndexByte(ref, '.')], ref[strings.LastIndexByte(ref, '.')+1:]
+	pkg := strings.TrimSuffix(missing, "."+name)
+	return refName == name && pkg != missing && !strings.ContainsAny(pkg, "/.") && path.Base(owner) == pkg
 }
 
 // isPy reports whether a test is Python's.

@@ -782,13 +782,9 @@ func goRefs(n ast.Node, imports map[string]string, locals map[string]bool) (refs
 			members[x.Sel] = "." + x.Sel.Name // a value's
 			if id, ok := x.X.(*ast.Ident); ok && !locals[id.Name] {
 				if path, ok := imports[id.Name]; ok {
-					owner := id.Name
-					if isStd(path) {
-						// A standard package holds nothing the change can be missing,
-						// whatever name the file gives it (calc "math/bits").
-						owner = path
-					}
-					members[x.Sel] = owner + "." + x.Sel.Name
+					// By the package's path, whatever name the file gives it (calc
+					// "math/bits" is not the missing calc.Mul).
+					members[x.Sel] = path + "." + x.Sel.Name
 				}
 			}
 		case *ast.KeyValueExpr:

@@ -176,7 +176,7 @@ func TestRefsOwned(t *testing.T) {
 		{"go import paths", "calc_test.go",
 			"package calc_test\n\nimport (\n\t\"testing\"\n\n\tyaml \"gopkg.in/yaml.v3\"\n\t\"example.com/go-calc/v2\"\n)\n\nfunc TestAdd(t *testing.T) {\n\tif calc.Add(1, 2) != 3 {\n\t\tt.Error(yaml.Marshal)\n\t}\n}\n",
 			"package calc_test\n\nimport (\n\t\"testing\"\n\n\tyaml \"gopkg.in/yaml.v3\"\n\t\"example.com/go-calc/v2\"\n)\n\nfunc TestAdd(t *testing.T) {\n\tif calc.Plus(1, 2) != 3 {\n\t\tt.Error(yaml.Marshal)\n\t}\n}\n",
-			[]string{"calc.Plus", "yaml.Marshal"}, []string{"Plus", "Marshal"}},
+			[]string{"example.com/go-calc/v2.Plus", "gopkg.in/yaml.v3.Marshal"}, []string{"Plus", "Marshal", "calc.Plus"}},
 		{"python module member", "tests/test_calc.py",
 			"import operator\nimport calc as c\n\n\ndef test_add():\n    assert c.add(1, 2) == 3\n",
 			"import operator\nimport calc as c\nfrom calc import mul\n\n\ndef test_add():\n    assert operator.mul(1, 3) == mul(1, 3) == c.plus(1, 2) == getattr(c, \"minus\")(4, 1)\n",
