@@ -23,6 +23,7 @@ import (
 
 	"github.com/orchestrator/orchestrator/internal/lazyre"
 	"github.com/orchestrator/orchestrator/internal/python3"
+	"github.com/orchestrator/orchestrator/testdiff"
 )
 
 // Runner tampering (SPEC §7.6). The gate runs the candidate's code, and that code runs
@@ -158,27 +159,15 @@ func (v *Verdict) checkTampering(ctx context.Context, in Input) (*Verdict, error
 
 // Go.
 
-// goImports returns the local names of a file's imports, by name (a dot import is
-// filed under ".", with the paths it brings in scope joined by spaces).
+// goImports returns the local names of a file's imports, by name, as testdiff reads them
+// (ImportNames), with a dot import filed under "." (the paths it brings in scope joined by
+// spaces).
 func goImports(f *ast.File) map[string]string {
-	names := map[string]string{}
+	names := testdiff.ImportNames(f)
 	for _, imp := range f.Imports {
-		p, err := strconv.Unquote(imp.Path.Value)
-		if err != nil {
-			continue
-		}
-		name := path.Base(p)
-		if p == "golang.org/x/sys/unix" {
-			name = "unix"
-		}
-		if imp.Name != nil {
-			name = imp.Name.Name
-		}
-		if name == "." {
+		if p, err := strconv.Unquote(imp.Path.Value); err == nil && imp.Name != nil && imp.Name.Name == "." {
 			names["."] += " " + p
-			continue
 		}
-		names[name] = p
 	}
 	return names
 }

@@ -27,7 +27,7 @@ func parseGo(src []byte) *parsed {
 		return nil
 	}
 	p := &parsed{tests: map[string]*unit{}, helpers: map[string][]*unit{}, scopeSkips: map[string]int{}}
-	imports := importNames(f)
+	imports := ImportNames(f)
 	for _, cg := range f.Comments {
 		if cg.Pos() > f.Package {
 			break
@@ -877,10 +877,10 @@ func localNames(fn ast.Node) map[string]bool {
 	return out
 }
 
-// importNames returns the names a Go file gives its imports, each with its path: the name
+// ImportNames returns the names a Go file gives its imports, each with its path: the name
 // it writes, or the package's name as its path suggests (the last element, without a
 // version element or suffix, a "go-" prefix or a "-go" suffix).
-func importNames(f *ast.File) map[string]string {
+func ImportNames(f *ast.File) map[string]string {
 	out := map[string]string{}
 	for _, spec := range f.Imports {
 		p, err := strconv.Unquote(spec.Path.Value)
@@ -906,13 +906,13 @@ func importNames(f *ast.File) map[string]string {
 }
 
 // GoImportNames returns the names a Go source gives its imports, each with its path
-// (importNames); nil when it does not parse.
+// (ImportNames); nil when it does not parse.
 func GoImportNames(src []byte) map[string]string {
 	f, err := parser.ParseFile(token.NewFileSet(), "x.go", src, parser.ImportsOnly)
 	if err != nil {
 		return nil
 	}
-	return importNames(f)
+	return ImportNames(f)
 }
 
 // isStd reports whether an import path is the standard library's: its first element has

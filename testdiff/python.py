@@ -272,59 +272,42 @@ def names_of(n):
     return {"r": sorted(out), "o": sorted(q for q in owned if q.rsplit(".", 1)[-1] not in alone)}
 
 
-def imported_modules(tree):
-    """The modules a module's imports name (anywhere in it): import a.b gives a.b; from a.b
-    import c gives a.b and a.b.c (c may be a module); a relative import keeps its dots
-    (from .helpers import check: .helpers and .helpers.check)."""
-    out = set()
-    for s in ast.walk(tree):
-        if isinstance(s, ast.Import):
-            out.update(a.name for a in s.names)
-        elif isinstance(s, ast.ImportFrom):
-            mod = "." * (s.level or 0) + (s.module or "")
-            if s.module:
-                out.add(mod)
-            out.update((mod + "." if s.module else mod) + a.name for a in s.names if a.name != "*")
-    return sorted(out)
-
-
-def aliases_of(tree):
-    """The names a module's imports give what they import under another name (from
-    tests.helpers import check as verify: verify is check)."""
-    out = {}
-    for s in ast.walk(tree):
-        if isinstance(s, ast.ImportFrom):
-            for a in s.names:
-                if a.asname and a.asname != a.name:
-                    out[a.asname] = a.name
-    return out
-
-
 def imports_of(tree):
-    """The modules and members a module's imports bind (MODULES, MEMBERS), wherever they
-    are (an import inside a test binds there). A relative import's members are marked
-    with their level, for testdiff to read from the file's folder."""
-    modules, members = {}, {}
+    """What a module's imports (anywhere in it: an import inside a test binds there) bind
+    and name, in one walk:
+    - modules: the names that are modules (import calc as c: c is calc), for MODULES;
+    - members: the names imported from a module (from calc import mul: calc.mul), for
+      MEMBERS; a relative import's are marked with their level ("^1:fakes.mul"), for
+      testdiff to read from the file's folder;
+    - imported: the modules they name, sorted: import a.b gives a.b; from a.b import c
+      gives a.b and a.b.c (c may be a module); a relative one keeps its dots;
+    - aliases: the names given to what is imported under another name (from
+      tests.helpers import check as verify: verify is check)."""
+    modules, members, imported, aliases = {}, {}, set(), {}
     for s in ast.walk(tree):
         if isinstance(s, ast.Import):
             for a in s.names:
+                imported.add(a.name)
                 if a.asname:
                     modules[a.asname] = a.name
                 else:
                     first = a.name.split(".")[0]
                     modules[first] = first
-        elif isinstance(s, ast.ImportFrom) and s.level:
-            # Relative (from .fakes import mul): "^LEVEL:module.name", which testdiff reads
-            # from the file's folder.
+        elif isinstance(s, ast.ImportFrom):
+            mod = "." * (s.level or 0) + (s.module or "")
+            if s.module:
+                imported.add(mod)
             for a in s.names:
-                if a.name != "*":
-                    mod = (s.module + ".") if s.module else ""
-                    members[a.asname or a.name] = "^%d:%s%s" % (s.level, mod, a.name)
-        elif isinstance(s, ast.ImportFrom) and s.module:
-            for a in s.names:
-                if a.name != "*":
+                if a.name == "*":
+                    continue
+                imported.add((mod + "." if s.module else mod) + a.name)
+                if a.asname and a.asname != a.name:
+                    aliases[a.asname] = a.name
+                if s.level:
+                    members[a.asname or a.name] = "^%d:%s%s" % (s.level, (s.module + ".") if s.module else "", a.name)
+                elif s.module:
                     members[a.asname or a.name] = s.module + "." + a.name
-    return modules, members
+    return modules, members, sorted(imported), aliases
 
 
 def reads_of(s):
@@ -512,7 +495,7 @@ def read(src):
     except (SyntaxError, ValueError):
         return None
     out = {"tests": [], "helpers": [], "skips": {}, "bases": {}}
-    modules, members = imports_of(tree)
+    modules, members, imported, aliases = imports_of(tree)
     MODULES.clear()
     MODULES.update(modules)
     MEMBERS.clear()
@@ -559,8 +542,8 @@ def read(src):
                 other(s, scope, prefix)
 
     visit(tree.body, "", "")
-    out["imports"] = imported_modules(tree)
-    out["aliases"] = aliases_of(tree)
+    out["imports"] = imported
+    out["aliases"] = aliases
     return out
 
 

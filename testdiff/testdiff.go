@@ -125,7 +125,8 @@ func Compare(ctx context.Context, files []File) ([]Test, error) {
 			}
 		}
 	}
-	c := &comparison{files: files, before: before, after: after, claimed: map[*unit]bool{}, checking: map[string]map[string]bool{}}
+	c := &comparison{files: files, before: before, after: after, claimed: map[*unit]bool{}, checking: map[string]map[string]bool{},
+		packages: map[int][]int{}, named: map[int]map[string][]string{}}
 	return c.run(), nil
 }
 
@@ -172,8 +173,11 @@ type comparison struct {
 	before, after []*parsed
 	claimed       map[*unit]bool // new tests that an old one moved to
 	// checking remembers checkers' answer by package folder and side: every changed
-	// test of a package asks the same.
+	// test of a package asks the same; packages package_'s and named helperNames' by
+	// file, which every test of a file, and each of its helpers, asks again.
 	checking map[string]map[string]bool
+	packages map[int][]int
+	named    map[int]map[string][]string
 }
 
 func (c *comparison) run() []Test {
@@ -389,7 +393,11 @@ func (c *comparison) helperLosses(i int, old, new *unit) []loss {
 // helperNames returns, for each helper a test of file i sees after the change, the names it
 // mentions (as they are judged against what is missing).
 func (c *comparison) helperNames(i int) map[string][]string {
+	if out, ok := c.named[i]; ok {
+		return out
+	}
 	out := map[string][]string{}
+	c.named[i] = out
 	for _, j := range c.package_(i) {
 		if p := c.after[j]; p != nil {
 			for name, units := range p.helpers {
@@ -559,6 +567,15 @@ func counterpart(h *unit, was, now []*unit) *unit {
 // files of its folder, for Python its own and the Python files of the modules it imports
 // (from tests.helpers import check: tests/helpers.py), and of those they import.
 func (c *comparison) package_(i int) []int {
+	if out, ok := c.packages[i]; ok {
+		return out
+	}
+	out := c.packageOf(i)
+	c.packages[i] = out
+	return out
+}
+
+func (c *comparison) packageOf(i int) []int {
 	f := c.files[i]
 	if path.Ext(f.Path) != ".go" {
 		// Its own file, the modules it imports, and theirs in turn.
