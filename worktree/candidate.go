@@ -60,6 +60,40 @@ func (s *Slot) Commit(ctx context.Context, base, ref, message string, ownLinks .
 	if err != nil {
 		return "", err
 	}
+	tree, err := s.stagedTree(ctx, own)
+	if err != nil {
+		return "", err
+	}
+	commit := base
+	baseTree, err := s.repo.Tree(ctx, base)
+	if err != nil {
+		return "", err
+	}
+	if baseTree != tree {
+		if commit, err = s.repo.commitTree(ctx, tree, base, message); err != nil {
+			return "", err
+		}
+	}
+	if ref != "" {
+		if err := s.repo.updateRef(ctx, ref, commit, ""); err != nil {
+			return "", err
+		}
+	}
+	return commit, nil
+}
+
+// stagedTree returns the tree of what is in the slot's working tree now, as `git add -A`
+// would stage it from the slot's index, less the paths of own: staged by the orchestrator
+// where it can (stageTree), by git otherwise.
+func (s *Slot) stagedTree(ctx context.Context, own []string) (string, error) {
+	if tree, left, err := s.stageTree(ctx, s.index, own); left == "" || err != nil {
+		return tree, err
+	}
+	return s.gitStagedTree(ctx, own)
+}
+
+// gitStagedTree is stagedTree done by git.
+func (s *Slot) gitStagedTree(ctx context.Context, own []string) (string, error) {
 	// The orchestrator's index under another name, so that the slot's stays the
 	// checkout's (Reset relies on its file times): a second link to it, since git never
 	// writes an index in place (it writes a new file and renames it over the old).
@@ -84,31 +118,11 @@ func (s *Slot) Commit(ctx context.Context, base, ref, message string, ownLinks .
 		}
 	}
 	tree, ok, err := s.repo.writeTree(ctx, s.Dir, tmp, env)
-	if err != nil {
-		return "", err
+	if err != nil || ok {
+		return tree, err
 	}
-	if !ok {
-		if tree, err = s.repo.git(ctx, s.Dir, env, "write-tree"); err != nil {
-			return "", err
-		}
-		tree = strings.TrimSpace(tree)
-	}
-	commit := base
-	baseTree, err := s.repo.Tree(ctx, base)
-	if err != nil {
-		return "", err
-	}
-	if baseTree != tree {
-		if commit, err = s.repo.commitTree(ctx, tree, base, message); err != nil {
-			return "", err
-		}
-	}
-	if ref != "" {
-		if err := s.repo.updateRef(ctx, ref, commit, ""); err != nil {
-			return "", err
-		}
-	}
-	return commit, nil
+	tree, err = s.repo.git(ctx, s.Dir, env, "write-tree")
+	return strings.TrimSpace(tree), err
 }
 
 // ownLinksAt returns the paths of links that are in the slot as the orchestrator made

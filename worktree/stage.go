@@ -1,0 +1,384 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// stageTree returns the tree that `git add -A` then `git write-tree` would make of the
+// slot's working tree with the index at index, less the paths of leave (the orchestrator's
+// own links), without a git process: a candidate's commit is most of the time between an
+// agent's end and its task's status, and a git process costs more than the work (SPEC §7.7
+// git overhead). ok is false where git decides something the orchestrator does not, and
+// the caller asks git: attributes (which may convert content), settings that change how
+// files are read or named (core.fileMode, core.symlinks, core.ignoreCase, a sparse
+// checkout), submodules and nested repositories, special files where the index has a file,
+// names git may refuse, files it cannot read, and what readIndex and the tree writer leave
+// to git. Ignore rules are git's: the .gitignore files, info/exclude and core.excludesFile,
+// matched with git's wildmatch.
+func (s *Slot) stageTree(ctx context.Context, index string, leave []string) (tree, left string, err error) {
+	size, err := s.repo.idSize(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	cfg, err := readConfig(ctx, s.Dir, s.env(index))
+	if err != nil {
+		return "", "the configuration: " + err.Error(), nil // git says what is wrong
+	}
+	excludes, left := s.stageable(cfg)
+	if left != "" {
+		return "", left, nil
+	}
+	idx, err := readIndex(index, size)
+	if err != nil {
+		return "", "the index: " + err.Error(), nil
+	}
+	st := &stager{slot: s, ctx: ctx, size: size, idx: idx, dirs: map[string]bool{"": true}}
+	var global []*ignoreList
+	for _, f := range excludes { // info/exclude first: it takes precedence
+		b, err := os.ReadFile(f)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return "", f + " cannot be read", nil
+		}
+		l := parseIgnore("", b)
+		global = append(global, &l)
+	}
+	if left, err := st.tracked(); left != "" || err != nil {
+		return "", left, err
+	}
+	if left, err := st.untracked("", s.Dir, global); left != "" || err != nil {
+		return "", left, err
+	}
+	for _, p := range leave {
+		st.remove(p)
+	}
+	entries := st.entries()
+	w := &treeWriter{r: s.repo, ctx: ctx, size: size, entries: entries}
+	tree, err = w.build("", 0, len(entries), idx.tree)
+	if errors.Is(err, errUnhandled) {
+		return "", "a tree git makes", nil
+	}
+	return tree, "", err
+}
+
+// stageable returns the files of ignore patterns besides the .gitignore files, the first
+// taking precedence (info/exclude, then core.excludesFile), or why the configuration cfg
+// leaves staging to git.
+func (s *Slot) stageable(cfg []configEntry) (excludes []string, left string) {
+	last := map[string]string{}
+	for _, e := range cfg {
+		last[e.key] = e.value
+	}
+	for key, want := range map[string]string{"core.filemode": "true", "core.symlinks": "true", "core.ignorecase": "false", "core.sparsecheckout": "false"} {
+		if v, set := last[key]; set && gitBool(v) != want {
+			return nil, key + " = " + v
+		}
+	}
+	for _, key := range []string{"core.attributesfile", "core.sharedrepository", "extensions.compatobjectformat", "core.worktree"} {
+		if _, set := last[key]; set {
+			return nil, key + " is set"
+		}
+	}
+	if os.Getenv("GIT_ATTR_SOURCE") != "" {
+		return nil, "GIT_ATTR_SOURCE is set"
+	}
+	config := os.Getenv("XDG_CONFIG_HOME")
+	home := os.Getenv("HOME")
+	if config == "" && home != "" {
+		config = filepath.Join(home, ".config")
+	}
+	// Attributes from anywhere but the working tree (where stageTree looks for them).
+	attributes := []string{filepath.Join(s.repo.Common, "info", "attributes"), "/etc/gitattributes", "/usr/local/etc/gitattributes"}
+	if config != "" {
+		attributes = append(attributes, filepath.Join(config, "git", "attributes"))
+	}
+	for _, f := range attributes {
+		if _, err := os.Lstat(f); !errors.Is(err, fs.ErrNotExist) {
+			return nil, "attributes in " + f
+		}
+	}
+	excludes = []string{filepath.Join(s.repo.Common, "info", "exclude")}
+	switch f, set := last["core.excludesfile"]; {
+	case set && strings.HasPrefix(f, "~/") && home != "":
+		excludes = append(excludes, filepath.Join(home, f[2:]))
+	case set && filepath.IsAbs(f):
+		excludes = append(excludes, f)
+	case set:
+		return nil, "core.excludesFile = " + f // a path git resolves
+	case config != "":
+		excludes = append(excludes, filepath.Join(config, "git", "ignore"))
+	}
+	return excludes, ""
+}
+
+// gitBool returns "true" or "false" for a boolean setting's value as git reads it, "" for
+// one it does not read as either (or that needs the setting's form, such as a key given
+// without "=").
+func gitBool(v string) string {
+	switch strings.ToLower(v) {
+	case "true", "yes", "on", "1":
+		return "true"
+	case "false", "no", "off", "0":
+		return "false"
+	}
+	return ""
+}
+
+// A stager stages one working tree: the index's entries as the tree now has them, and the
+// untracked files that are not ignored.
+type stager struct {
+	slot *Slot
+	ctx  context.Context
+	size int
+	idx  *gitIndex
+	// now are the entries staged, by path; inIndex the paths of the index as read.
+	now     map[string]indexEntry
+	inIndex map[string]bool
+	// dirs caches whether each folder (slash-separated) of the tree is a folder, not a
+	// symbolic link or a file, and so are its parents; attributes is one of them that
+	// holds a .gitattributes.
+	dirs       map[string]bool
+	attributes string
+}
+
+// tracked brings the index's entries up to date with the working tree, as git's
+// add_files_to_cache does: a file gone, or under a folder that is now a symbolic link or
+// a file, is removed; a file whose stat data or kind changed, or that git cannot trust
+// (racily clean, or an entry of size 0), is read and its blob written.
+func (st *stager) tracked() (left string, err error) {
+	st.now = make(map[string]indexEntry, len(st.idx.entries))
+	st.inIndex = make(map[string]bool, len(st.idx.entries))
+	for _, e := range st.idx.entries {
+		st.inIndex[e.path] = true
+		if e.mode == 0o160000 || isAttributes(path.Base(e.path)) || strings.Contains("/"+e.path+"/", "/.git/") {
+			return "a submodule or attributes: " + e.path, nil
+		}
+		if !st.isDir(path.Dir(e.path)) {
+			continue // removed
+		}
+		full := filepath.Join(st.slot.Dir, filepath.FromSlash(e.path))
+		fi, err := os.Lstat(full)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			continue
+		}
+		if err != nil {
+			return err.Error(), nil
+		}
+		if fi.IsDir() {
+			continue // a file made a folder: what it holds is untracked
+		}
+		now, ok := statOf(fi)
+		if !ok {
+			return "a special file where the index has a file: " + e.path, nil
+		}
+		if e.sameStat(now) && e.size != 0 && !st.idx.racy(&e) {
+			st.now[e.path] = e
+			continue
+		}
+		id, left, err := st.blob(full, fi, e.id)
+		if left != "" || err != nil {
+			return left, err
+		}
+		now.id, now.path = id, e.path
+		if id != e.id || now.mode != e.mode {
+			st.changed(e.path)
+		}
+		st.now[e.path] = now
+	}
+	if st.attributes != "" {
+		return "attributes in " + st.attributes, nil
+	}
+	for _, e := range st.idx.entries {
+		if _, kept := st.now[e.path]; !kept {
+			st.changed(e.path)
+		}
+	}
+	return "", nil
+}
+
+// untracked adds the files under the folder rel (at full) that the index does not have
+// and the ignore rules do not ignore, as git's fill_directory finds them: a folder that is
+// ignored is not looked into. lists are the ignore rules of the folders above it, the
+// deepest first, then info/exclude and core.excludesFile.
+func (st *stager) untracked(rel, full string, lists []*ignoreList) (left string, err error) {
+	entries, err := os.ReadDir(full)
+	if err != nil {
+		return err.Error(), nil
+	}
+	for _, e := range entries {
+		switch {
+		case e.Name() == ".git" && rel == "":
+			continue // the slot's own
+		case e.Name() == ".git", isAttributes(e.Name()):
+			return "a nested repository or attributes: " + path.Join(rel, e.Name()), nil
+		case e.Name() != ".gitignore":
+			continue
+		}
+		if !e.Type().IsRegular() {
+			return "a .gitignore that is not a file: " + path.Join(rel, e.Name()), nil // git does not follow a link here
+		}
+		b, err := os.ReadFile(filepath.Join(full, ".gitignore"))
+		if err != nil {
+			return err.Error(), nil
+		}
+		base := ""
+		if rel != "" {
+			base = rel + "/"
+		}
+		l := parseIgnore(base, b)
+		lists = append([]*ignoreList{&l}, lists...)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if name == ".git" {
+			continue
+		}
+		p := name
+		if rel != "" {
+			p = rel + "/" + name
+		}
+		kind := e.Type()
+		if st.inIndex[p] && !kind.IsDir() {
+			continue // the index's: tracked() has it
+		}
+		if !kind.IsDir() && !kind.IsRegular() && kind&fs.ModeSymlink == 0 {
+			continue // sockets, pipes, devices: git passes them by
+		}
+		if ignored(lists, p, kind.IsDir()) {
+			continue
+		}
+		if !plainName(name) {
+			return "a name git may refuse: " + p, nil
+		}
+		at := filepath.Join(full, name)
+		if kind.IsDir() {
+			if left, err := st.untracked(p, at, lists); left != "" || err != nil {
+				return left, err
+			}
+			continue
+		}
+		fi, err := os.Lstat(at)
+		if err != nil {
+			return err.Error(), nil
+		}
+		now, ok := statOf(fi)
+		if !ok {
+			return "a special file: " + p, nil // changed since the folder was read
+		}
+		id, left, err := st.blob(at, fi, "")
+		if left != "" || err != nil {
+			return left, err
+		}
+		now.id, now.path = id, p
+		st.now[p] = now
+		st.changed(p)
+	}
+	return "", nil
+}
+
+// blob returns the name of the blob of the file at full, writing it unless it is was.
+func (st *stager) blob(full string, fi os.FileInfo, was string) (id, left string, err error) {
+	var body []byte
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		target, err := os.Readlink(full)
+		if err != nil {
+			return "", err.Error(), nil
+		}
+		body = []byte(target)
+	} else if body, err = os.ReadFile(full); err != nil {
+		return "", err.Error(), nil // unreadable: git's --ignore-errors decides
+	}
+	if id = objectName(st.size, "blob", body); id == was {
+		return id, "", nil
+	}
+	id, err = st.slot.repo.writeObject(st.ctx, "blob", body, st.size)
+	return id, "", err
+}
+
+// isDir reports whether the folder dir ("." for the root) is a folder of the working tree,
+// as are its parents: a symbolic link in their place hides what the index has under them.
+func (st *stager) isDir(dir string) bool {
+	if dir == "." {
+		dir = ""
+	}
+	if ok, seen := st.dirs[dir]; seen {
+		return ok
+	}
+	ok := st.isDir(path.Dir(dir))
+	if ok {
+		full := filepath.Join(st.slot.Dir, filepath.FromSlash(dir))
+		fi, err := os.Lstat(full)
+		ok = err == nil && fi.IsDir()
+		if _, err := os.Lstat(filepath.Join(full, ".gitattributes")); ok && !errors.Is(err, fs.ErrNotExist) {
+			st.attributes = dir // in a folder the walk of untracked files may not look into
+		}
+	}
+	st.dirs[dir] = ok
+	return ok
+}
+
+// remove takes p out of what is staged.
+func (st *stager) remove(p string) {
+	if _, ok := st.now[p]; ok {
+		delete(st.now, p)
+		st.changed(p)
+	}
+}
+
+// changed marks the folders above p as changed in the index's cache of tree names: their
+// trees are made again.
+func (st *stager) changed(p string) {
+	node := st.idx.tree
+	for node != nil {
+		node.id = ""
+		i := strings.IndexByte(p, '/')
+		if i < 0 {
+			return
+		}
+		name := p[:i]
+		p = p[i+1:]
+		var next *cacheTree
+		for _, c := range node.subs {
+			if c.name == name {
+				next = c
+				break
+			}
+		}
+		node = next
+	}
+}
+
+// entries returns what is staged in the index's order.
+func (st *stager) entries() []indexEntry {
+	out := make([]indexEntry, 0, len(st.now))
+	for _, e := range st.now {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
+	return out
+}
+
+// isAttributes reports whether a file of this name would be read as attributes.
+func isAttributes(name string) bool { return strings.EqualFold(name, ".gitattributes") }
+
+// plainName reports whether git takes a file of this name as it is: not a name its checks
+// for other file systems refuse or treat apart (".git " and "git~1" on NTFS, .gitmodules),
+// nor one with a backslash or a colon in it.
+func plainName(name string) bool {
+	l := strings.TrimRight(strings.ToLower(name), " .")
+	switch {
+	case l == ".git", strings.HasPrefix(l, "git~"), strings.HasPrefix(l, ".gitmodules"), strings.HasPrefix(l, "gitmod~"):
+		return false
+	}
+	return !strings.ContainsAny(name, "\\:")
+}
