@@ -3,6 +3,8 @@ package worktree
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -295,7 +297,7 @@ func (st *stager) blob(full string, fi os.FileInfo, was string) (id, left string
 			return "", err.Error(), nil
 		}
 		body = []byte(target)
-	} else if body, err = os.ReadFile(full); err != nil {
+	} else if body, err = readRegular(full); err != nil {
 		return "", err.Error(), nil // unreadable: git's --ignore-errors decides
 	}
 	if id = objectName(st.size, "blob", body); id == was {
@@ -303,6 +305,20 @@ func (st *stager) blob(full string, fi os.FileInfo, was string) (id, left string
 	}
 	id, err = st.slot.repo.writeObject(st.ctx, "blob", body, st.size)
 	return id, "", err
+}
+
+// readRegular reads the regular file at full, never through a symbolic link put in its
+// place since it was looked at, nor waiting on a pipe put there.
+func readRegular(full string) ([]byte, error) {
+	f, err := os.OpenFile(full, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", full)
+	}
+	return io.ReadAll(f)
 }
 
 // isDir reports whether the folder dir ("." for the root) is a folder of the working tree,
