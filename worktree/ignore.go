@@ -39,6 +39,9 @@ func parseIgnore(base string, b []byte) ignoreList {
 			continue
 		}
 		line = bytes.TrimSuffix(line, []byte("\r"))
+		if i := bytes.IndexByte(line, 0); i >= 0 {
+			line = line[:i] // git reads each line as a C string
+		}
 		if p, ok := parsePattern(trimTrailingSpaces(string(line))); ok {
 			l.patterns = append(l.patterns, p)
 		}
@@ -104,7 +107,7 @@ func ignored(lists []*ignoreList, path string, dir bool) bool {
 			if p.basename {
 				match = wildmatch(p.glob, name, false)
 			} else if rel, ok := strings.CutPrefix(path, l.base); ok {
-				match = wildmatch(p.glob, rel, true)
+				match = matchPathname(p.glob, rel)
 			}
 			if match {
 				return !p.negative
@@ -112,6 +115,22 @@ func ignored(lists []*ignoreList, path string, dir bool) bool {
 		}
 	}
 	return false
+}
+
+// matchPathname matches a pattern with a slash against a path from its file's folder as
+// git's match_pathname does: the pattern's part before its first special byte is compared
+// as it is, and wildmatch matches the rest against the rest of the path, so that a "**"
+// right after that part begins the pattern wildmatch sees ("src/gen**/out" matches
+// "src/genx/deep/out").
+func matchPathname(glob, rel string) bool {
+	prefix := strings.IndexAny(glob, "*?[\\")
+	if prefix < 0 {
+		return glob == rel
+	}
+	if !strings.HasPrefix(rel, glob[:prefix]) {
+		return false
+	}
+	return wildmatch(glob[prefix:], rel[prefix:], true)
 }
 
 // The results of dowild.
@@ -345,8 +364,8 @@ func charClass(name string, c byte) (in, ok bool) {
 		return graph || c == ' ', true
 	case "punct":
 		return graph && !upper && !lower && !digit, true
-	case "space":
-		return c == ' ' || c >= '\t' && c <= '\r', true
+	case "space": // git's own isspace: no vertical tab, no form feed
+		return c == ' ' || c == '\t' || c == '\n' || c == '\r', true
 	case "upper":
 		return upper, true
 	case "xdigit":

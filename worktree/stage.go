@@ -147,8 +147,8 @@ type stager struct {
 	now     map[string]indexEntry
 	inIndex map[string]bool
 	// dirs caches whether each folder (slash-separated) of the tree is a folder, not a
-	// symbolic link or a file, and so are its parents; attributes is one of them that
-	// holds a .gitattributes.
+	// symbolic link or a file, and so are its parents; attributes says why the
+	// .gitattributes of one of them leaves staging to git.
 	dirs       map[string]bool
 	attributes string
 }
@@ -162,13 +162,20 @@ func (st *stager) tracked() (left string, err error) {
 	st.inIndex = make(map[string]bool, len(st.idx.entries))
 	for _, e := range st.idx.entries {
 		st.inIndex[e.path] = true
-		if e.mode == 0o160000 || isAttributes(path.Base(e.path)) || strings.Contains("/"+e.path+"/", "/.git/") {
-			return "a submodule or attributes: " + e.path, nil
+		if e.mode == 0o160000 || strings.Contains("/"+e.path+"/", "/.git/") {
+			return "a submodule: " + e.path, nil
 		}
-		if !st.isDir(path.Dir(e.path)) {
+		dirOK := st.isDir(path.Dir(e.path))
+		full := filepath.Join(st.slot.Dir, filepath.FromSlash(e.path))
+		if path.Base(e.path) == ".gitattributes" {
+			// Gone from the tree, git reads the index's.
+			if fi, err := os.Lstat(full); !dirOK || err != nil || !fi.Mode().IsRegular() {
+				return "attributes git reads from the index: " + e.path, nil
+			}
+		}
+		if !dirOK {
 			continue // removed
 		}
-		full := filepath.Join(st.slot.Dir, filepath.FromSlash(e.path))
 		fi, err := os.Lstat(full)
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			continue
@@ -198,7 +205,7 @@ func (st *stager) tracked() (left string, err error) {
 		st.now[e.path] = now
 	}
 	if st.attributes != "" {
-		return "attributes in " + st.attributes, nil
+		return st.attributes, nil
 	}
 	for _, e := range st.idx.entries {
 		if _, kept := st.now[e.path]; !kept {
@@ -221,8 +228,13 @@ func (st *stager) untracked(rel, full string, lists []*ignoreList) (left string,
 		switch {
 		case e.Name() == ".git" && rel == "":
 			continue // the slot's own
-		case e.Name() == ".git", isAttributes(e.Name()):
-			return "a nested repository or attributes: " + path.Join(rel, e.Name()), nil
+		case e.Name() == ".git":
+			return "a nested repository: " + rel, nil
+		case e.Name() == ".gitattributes":
+			if left := attributesIn(rel, full); left != "" {
+				return left, nil
+			}
+			continue
 		case e.Name() != ".gitignore":
 			continue
 		}
@@ -259,7 +271,8 @@ func (st *stager) untracked(rel, full string, lists []*ignoreList) (left string,
 		if ignored(lists, p, kind.IsDir()) {
 			continue
 		}
-		if !plainName(name) {
+		if !plainName(name) || kind&fs.ModeSymlink != 0 && strings.Contains(name, "~") {
+			// A link may not be named as .gitmodules is on NTFS ("gi7eba~1", "gitmod~2").
 			return "a name git may refuse: " + p, nil
 		}
 		at := filepath.Join(full, name)
@@ -335,8 +348,8 @@ func (st *stager) isDir(dir string) bool {
 		full := filepath.Join(st.slot.Dir, filepath.FromSlash(dir))
 		fi, err := os.Lstat(full)
 		ok = err == nil && fi.IsDir()
-		if _, err := os.Lstat(filepath.Join(full, ".gitattributes")); ok && !errors.Is(err, fs.ErrNotExist) {
-			st.attributes = dir // in a folder the walk of untracked files may not look into
+		if left := attributesIn(dir, full); ok && left != "" {
+			st.attributes = left // in a folder the walk of untracked files may not look into
 		}
 	}
 	st.dirs[dir] = ok
@@ -384,8 +397,57 @@ func (st *stager) entries() []indexEntry {
 	return out
 }
 
-// isAttributes reports whether a file of this name would be read as attributes.
-func isAttributes(name string) bool { return strings.EqualFold(name, ".gitattributes") }
+// attributesIn returns why the .gitattributes of the folder rel (at full), if it has one,
+// leaves staging to git: "" when it has none, or when what it sets leaves every file's
+// content as it is (plainAttributes).
+func attributesIn(rel, full string) string {
+	p := filepath.Join(full, ".gitattributes")
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
+	where := path.Join(rel, ".gitattributes")
+	if err != nil || !fi.Mode().IsRegular() {
+		return "attributes git reads its own way: " + where
+	}
+	b, err := readRegular(p)
+	if err != nil {
+		return err.Error()
+	}
+	if !plainAttributes(b) {
+		return "attributes that may change what is staged: " + where
+	}
+	return ""
+}
+
+// plainAttributes reports whether the attributes file b leaves what git stages as the files
+// hold it: it sets none of text, eol, crlf, ident and working-tree-encoding (unset or
+// unspecified, they are the defaults of the orchestrator's git, core.autocrlf false), and
+// defines no macro. What else it sets (merge, diff, export-ignore, linguist's, binary)
+// changes nothing staged, nor does a filter driver, which the orchestrator's git runs
+// with none (filtersOff). A quoted pattern is left to git.
+func plainAttributes(b []byte) bool {
+	for _, line := range strings.Split(string(b), "\n") {
+		line, _, _ = strings.Cut(line, "\x00") // git reads each line as a C string
+		fields := strings.Fields(line)
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		if strings.HasPrefix(fields[0], "\"") || strings.HasPrefix(fields[0], "[attr]") {
+			return false
+		}
+		for _, a := range fields[1:] {
+			if a[0] == '-' || a[0] == '!' {
+				continue // unset or unspecified: no conversion
+			}
+			switch name, _, _ := strings.Cut(a, "="); name {
+			case "text", "eol", "crlf", "ident", "working-tree-encoding":
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // plainName reports whether git takes a file of this name as it is: not a name its checks
 // for other file systems refuse or treat apart (".git " and "git~1" on NTFS, .gitmodules),

@@ -173,6 +173,9 @@ func TestStageMatchesGit(t *testing.T) {
 		case 7:
 			writeOver(s.Dir, "nested/.git/HEAD", "ref: refs/heads/main\n")
 			want = "git"
+		case 9: // attributes that change nothing staged: the orchestrator's
+			writeOver(s.Dir, ".gitattributes", "# kept\n*.md merge=union\n*.toml -text\nbuild/** binary linguist-generated\n*.c !text diff=cpp\n")
+			writeOver(s.Dir, "crlf.md", "one\r\ntwo\r\n")
 		case 11:
 			syscall.Mkfifo(filepath.Join(s.Dir, "fifo"), 0o644) // untracked: git passes it by
 		}
@@ -291,6 +294,32 @@ func ignoredDirect(l *ignoreList, p string, dir bool) bool {
 		}
 	}
 	return ignored([]*ignoreList{l}, p, dir)
+}
+
+// TestPlainAttributes: the attributes that leave staging to the orchestrator are those that
+// change no file's content on its way into git.
+func TestPlainAttributes(t *testing.T) {
+	for text, want := range map[string]bool{
+		"":                                     true,
+		"# * text\n":                           true,
+		"*.go merge=union diff=golang\n":       true,
+		"*.png binary\n*.toml -text -crlf\n":   true,
+		"* !text !eol\n":                       true,
+		"*.lfs filter=lfs -text\n":             true,
+		"* text=auto\n":                        false,
+		"*.sh eol=lf\n":                        false,
+		"*.c text\n":                           false,
+		"*.bat crlf\n":                         false,
+		"*.c ident\n":                          false,
+		"*.txt working-tree-encoding=UTF-16\n": false,
+		"[attr]mine text\n*.x mine\n":          false,
+		"\"a b\" -text\n":                      false,
+		"*.md\ttext\r\n":                       false,
+	} {
+		if got := plainAttributes([]byte(text)); got != want {
+			t.Errorf("plainAttributes(%q) = %v, want %v", text, got, want)
+		}
+	}
 }
 
 // TestWildmatch: cases of git's own wildmatch tests (t3070), with WM_PATHNAME as the
