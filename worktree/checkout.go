@@ -347,25 +347,16 @@ func (r *Repo) plainCheckout(ctx context.Context, dir string, env []string) bool
 	if err != nil {
 		return false
 	}
-	for _, e := range entries {
-		switch strings.ToLower(e.key) {
-		case "core.attributesfile", "core.worktree", "extensions.refstorage":
-			return false
-		case "core.symlinks", "core.filemode":
-			if !configTrue(e.value) {
-				return false
-			}
-		case "core.ignorecase", "core.precomposeunicode", "core.sparsecheckout", "core.splitindex":
-			if configTrue(e.value) {
-				return false
-			}
-		}
+	if _, left := plainSettings(entries); left != "" {
+		return false
+	}
+	config, _, left := configHome()
+	if left != "" {
+		return false
 	}
 	places := []string{filepath.Join(r.Common, "info", "attributes")}
-	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" {
-		places = append(places, filepath.Join(x, "git", "attributes"))
-	} else if home, err := os.UserHomeDir(); err == nil {
-		places = append(places, filepath.Join(home, ".config", "git", "attributes"))
+	if config != "" {
+		places = append(places, filepath.Join(config, "git", "attributes"))
 	}
 	for _, p := range places {
 		if _, err := os.Lstat(p); err == nil {
@@ -373,15 +364,6 @@ func (r *Repo) plainCheckout(ctx context.Context, dir string, env []string) bool
 		}
 	}
 	return true
-}
-
-// configTrue reports whether git reads a setting's value as true.
-func configTrue(v string) bool {
-	switch strings.ToLower(v) {
-	case "", "true", "yes", "on", "1":
-		return true
-	}
-	return false
 }
 
 // plainPath reports whether git would check a tree's path out as it is: no component

@@ -212,3 +212,75 @@ func union(a, b []string) []string {
 	}
 	return out
 }
+
+// plainSettings reads the configuration cfg for the orchestrator's own checkout and
+// staging of a slot, which do what git does with its default settings: it returns the
+// last value of each setting, or why a setting leaves the work to git. A setting that
+// changes how files are named, read or compared (core.fileMode, core.symlinks,
+// core.ignoreCase, core.trustCtime, core.checkStat, a sparse checkout, a split index)
+// leaves it to git unless it has its default value, as does a boolean of git's core that
+// git cannot read (git would refuse to run), a value that reads as true or false only by
+// its form (a key given without "="), or any of unset.
+func plainSettings(cfg []configEntry, unset ...string) (last map[string]string, left string) {
+	last = map[string]string{}
+	for _, e := range cfg {
+		last[e.key] = e.value
+	}
+	want := map[string]string{
+		"core.filemode": "true", "core.symlinks": "true", "core.trustctime": "true",
+		"core.ignorecase": "false", "core.precomposeunicode": "false", "core.sparsecheckout": "false",
+		"core.splitindex": "false", "core.ignorestat": "false",
+		// Any value git reads.
+		"core.protectntfs": "", "core.protecthfs": "", "core.quotepath": "", "core.bare": "",
+		"core.warnambiguousrefs": "", "core.preloadindex": "", "core.fsyncobjectfiles": "",
+		"core.prefersymlinkrefs": "", "core.commitgraph": "", "core.multipackindex": "",
+		"core.sparsecheckoutcone": "",
+	}
+	for key, w := range want {
+		v, set := last[key]
+		if !set {
+			continue
+		}
+		if got := gitBool(v); got == "" || w != "" && got != w {
+			return nil, key + " = " + v
+		}
+	}
+	if v, set := last["core.checkstat"]; set && v != "default" {
+		return nil, "core.checkStat = " + v
+	}
+	for _, key := range append([]string{"core.attributesfile", "core.worktree", "extensions.refstorage"}, unset...) {
+		if _, set := last[key]; set {
+			return nil, key + " is set"
+		}
+	}
+	return last, ""
+}
+
+// configHome returns the folder of the person's git configuration ($XDG_CONFIG_HOME, else
+// $HOME/.config; "" for neither) and $HOME, or why they leave the work to git: a relative
+// one, which git takes from the folder it runs in.
+func configHome() (config, home, left string) {
+	config, home = os.Getenv("XDG_CONFIG_HOME"), os.Getenv("HOME")
+	for _, d := range []string{config, home} {
+		if d != "" && !filepath.IsAbs(d) {
+			return "", "", "a relative XDG_CONFIG_HOME or HOME: " + d
+		}
+	}
+	if config == "" && home != "" {
+		config = filepath.Join(home, ".config")
+	}
+	return config, home, ""
+}
+
+// gitBool returns "true" or "false" for a boolean setting's value as git reads it, "" for
+// one it does not read as either (or that needs the setting's form, such as a key given
+// without "=").
+func gitBool(v string) string {
+	switch strings.ToLower(v) {
+	case "true", "yes", "on", "1":
+		return "true"
+	case "false", "no", "off", "0":
+		return "false"
+	}
+	return ""
+}

@@ -77,27 +77,19 @@ func (s *Slot) stageTree(ctx context.Context, index string, leave []string) (tre
 // taking precedence (info/exclude, then core.excludesFile), or why the configuration cfg
 // leaves staging to git.
 func (s *Slot) stageable(cfg []configEntry) (excludes []string, left string) {
-	last := map[string]string{}
-	for _, e := range cfg {
-		last[e.key] = e.value
+	last, left := plainSettings(cfg, "core.sharedrepository", "extensions.compatobjectformat")
+	if left != "" {
+		return nil, left
 	}
-	for key, want := range map[string]string{"core.filemode": "true", "core.symlinks": "true", "core.ignorecase": "false", "core.sparsecheckout": "false"} {
-		if v, set := last[key]; set && gitBool(v) != want {
-			return nil, key + " = " + v
-		}
-	}
-	for _, key := range []string{"core.attributesfile", "core.sharedrepository", "extensions.compatobjectformat", "core.worktree"} {
-		if _, set := last[key]; set {
-			return nil, key + " is set"
-		}
+	if v, set := last["core.protecthfs"]; set && gitBool(v) != "false" {
+		return nil, "core.protectHFS = " + v // names git refuses that plainName lets by
 	}
 	if os.Getenv("GIT_ATTR_SOURCE") != "" {
 		return nil, "GIT_ATTR_SOURCE is set"
 	}
-	config := os.Getenv("XDG_CONFIG_HOME")
-	home := os.Getenv("HOME")
-	if config == "" && home != "" {
-		config = filepath.Join(home, ".config")
+	config, home, left := configHome()
+	if left != "" {
+		return nil, left
 	}
 	// Attributes from anywhere but the working tree (where stageTree looks for them).
 	attributes := []string{filepath.Join(s.repo.Common, "info", "attributes"), "/etc/gitattributes", "/usr/local/etc/gitattributes"}
@@ -121,19 +113,6 @@ func (s *Slot) stageable(cfg []configEntry) (excludes []string, left string) {
 		excludes = append(excludes, filepath.Join(config, "git", "ignore"))
 	}
 	return excludes, ""
-}
-
-// gitBool returns "true" or "false" for a boolean setting's value as git reads it, "" for
-// one it does not read as either (or that needs the setting's form, such as a key given
-// without "=").
-func gitBool(v string) string {
-	switch strings.ToLower(v) {
-	case "true", "yes", "on", "1":
-		return "true"
-	case "false", "no", "off", "0":
-		return "false"
-	}
-	return ""
 }
 
 // A stager stages one working tree: the index's entries as the tree now has them, and the

@@ -66,16 +66,6 @@ func (res advResult) wantSame(t *testing.T) {
 	}
 }
 
-// wantSameOrLeft fails if stageTree staged (left == "") a tree that is not git's, or one
-// git refuses.
-func (res advResult) wantSameOrLeft(t *testing.T) {
-	t.Helper()
-	if res.left != "" {
-		return
-	}
-	res.wantSame(t)
-}
-
 // wantLeft fails unless stageTree left the tree to git.
 func (res advResult) wantLeft(t *testing.T) {
 	t.Helper()
@@ -90,6 +80,7 @@ func put(dir, rel, text string) { writeOver(dir, rel, text) }
 
 // TestStagingAdvNulInGitignore: git reads a .gitignore line as a C string, so "secret\0junk" is the pattern "secret".
 func TestStagingAdvNulInGitignore(t *testing.T) {
+	t.Parallel()
 	advStage(t, nil, func(dir string) {
 		put(dir, ".gitignore", "*.log\nsecret\x00junk\n")
 		put(dir, "secret", "s\n")
@@ -99,6 +90,7 @@ func TestStagingAdvNulInGitignore(t *testing.T) {
 
 // TestStagingAdvStarStarAfterLiteral: git matches a pattern's literal prefix apart, so "a**/b"'s "**" acts as "**/" (any depth).
 func TestStagingAdvStarStarAfterLiteral(t *testing.T) {
+	t.Parallel()
 	advStage(t, nil, func(dir string) {
 		put(dir, ".gitignore", "*.log\nsrc/gen**/out\n")
 		put(dir, "src/genx/deep/out", "ignored by git\n")
@@ -109,6 +101,7 @@ func TestStagingAdvStarStarAfterLiteral(t *testing.T) {
 
 // TestStagingAdvStarStarTrailingNegated: "!d/a**" re-includes d/ab/c.o for git ("**" after the literal prefix crosses folders).
 func TestStagingAdvStarStarTrailingNegated(t *testing.T) {
+	t.Parallel()
 	advStage(t, nil, func(dir string) {
 		put(dir, ".gitignore", "*.o\n!d/a**\n")
 		put(dir, "d/ab/c.o", "obj\n")
@@ -118,6 +111,7 @@ func TestStagingAdvStarStarTrailingNegated(t *testing.T) {
 
 // TestStagingAdvSpaceClassVerticalTab: git's [[:space:]] is " \t\n\r" only; a name holding \v or \f is not ignored by it.
 func TestStagingAdvSpaceClassVerticalTab(t *testing.T) {
+	t.Parallel()
 	advStage(t, nil, func(dir string) {
 		put(dir, ".gitignore", "a[[:space:]]b\n")
 		put(dir, "a\vb", "vt\n")
@@ -128,6 +122,7 @@ func TestStagingAdvSpaceClassVerticalTab(t *testing.T) {
 
 // TestStagingAdvGitmodulesShortNameLink: git refuses a symbolic link named as .gitmodules' NTFS short name ("gi7eba~1").
 func TestStagingAdvGitmodulesShortNameLink(t *testing.T) {
+	t.Parallel()
 	advStage(t, nil, func(dir string) {
 		os.Symlink("calc.go", filepath.Join(dir, "gi7eba~1"))
 	}).wantLeft(t)
@@ -135,6 +130,7 @@ func TestStagingAdvGitmodulesShortNameLink(t *testing.T) {
 
 // TestStagingAdvGitmodulesFallbackShortNameLink: the same for the fall-back short name form "gi~12345".
 func TestStagingAdvGitmodulesFallbackShortNameLink(t *testing.T) {
+	t.Parallel()
 	advStage(t, nil, func(dir string) {
 		put(dir, "sub/x", "x\n")
 		os.Symlink("x", filepath.Join(dir, "sub", "gi~12345"))
@@ -145,6 +141,7 @@ func TestStagingAdvGitmodulesFallbackShortNameLink(t *testing.T) {
 
 // TestStagingAdvTrackedGitmodulesMadeLink: a tracked .gitmodules (no submodule) replaced by a link: git replaces the entry without checking the name, as stageTree does.
 func TestStagingAdvTrackedGitmodulesMadeLink(t *testing.T) {
+	t.Parallel()
 	advStage(t, map[string]string{".gitmodules": "# none\n"}, func(dir string) {
 		os.Remove(filepath.Join(dir, ".gitmodules"))
 		os.Symlink("calc.go", filepath.Join(dir, ".gitmodules"))
@@ -153,6 +150,7 @@ func TestStagingAdvTrackedGitmodulesMadeLink(t *testing.T) {
 
 // TestStagingAdvGitignoreEncodings: BOM, CRLF, trailing spaces and tabs, escaped trailing space, comment and blank-looking lines.
 func TestStagingAdvGitignoreEncodings(t *testing.T) {
+	t.Parallel()
 	advStage(t, nil, func(dir string) {
 		put(dir, ".gitignore", "\xef\xbb\xbf#bom-comment\r\nbom1\r\nsp1   \r\ntab1\t\nesc\\ \nesc2\\ \\  \n\r\n \n\\#hash\n\xef\xbb\xbfbom2\nlast\r")
 		for _, n := range []string{"#bom-comment", "bom1", "sp1", "sp1   ", "tab1", "tab1\t", "esc ", "esc", "esc2  ", "esc2 ", "#hash", "\xef\xbb\xbfbom2", "bom2", "last", "last\r", " "} {
@@ -164,6 +162,7 @@ func TestStagingAdvGitignoreEncodings(t *testing.T) {
 
 // TestStagingAdvLongPattern: a pattern of 70,000 bytes (git sets no limit).
 func TestStagingAdvLongPattern(t *testing.T) {
+	t.Parallel()
 	advStage(t, nil, func(dir string) {
 		put(dir, ".gitignore", "b"+strings.Repeat("*", 70000)+"\n"+strings.Repeat("x", 5000)+"\nl"+strings.Repeat("?", 200)+"\n")
 		put(dir, "bar", "x\n")
@@ -174,6 +173,7 @@ func TestStagingAdvLongPattern(t *testing.T) {
 
 // TestStagingAdvSubfolderPatterns: patterns of a sub-folder's .gitignore are relative to it: anchored, with a slash, "**" at each place.
 func TestStagingAdvSubfolderPatterns(t *testing.T) {
+	t.Parallel()
 	advStage(t, nil, func(dir string) {
 		put(dir, "s/.gitignore", "/top\nx/y\n**/z\nm/**\na/**/b\n/s\n*.o\n!keep.o\n")
 		for _, p := range []string{"top", "s/top", "s/d/top", "s/x/y", "s/d/x/y", "x/y", "s/z", "s/d/e/z", "z", "s/m/1", "s/d/m/1", "s/a/b", "s/a/q/r/b", "s/s/f", "s/s", "s/q.o", "s/keep.o", "s/d/keep.o", "q.o"} {
@@ -184,6 +184,7 @@ func TestStagingAdvSubfolderPatterns(t *testing.T) {
 
 // TestStagingAdvReincludeFolders: "*" then "!*/" then "!*.go": every folder walked, only .go files staged.
 func TestStagingAdvReincludeFolders(t *testing.T) {
+	t.Parallel()
 	advStage(t, nil, func(dir string) {
 		put(dir, ".gitignore", "*\n!*/\n!*.go\n!.gitignore\n")
 		for _, p := range []string{"n/a.go", "n/a.txt", "n/m/b.go", "n/m/c", "top.go", "top.txt"} {
@@ -194,6 +195,7 @@ func TestStagingAdvReincludeFolders(t *testing.T) {
 
 // TestStagingAdvIgnoredFolderGitignore: a .gitignore in an ignored folder that holds tracked files cannot re-include anything.
 func TestStagingAdvIgnoredFolderGitignore(t *testing.T) {
+	t.Parallel()
 	advStage(t, map[string]string{"build/tracked.o": "t\n", "build/sub/t2": "t\n"}, func(dir string) {
 		put(dir, ".gitignore", "*.log\nbuild/\n")
 		put(dir, "build/.gitignore", "!*\n!new.o\n")
@@ -206,6 +208,7 @@ func TestStagingAdvIgnoredFolderGitignore(t *testing.T) {
 
 // TestStagingAdvNegatedFolderInSubfolder: "!d/" in a sub-folder after "d" in the root re-includes the folder.
 func TestStagingAdvNegatedFolderInSubfolder(t *testing.T) {
+	t.Parallel()
 	advStage(t, nil, func(dir string) {
 		put(dir, ".gitignore", "d\n")
 		put(dir, "s/.gitignore", "!d/\n")
@@ -217,6 +220,7 @@ func TestStagingAdvNegatedFolderInSubfolder(t *testing.T) {
 
 // TestStagingAdvOddNames: non-UTF-8 bytes, newline, tab, carriage return, leading dash, "...", ".git" look-alikes that git accepts.
 func TestStagingAdvOddNames(t *testing.T) {
+	t.Parallel()
 	advStage(t, nil, func(dir string) {
 		for _, n := range []string{"\xff\xfe", "new\nline", "tab\there", "cr\r", "-rf", "--", "...", "..x", ".gitx", ".git.bak", "x.git", "gitx~1", ".gitignored", ".gitkeep", " lead", "trail ", "é", "\x01ctl", "[*?]", "a\"q"} {
 			put(dir, n, "x\n")
@@ -227,6 +231,7 @@ func TestStagingAdvOddNames(t *testing.T) {
 
 // TestStagingAdvGitLookalikeNamesLeft: names git refuses (".GIT", ".git " , "git~1", ".gitmodules", backslash) are left to git.
 func TestStagingAdvGitLookalikeNamesLeft(t *testing.T) {
+	t.Parallel()
 	for _, n := range []string{".GIT", ".git. ", "GIT~1", ".gitmodules", "a\\b", "x/.Git/y"} {
 		t.Run(strings.ReplaceAll(n, "/", "_"), func(t *testing.T) {
 			advStage(t, nil, func(dir string) { put(dir, n, "x\n") }).wantLeft(t)
@@ -236,6 +241,7 @@ func TestStagingAdvGitLookalikeNamesLeft(t *testing.T) {
 
 // TestStagingAdvEmptyAndModes: empty files (tracked emptied, untracked empty), executable bits set and cleared, group-only x bit.
 func TestStagingAdvEmptyAndModes(t *testing.T) {
+	t.Parallel()
 	advStage(t, map[string]string{"e/empty": "", "e/x.sh": "#!/bin/sh\n", "e/full": "full\n"}, func(dir string) {
 		os.Chmod(filepath.Join(dir, "e/x.sh"), 0o755)
 		os.WriteFile(filepath.Join(dir, "e/full"), nil, 0o644)
@@ -250,6 +256,7 @@ func TestStagingAdvEmptyAndModes(t *testing.T) {
 
 // TestStagingAdvSameSizeRestoredTime: a tracked file changed at the same size, its modification time set back.
 func TestStagingAdvSameSizeRestoredTime(t *testing.T) {
+	t.Parallel()
 	advStage(t, nil, func(dir string) {
 		p := filepath.Join(dir, "README.md")
 		fi, _ := os.Stat(p)
@@ -260,6 +267,7 @@ func TestStagingAdvSameSizeRestoredTime(t *testing.T) {
 
 // TestStagingAdvSymlinks: links to a folder, to a file, dangling, absolute, a link named as a folder-only pattern, a tracked folder made a link.
 func TestStagingAdvSymlinks(t *testing.T) {
+	t.Parallel()
 	advStage(t, nil, func(dir string) {
 		put(dir, ".gitignore", "*.log\nnode_modules/\nlinkdir/\n")
 		os.Symlink("a", filepath.Join(dir, "to-dir"))
@@ -276,6 +284,7 @@ func TestStagingAdvSymlinks(t *testing.T) {
 
 // TestStagingAdvFileFolderSwaps: a tracked file made a folder (with an ignored and a kept file), a tracked folder made a file, a file deleted.
 func TestStagingAdvFileFolderSwaps(t *testing.T) {
+	t.Parallel()
 	advStage(t, nil, func(dir string) {
 		os.Remove(filepath.Join(dir, "calc.go"))
 		put(dir, "calc.go/inner.go", "package inner\n")
@@ -288,6 +297,7 @@ func TestStagingAdvFileFolderSwaps(t *testing.T) {
 
 // TestStagingAdvTrackedFileMadeIgnoredFolder: a tracked file made a folder that .gitignore ignores.
 func TestStagingAdvTrackedFileMadeIgnoredFolder(t *testing.T) {
+	t.Parallel()
 	advStage(t, nil, func(dir string) {
 		put(dir, ".gitignore", "*.log\nREADME.md/\n")
 		os.Remove(filepath.Join(dir, "README.md"))
@@ -297,6 +307,7 @@ func TestStagingAdvTrackedFileMadeIgnoredFolder(t *testing.T) {
 
 // TestStagingAdvBareLookingFolder: a folder that looks like a bare repository (HEAD, objects, refs) is not a nested repository to git.
 func TestStagingAdvBareLookingFolder(t *testing.T) {
+	t.Parallel()
 	advStage(t, nil, func(dir string) {
 		put(dir, "bare/HEAD", "ref: refs/heads/main\n")
 		put(dir, "bare/objects/info/x", "")
@@ -307,6 +318,7 @@ func TestStagingAdvBareLookingFolder(t *testing.T) {
 
 // TestStagingAdvNestedRepoInIgnoredFolder: a nested repository in an ignored folder is not looked at by git.
 func TestStagingAdvNestedRepoInIgnoredFolder(t *testing.T) {
+	t.Parallel()
 	advStage(t, nil, func(dir string) {
 		put(dir, ".gitignore", "*.log\nignored/\n")
 		gitT(t, dir, "init", "-q", filepath.Join(dir, "ignored", "repo"))
@@ -316,6 +328,7 @@ func TestStagingAdvNestedRepoInIgnoredFolder(t *testing.T) {
 // --- Where git reads attributes, nested repositories or submodules: left to git ---
 
 func TestStagingAdvLeft(t *testing.T) {
+	t.Parallel()
 	cases := map[string]struct {
 		base   map[string]string
 		mutate func(t *testing.T, dir string)
@@ -368,6 +381,7 @@ func TestStagingAdvLeft(t *testing.T) {
 // core.ignoreCase false) or that change no content on its way in (merge, diff, -text,
 // binary) leave staging to the orchestrator, and the tree is git's, CRLF kept.
 func TestStagingAdvAttributesStaged(t *testing.T) {
+	t.Parallel()
 	for name, mutate := range map[string]func(dir string){
 		"another case of the name": func(dir string) {
 			put(dir, "q/.GitAttributes", "* text=auto\n")
@@ -386,6 +400,7 @@ func TestStagingAdvAttributesStaged(t *testing.T) {
 
 // TestStagingAdvSubmoduleLeft: an index holding a submodule (a gitlink) is left to git.
 func TestStagingAdvSubmoduleLeft(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir, r := newGitRepo(t)
 	gitT(t, dir, "update-index", "--add", "--cacheinfo", "160000,"+gitT(t, dir, "rev-parse", "HEAD")+",sub")
@@ -440,6 +455,7 @@ func TestStagingAdvXDGIgnore(t *testing.T) {
 
 // TestStagingAdvIgnoredFolderFileSwap: in an ignored folder, a tracked file made a folder and a tracked folder made a file.
 func TestStagingAdvIgnoredFolderFileSwap(t *testing.T) {
+	t.Parallel()
 	advStage(t, map[string]string{"build/t.o": "t\n", "build/sub/u.o": "u\n"}, func(dir string) {
 		put(dir, ".gitignore", "*.log\nbuild/\n")
 		os.Remove(filepath.Join(dir, "build/t.o"))
@@ -451,6 +467,7 @@ func TestStagingAdvIgnoredFolderFileSwap(t *testing.T) {
 
 // TestStagingAdvTrackedGitignoreDeleted: a tracked .gitignore deleted: its rules no longer apply.
 func TestStagingAdvTrackedGitignoreDeleted(t *testing.T) {
+	t.Parallel()
 	advStage(t, map[string]string{"s/.gitignore": "*.tmp\n", "s/k": "k\n"}, func(dir string) {
 		os.Remove(filepath.Join(dir, "s/.gitignore"))
 		os.Remove(filepath.Join(dir, ".gitignore"))
@@ -461,6 +478,7 @@ func TestStagingAdvTrackedGitignoreDeleted(t *testing.T) {
 
 // TestStagingAdvGitignoreIgnoresItself: a .gitignore that ignores itself and everything but one folder.
 func TestStagingAdvGitignoreIgnoresItself(t *testing.T) {
+	t.Parallel()
 	advStage(t, nil, func(dir string) {
 		put(dir, "s/.gitignore", "*\n!keep/\n")
 		put(dir, "s/keep/a", "x\n")
@@ -471,6 +489,7 @@ func TestStagingAdvGitignoreIgnoresItself(t *testing.T) {
 
 // TestStagingAdvSpecialFiles: a fifo and a socket (untracked) are passed by, as git does.
 func TestStagingAdvSpecialFiles(t *testing.T) {
+	t.Parallel()
 	advStage(t, nil, func(dir string) {
 		syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644)
 		if fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0); err == nil {
@@ -487,6 +506,7 @@ func TestStagingAdvSpecialFiles(t *testing.T) {
 // .gitignore or a sub-folder's, against `git check-ignore` (with a "**" right after a pattern's literal part too,
 // TestStagingAdvStarStarAfterLiteral).
 func TestStagingAdvIgnoreFuzz(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	gitT(t, root, "init", "-q")
 	names := []string{"a", "b", "ab", "a-b", "a]b", "[a", "a/b", "a/b/c", "ab/c", "b/a", "x/a/b", "a\\b", "]", "-", "^", "!", "a b", "a ", "*", "a*", "[a]", " ", "aa/bb/cc", "a/a/a", "a.b", "b/b", "ba/b", "a!b", "a^b", "c", "ca", "a/c/b"}
@@ -584,6 +604,7 @@ func ignoredBase(l *ignoreList, sub, p string, dir bool) bool {
 
 // TestStagingAdvStageFuzz: random .gitignore files at several depths (negated folders, anchors, "**"), staged both ways.
 func TestStagingAdvStageFuzz(t *testing.T) {
+	t.Parallel()
 	pats := []string{"a", "b", "*", "!a", "!*/", "a/", "!b/", "/a", "a/b", "**/b", "a/**", "!a/b", "*/", "c", "!c", "b/", "/b/", "!/a", "x?", "[ab]", "**", "!**/", "a/*", "!a/*/"}
 	names := []string{"a", "b", "c", "a/b", "a/c", "b/a", "b/b/c", "x/a/b", "c/a", "a/a/a", "xa", "xb/c", "b/x1", "a/b/c/d"}
 	base := seedAdv()

@@ -208,8 +208,8 @@ func (r *Repo) writeCommit(ctx context.Context, tree, parent, message string, no
 		key := strings.ToLower(e.key)
 		switch key {
 		case "commit.gpgsign":
-			if configTrue(e.value) {
-				return "", false, nil
+			if gitBool(e.value) != "false" {
+				return "", false, nil // signed, or a value git reads its own way
 			}
 		case "i18n.commitencoding":
 			return "", false, nil
