@@ -247,9 +247,10 @@ func jobs4Land(t *testing.T, sandboxed bool) {
 	}
 }
 
-// TestKill9AtGitSteps kills watch with SIGKILL while the candidate is being committed and
-// while the landing brings the person's tree along (a git on PATH that pauses at that
-// command), then runs `watch --once` again. The restart finishes: the task is completed
+// TestKill9AtGitSteps kills watch with SIGKILL while git stages the candidate (in a project
+// whose attributes leave staging to git; the orchestrator's own staging writes nothing but
+// objects) and while the landing brings the person's tree along (a git on PATH that pauses
+// at that command), then runs `watch --once` again. The restart finishes: the task is completed
 // with exactly one landing commit, no worktree is left, and the person's uncommitted edit
 // of another file is intact.
 func TestKill9AtGitSteps(t *testing.T) {
@@ -264,6 +265,10 @@ func TestKill9AtGitSteps(t *testing.T) {
 			r := newRepo(t, []task{{id: "TASK-001", category: "backend", testCommand: "true"}},
 				map[string][]string{"honest": {"TESTAGENT_MODE=honest", "TESTAGENT_WRITE=impl.txt=done"}}, "")
 			r.write("notes.txt", "committed\n")
+			if step == "add -A" {
+				// Attributes that convert line endings: the candidate is staged by git.
+				r.write(".gitattributes", "*.txt text\n")
+			}
 			r.commitAll()
 			r.uncommitted = true
 			r.write("notes.txt", "the person's edit, not committed\n")
