@@ -18,13 +18,13 @@ import (
 // slot's working tree with the index at index, less the paths of leave (the orchestrator's
 // own links), without a git process: a candidate's commit is most of the time between an
 // agent's end and its task's status, and a git process costs more than the work (SPEC §7.7
-// git overhead). ok is false where git decides something the orchestrator does not, and
-// the caller asks git: attributes (which may convert content), settings that change how
-// files are read or named (core.fileMode, core.symlinks, core.ignoreCase, a sparse
-// checkout), submodules and nested repositories, special files where the index has a file,
-// names git may refuse, files it cannot read, and what readIndex and the tree writer leave
-// to git. Ignore rules are git's: the .gitignore files, info/exclude and core.excludesFile,
-// matched with git's wildmatch.
+// git overhead). left, when not "", says why it leaves the staging to git, which the caller
+// then asks: git decides something the orchestrator does not. That is attributes that may
+// convert content, settings that change how files are read, compared or named
+// (plainSettings), submodules and nested repositories, special files where the index has a
+// file, names git may refuse, files it cannot read, and what readIndex and the tree writer
+// leave to git. Ignore rules are git's: the .gitignore files, info/exclude and
+// core.excludesFile, matched with git's wildmatch.
 func (s *Slot) stageTree(ctx context.Context, index string, leave []string) (tree, left string, err error) {
 	size, err := s.repo.idSize(ctx)
 	if err != nil {
