@@ -282,6 +282,9 @@ func (st *stager) untracked(rel, full string, lists []*ignoreList) (left string,
 
 // blob returns the name of the blob of the file at full, writing it unless it is was.
 func (st *stager) blob(full string, fi os.FileInfo, was string) (id, left string, err error) {
+	if fi.Size() > maxStaged {
+		return "", "a file larger than the orchestrator reads whole: " + full, nil
+	}
 	var body []byte
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		target, err := os.Readlink(full)
@@ -298,6 +301,10 @@ func (st *stager) blob(full string, fi os.FileInfo, was string) (id, left string
 	id, err = st.slot.repo.writeObject(st.ctx, "blob", body, st.size)
 	return id, "", err
 }
+
+// maxStaged is the size of the largest file the orchestrator stages itself, reading it
+// whole: git streams a larger one (core.bigFileThreshold is 512 MiB).
+const maxStaged = 64 << 20
 
 // readRegular reads the regular file at full, never through a symbolic link put in its
 // place since it was looked at, nor waiting on a pipe put there.

@@ -296,6 +296,33 @@ func ignoredDirect(l *ignoreList, p string, dir bool) bool {
 	return ignored([]*ignoreList{l}, p, dir)
 }
 
+// TestStageLeavesLargeFiles: a file larger than maxStaged (sparse here) is staged by git,
+// which streams it, not read whole by the orchestrator.
+func TestStageLeavesLargeFiles(t *testing.T) {
+	ctx := context.Background()
+	_, r := newGitRepo(t)
+	head, err := r.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := resetSlot(t, r, "job-1", head)
+	f, err := os.Create(filepath.Join(s.Dir, "big.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(maxStaged + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, left, err := s.stageTree(ctx, s.index, nil); err != nil || !strings.Contains(left, "larger") {
+		t.Errorf("stageTree: left %q, err %v; want it left to git", left, err)
+	}
+	os.Remove(filepath.Join(s.Dir, "big.bin"))
+	if _, left, err := s.stageTree(ctx, s.index, nil); err != nil || left != "" {
+		t.Errorf("stageTree without the large file: left %q, err %v", left, err)
+	}
+}
+
 // TestPlainAttributes: the attributes that leave staging to the orchestrator are those that
 // change no file's content on its way into git.
 func TestPlainAttributes(t *testing.T) {
