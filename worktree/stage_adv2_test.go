@@ -49,30 +49,10 @@ type adv2Result struct {
 	gitErr          error
 }
 
-// adv2Repo makes a repository as newGitRepo does, with extra `git init` arguments.
-func adv2Repo(t *testing.T, initArgs ...string) (string, *Repo) {
-	t.Helper()
-	dir := t.TempDir()
-	gitT(t, dir, append([]string{"init", "-q", "-b", "main"}, initArgs...)...)
-	write(t, dir, "calc.go", "package calc\n\nfunc Add(a, b int) int { return a + b }\n")
-	write(t, dir, "calc_test.go", "package calc\n")
-	write(t, dir, "README.md", "calc\n")
-	write(t, dir, "vendor/dep/dep.go", "package dep\n")
-	write(t, dir, "a/target/keep.txt", "kept\n")
-	write(t, dir, ".gitignore", "*.log\n")
-	gitT(t, dir, "add", "-A")
-	gitT(t, dir, "commit", "-q", "-m", "start")
-	r, err := Open(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir, r
-}
-
 func (c adv2) run(t *testing.T) adv2Result {
 	t.Helper()
 	ctx := context.Background()
-	dir, r := adv2Repo(t, c.initArgs...)
+	dir, r := newGitRepo(t, c.initArgs...)
 	if c.base != nil {
 		for p, text := range c.base {
 			writeOver(dir, p, text)
@@ -691,7 +671,7 @@ func TestStagingAdv2CacheTreeFuzz(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	rng := rand.New(rand.NewSource(seedAdv()))
-	dir, r := adv2Repo(t)
+	dir, r := newGitRepo(t)
 	names := []string{"a", "a-b", "a.b", "a0", "b", "ab", "a b", "z"}
 	for i := 0; i < 120; i++ {
 		p := names[rng.Intn(len(names))]

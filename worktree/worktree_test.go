@@ -46,11 +46,12 @@ func read(t *testing.T, dir, rel string) string {
 	return string(b)
 }
 
-// newGitRepo makes a repository on branch main with a few files in one commit.
-func newGitRepo(t *testing.T) (string, *Repo) {
+// newGitRepo makes a repository on branch main with a few files in one commit; initArgs are
+// more arguments of its `git init` (--object-format=sha256).
+func newGitRepo(t *testing.T, initArgs ...string) (string, *Repo) {
 	t.Helper()
 	dir := t.TempDir()
-	gitT(t, dir, "init", "-q", "-b", "main")
+	gitT(t, dir, append([]string{"init", "-q", "-b", "main"}, initArgs...)...)
 	write(t, dir, "calc.go", "package calc\n\nfunc Add(a, b int) int { return a + b }\n")
 	write(t, dir, "calc_test.go", "package calc\n")
 	write(t, dir, "README.md", "calc\n")
