@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,18 +25,26 @@ import (
 // (killed and reaped by the reaper, the patch's and the dispatcher's git failed). It runs
 // in a copy of the test binary, which alone becomes a subreaper.
 func TestReapOrphansFindsEscapee(t *testing.T) {
-	if os.Getenv("AGENTS_TEST_REAPER") == "1" {
-		if err := reaper(); err != nil {
-			fmt.Println("reaper:", err)
+	inChild(t, reaper)
+}
+
+// inChild runs fn in a child process of the test binary, which runs test t alone, so that
+// it may become a child subreaper and have children of its own without the test process
+// doing so; t fails when fn does.
+func inChild(t *testing.T, fn func() error) {
+	t.Helper()
+	if os.Getenv("AGENTS_TEST_CHILD") == t.Name() {
+		if err := fn(); err != nil {
+			fmt.Println("child:", err)
 			os.Exit(1)
 		}
-		fmt.Println("reaper: ok")
+		fmt.Println("child: ok")
 		os.Exit(0)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestReapOrphansFindsEscapee$")
-	cmd.Env = append(os.Environ(), "AGENTS_TEST_REAPER=1")
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$")
+	cmd.Env = append(os.Environ(), "AGENTS_TEST_CHILD="+t.Name())
 	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "reaper: ok") {
+	if err != nil || !strings.Contains(string(out), "child: ok") {
 		t.Fatalf("%v\n%s", err, out)
 	}
 }
@@ -126,4 +135,92 @@ func reaper() error {
 func mustStart(pid int) uint64 {
 	st, _ := procStartTime(pid)
 	return st
+}
+
+// TestStopOwnEndsWhatTheAgentLeft: StopOwn looks for what an agent of ours left among our
+// descendants only. The cheats: a grandchild in a session of its own whose parent exits at
+// once (ours now, as the child subreaper), and one a level deeper, under a process of ours
+// that outlives the agent; both carry the attempt's folder and are ended. The honest twin,
+// a process of another attempt that escaped the same way, is left alone. Without the
+// subreaper, the descendants are not known (an orphan went to init), and every process is
+// looked at instead.
+func TestStopOwnEndsWhatTheAgentLeft(t *testing.T) {
+	if os.Getenv("AGENTS_TEST_CHILD") == "" {
+		if _, ok := ownDescendants(); ok {
+			t.Error("the test process is no subreaper, yet its descendants are said to be known")
+		}
+	}
+	inChild(t, stopOwn)
+}
+
+// stopOwn is the subreaper's side of TestStopOwnEndsWhatTheAgentLeft.
+func stopOwn() error {
+	if err := BecomeSubreaper(); err != nil {
+		return err
+	}
+	// escape starts an agent for the attempt folder dir that leaves a sleeper in a session
+	// of its own, in a subshell that then exits, and one under a shell that stays; it
+	// returns the agent, its start and the sleepers' PIDs.
+	escape := func(dir string) (*exec.Cmd, uint64, []int, error) {
+		agent := exec.Command("sh", "-c", `(setsid sleep 60 </dev/null >/dev/null 2>&1 & echo $!)
+sh -c 'setsid sleep 60 </dev/null >/dev/null 2>&1 & echo $!; exec sleep 60' </dev/null 2>&1 &`)
+		agent.Env = append(os.Environ(), "ORCHESTRATOR_ATTEMPT_DIR="+dir)
+		agent.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		out, err := agent.StdoutPipe()
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		if err := agent.Start(); err != nil {
+			return nil, 0, nil, err
+		}
+		start := mustStart(agent.Process.Pid)
+		r := bufio.NewReader(out)
+		var pids []int
+		for range 2 {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return nil, 0, nil, err
+			}
+			pid, err := strconv.Atoi(strings.TrimSpace(line))
+			if err != nil {
+				return nil, 0, nil, err
+			}
+			pids = append(pids, pid)
+		}
+		return agent, start, pids, agent.Wait()
+	}
+	mine, start, left, err := escape("/attempts/1")
+	if err != nil {
+		return err
+	}
+	starts := map[int]uint64{}
+	for _, p := range left {
+		starts[p] = mustStart(p)
+	}
+	twin, twinStart, other, err := escape("/attempts/2")
+	if err != nil {
+		return err
+	}
+	defer StopOwn(twin.Process.Pid, twinStart, "ORCHESTRATOR_ATTEMPT_DIR", "/attempts/2", time.Second)
+	pids, ok := ownDescendants()
+	if !ok {
+		return errors.New("the descendants of a subreaper are not known")
+	}
+	for _, p := range append(slices.Clone(left), other...) {
+		if !slices.Contains(pids, p) {
+			return fmt.Errorf("descendants %v lack %d", pids, p)
+		}
+	}
+	StopOwn(mine.Process.Pid, start, "ORCHESTRATOR_ATTEMPT_DIR", "/attempts/1", time.Second)
+	for _, p := range left {
+		if Alive(p, starts[p]) {
+			return fmt.Errorf("what the agent left, %d, still runs", p)
+		}
+	}
+	for _, p := range other {
+		if !Alive(p, mustStart(p)) {
+			return fmt.Errorf("another attempt's process %d was ended", p)
+		}
+	}
+	return nil
 }

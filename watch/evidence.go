@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/orchestrator/orchestrator/gate"
 	"github.com/orchestrator/orchestrator/queue"
@@ -110,9 +112,15 @@ func describeRecord(repo *worktree.Repo, ee *seal.EditedError) string {
 }
 
 // reportEdited says once per record, as a warning, that orchestrator state was edited
-// outside the orchestrator: at the start of a run and after each attempt.
+// outside the orchestrator: at the start and the end of a run, and after each decision
+// (through the auditor).
 func (r *runner) reportEdited(ctx context.Context) {
-	for _, rec := range editedRecords(ctx, r.repo, &r.audit) {
+	r.reportRecords(editedRecords(ctx, r.repo, &r.audit))
+}
+
+// reportRecords warns once of each record in found that an audit found edited.
+func (r *runner) reportRecords(found []string) {
+	for _, rec := range found {
 		if r.edited[rec] {
 			continue
 		}
@@ -122,6 +130,96 @@ func (r *runner) reportEdited(ctx context.Context) {
 		r.edited[rec] = true
 		r.report.event("", "warning", "orchestrator state was edited outside the orchestrator, and is not evidence: "+rec)
 	}
+}
+
+// The audit after each decision reads every record of the state: its cost grows with the
+// run's attempts (4 ms at 200 here, a third of the orchestrator's CPU in a run of 200
+// quick tasks), and it decides nothing. So it runs on a goroutine of its own, not on the
+// loop between one agent's marker and its task's status, and at most once a second
+// (auditPause): a decision asks for one (wantAudit), asks made meanwhile are one more, and
+// what it finds comes back to the loop (audited), which warns of it. The run's first and
+// last audits, and status's, are the loop's own.
+// auditPause is the least time between two audits of the auditor.
+var auditPause = time.Second
+
+type auditor struct {
+	want  chan struct{} // an audit is asked for; one waiting is enough
+	found chan []string // what an audit found, for the loop to report
+	done  chan struct{} // closed when the goroutine has ended
+	stop  context.CancelFunc
+	runs  atomic.Int32 // the audits it made
+}
+
+// startAuditor starts the goroutine that audits the records when the loop asks.
+func (r *runner) startAuditor(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	a := &auditor{want: make(chan struct{}, 1), found: make(chan []string, 1), done: make(chan struct{}), stop: cancel}
+	r.auditor = a
+	go func() {
+		defer close(a.done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-a.want:
+			}
+			found := editedRecords(ctx, r.repo, &r.audit)
+			a.runs.Add(1)
+			select {
+			case a.found <- found:
+			case <-ctx.Done():
+				return
+			}
+			// At most one audit a pause: the decisions made meanwhile are one audit.
+			pause := time.NewTimer(auditPause)
+			select {
+			case <-pause.C:
+			case <-ctx.Done():
+				pause.Stop()
+				return
+			}
+		}
+	}()
+}
+
+// wantAudit asks the auditor for an audit of the records, or audits them on the loop when
+// no auditor runs.
+func (r *runner) wantAudit(ctx context.Context) {
+	if r.auditor == nil {
+		r.reportEdited(ctx)
+		return
+	}
+	select {
+	case r.auditor.want <- struct{}{}:
+	default: // one is asked for already, and will see this decision's records too
+	}
+}
+
+// stopAuditor ends the auditor's goroutine, then audits the records on the loop one last
+// time, so that a run ends having said all the audits it asked for would have said.
+func (r *runner) stopAuditor(ctx context.Context) {
+	a := r.auditor
+	if a == nil {
+		return
+	}
+	r.auditor = nil
+	a.stop()
+	<-a.done
+	select {
+	case found := <-a.found:
+		r.reportRecords(found)
+	default:
+	}
+	r.reportEdited(ctx)
+}
+
+// audited is where the auditor's findings reach the loop; nil, which never delivers,
+// when no auditor runs.
+func (r *runner) audited() <-chan []string {
+	if r.auditor == nil {
+		return nil
+	}
+	return r.auditor.found
 }
 
 // checkConfig compares the repository's own configuration with the fingerprint taken

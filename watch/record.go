@@ -515,9 +515,9 @@ func (r *runner) conclude(ctx context.Context, a *attempt, res result, log strin
 		return r.stopForConfig(a, a.fatal)
 	}
 	// The audit of the records is a warning about what happened meanwhile, not part of
-	// this decision: it runs once the decision is recorded, off the path from the agent's
-	// marker to its task's status.
-	defer r.reportEdited(ctx)
+	// this decision: it is asked for once the decision is recorded, and runs beside the
+	// loop (the auditor), off the path from the next agent's marker to its task's status.
+	defer r.wantAudit(ctx)
 	if ctx.Err() != nil {
 		// Interrupted while the gate ran or the candidate landed: its verdict is not a
 		// verdict. The task goes back to pending with no retry used, like one whose agent

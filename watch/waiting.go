@@ -86,7 +86,7 @@ func (r *runner) landWaiting(ctx context.Context, tasks *queue.Doc, t queue.Task
 	if a.fatal != nil {
 		return r.stopForConfig(a, a.fatal)
 	}
-	r.reportEdited(ctx)
+	r.wantAudit(ctx)
 	if (ctx.Err() != nil && res.Commit == "") || res.Outcome == outcomeSetup {
 		// Nothing was learned: the candidate waits on, under the same record, and the
 		// task goes back to pending with no retry used.

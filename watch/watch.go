@@ -303,6 +303,8 @@ type runner struct {
 	// audit what its audits found sealed and need not read again while unchanged.
 	edited map[string]bool
 	audit  seal.Audit
+	// auditor runs the audits after decisions off the loop, while the loop runs.
+	auditor *auditor
 	// remote is the run's side of the workers when agents run on them (remote.go), and
 	// workerStarts hears which worker took an attempt; both nil otherwise.
 	remote       *remoteSide
@@ -333,6 +335,8 @@ func (r *runner) loop(ctx context.Context, w *fsnotify.Watcher) (Summary, error)
 		}
 	}
 	r.reportEdited(ctx)
+	r.startAuditor(ctx)
+	defer r.stopAuditor(ctx)
 	if err := r.recoverAttempts(ctx); err != nil {
 		return Summary{Outcome: SomeFailed}, err
 	}
@@ -379,6 +383,8 @@ func (r *runner) loop(ctx context.Context, w *fsnotify.Watcher) (Summary, error)
 			}
 		case s := <-r.workerStarts:
 			r.workerStarted(s)
+		case found := <-r.audited():
+			r.reportRecords(found)
 		case a := <-r.timeouts:
 			if r.running[a.id] == a && a.stopReason == "" {
 				a.stopReason = reasonTimeout
@@ -950,7 +956,7 @@ func (r *runner) summary(ctx context.Context) (Summary, error) {
 		s.Outcome = max(s.Outcome, SomeFailed)
 		r.report.event("", "warning", "completed by hand while their attempt ran, not verified: "+strings.Join(r.byHand, ", "))
 	}
-	r.reportEdited(ctx)
+	r.stopAuditor(ctx)
 	r.report.final(tasks, r.o.Layout, r.repo.IsVerified)
 	return s, nil
 }
