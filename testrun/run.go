@@ -183,8 +183,12 @@ func (o options) jail(tmp, ro string, env []string) *sandbox.Profile {
 	return &p
 }
 
-// removeAll removes a run's folder, the read-only ones in it too.
+// removeAll removes a run's folder, the read-only ones in it too: those are made
+// writable first when a plain removal fails on them (most runs have none).
 func removeAll(dir string) {
+	if os.RemoveAll(dir) == nil {
+		return
+	}
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
 			_ = os.Chmod(p, 0o700)
