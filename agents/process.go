@@ -496,7 +496,20 @@ func ownDescendants() (pids []int, ok bool) {
 	if err := unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&reaper)), 0, 0, 0); err != nil || reaper == 0 {
 		return nil, false
 	}
-	next, ok := taskChildren(os.Getpid())
+	// Processes end all the time while gates and agents run: the tree is read again, a few
+	// times, before every process is looked at instead.
+	for range 3 {
+		if pids, ok = descendantsOf(os.Getpid()); ok {
+			return pids, true
+		}
+	}
+	return nil, false
+}
+
+// descendantsOf lists the descendants of process pid; ok is false when one of them ended
+// while the tree was read.
+func descendantsOf(pid int) (pids []int, ok bool) {
+	next, ok := taskChildren(pid)
 	for ok && len(next) > 0 {
 		p := next[0]
 		next = next[1:]
