@@ -11,10 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/orchestrator/orchestrator/internal/ownproc"
-
 	"golang.org/x/sys/unix"
 )
 
@@ -454,85 +452,30 @@ func withEnv(name, value string) []envProc { return withEnvSince(name, value, 0)
 // not read. Nearly every process of a machine started before an attempt's agent, so that
 // an attempt's end reads a few environments, not one for each process.
 func withEnvSince(name, value string, since uint64) []envProc {
+	// NUL on both sides, so that only a whole variable matches (the first one has no NUL
+	// before it).
+	want := []byte("\x00" + name + "=" + value + "\x00")
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	var pids []int
-	for _, e := range entries {
-		if p, err := strconv.Atoi(e.Name()); err == nil {
-			pids = append(pids, p)
-		}
-	}
-	return withEnvAmong(pids, name, value, since)
-}
-
-// withEnvAmong is withEnvSince among the processes pids only.
-func withEnvAmong(pids []int, name, value string, since uint64) []envProc {
-	// NUL on both sides, so that only a whole variable matches (the first one has no NUL
-	// before it).
-	want := []byte("\x00" + name + "=" + value + "\x00")
 	var out []envProc
-	for _, p := range pids {
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
 		st, err := readStat(p)
 		if err != nil || st.state == 'Z' || st.state == 'X' || st.start < since {
 			continue
 		}
-		env, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/environ")
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
 		if err != nil || !(bytes.HasPrefix(env, want[1:]) || bytes.Contains(env, want)) {
 			continue
 		}
 		out = append(out, envProc{p, st})
 	}
 	return out
-}
-
-// ownDescendants lists the processes descended from this one, from the kernel's lists of
-// children. ok is false when that list may miss one that an agent left: this process is
-// not a child subreaper (BecomeSubreaper), so that an orphan went to init; the kernel keeps
-// no lists; or a process of the tree ended while it was read, so that its children moved.
-func ownDescendants() (pids []int, ok bool) {
-	var reaper int32
-	if err := unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&reaper)), 0, 0, 0); err != nil || reaper == 0 {
-		return nil, false
-	}
-	// Processes end all the time while gates and agents run: the tree is read again, a few
-	// times, before every process is looked at instead.
-	for range 3 {
-		if pids, ok = descendantsOf(os.Getpid()); ok {
-			return pids, true
-		}
-	}
-	return nil, false
-}
-
-// descendantsOf lists the descendants of process pid; ok is false when one of them ended
-// while the tree was read.
-func descendantsOf(pid int) (pids []int, ok bool) {
-	next, ok := taskChildren(pid)
-	for ok && len(next) > 0 {
-		p := next[0]
-		next = next[1:]
-		pids = append(pids, p)
-		var kids []int
-		kids, ok = taskChildren(p)
-		next = append(next, kids...)
-	}
-	return pids, ok
-}
-
-// StopOwn is StopAdopted for an agent of this process's, which is a child subreaper: what
-// the agent left, in its group or out of it (setsid, a double fork), is a descendant of
-// ours, so only our descendants are looked at, a few processes, not every process of the
-// machine (hundreds on a desktop, each read at every attempt's end). Where the descendants
-// cannot all be known (ownDescendants), every process is looked at, as StopAdopted does.
-func StopOwn(pid int, startTime uint64, name, value string, grace time.Duration) {
-	stopWithEnv(pid, startTime, name, value, grace, func() []envProc {
-		if pids, ok := ownDescendants(); ok {
-			return withEnvAmong(pids, name, value, startTime)
-		}
-		return withEnvSince(name, value, startTime)
-	})
 }
 
 // StopAdopted ends an agent of an earlier orchestrator run, found by crash recovery, and
@@ -543,18 +486,12 @@ func StopOwn(pid int, startTime uint64, name, value string, grace time.Duration)
 // attempt's own ORCHESTRATOR_ATTEMPT_DIR, which its descendants inherit, even those that
 // left its group) and started no earlier than the agent is ended one by one.
 func StopAdopted(pid int, startTime uint64, name, value string, grace time.Duration) {
-	stopWithEnv(pid, startTime, name, value, grace, func() []envProc { return withEnvSince(name, value, startTime) })
-}
-
-// stopWithEnv ends the agent pid that started at startTime, then each process that find
-// lists, which carry name=value.
-func stopWithEnv(pid int, startTime uint64, name, value string, grace time.Duration, find func() []envProc) {
 	if Alive(pid, startTime) {
 		StopGroup(pid, grace)
 	}
 	left := func() []envProc {
 		var out []envProc
-		for _, p := range find() {
+		for _, p := range withEnvSince(name, value, startTime) {
 			if p.pid != os.Getpid() {
 				out = append(out, p)
 			}

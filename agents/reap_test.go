@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -137,90 +138,86 @@ func mustStart(pid int) uint64 {
 	return st
 }
 
-// TestStopOwnEndsWhatTheAgentLeft: StopOwn looks for what an agent of ours left among our
-// descendants only. The cheats: a grandchild in a session of its own whose parent exits at
-// once (ours now, as the child subreaper), and one a level deeper, under a process of ours
-// that outlives the agent; both carry the attempt's folder and are ended. The honest twin,
-// a process of another attempt that escaped the same way, is left alone. Without the
-// subreaper, the descendants are not known (an orphan went to init), and every process is
-// looked at instead.
-func TestStopOwnEndsWhatTheAgentLeft(t *testing.T) {
-	if os.Getenv("AGENTS_TEST_CHILD") == "" {
-		if _, ok := ownDescendants(); ok {
-			t.Error("the test process is no subreaper, yet its descendants are said to be known")
-		}
+// TestStopFindsWhatAServerStarted: an agent may have a process started for it by a server
+// it did not start, the way `at` or a build daemon runs a job with its client's
+// environment: the job carries the attempt's folder but is no descendant of the
+// orchestrator's, so the end of an attempt looks at every process, not only at its own
+// tree (a look at the orchestrator's descendants alone was tried and left this job
+// running). The job is ended; the honest twin, another attempt's job from the same
+// server, is left alone.
+func TestStopFindsWhatAServerStarted(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "jobs")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
 	}
-	inChild(t, stopOwn)
-}
-
-// stopOwn is the subreaper's side of TestStopOwnEndsWhatTheAgentLeft.
-func stopOwn() error {
-	if err := BecomeSubreaper(); err != nil {
-		return err
+	// The server: reads a job a line at a time and runs it in the background.
+	server := exec.Command("sh", "-c", `exec 3<>"$0"; while read -r job <&3; do sh -c "$job" </dev/null >/dev/null 2>&1 & done`, fifo)
+	server.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
 	}
-	// escape starts an agent for the attempt folder dir that leaves a sleeper in a session
-	// of its own, in a subshell that then exits, and one under a shell that stays; it
-	// returns the agent, its start and the sleepers' PIDs.
-	escape := func(dir string) (*exec.Cmd, uint64, []int, error) {
-		agent := exec.Command("sh", "-c", `(setsid sleep 60 </dev/null >/dev/null 2>&1 & echo $!)
-sh -c 'setsid sleep 60 </dev/null >/dev/null 2>&1 & echo $!; exec sleep 60' </dev/null 2>&1 &`)
-		agent.Env = append(os.Environ(), "ORCHESTRATOR_ATTEMPT_DIR="+dir)
+	defer func() { syscall.Kill(-server.Process.Pid, syscall.SIGKILL); server.Wait() }()
+	// submit runs an agent for attempt that hands the server a job carrying its
+	// environment's attempt folder, and returns the agent, its start and the job.
+	submit := func(attempt string) (int, uint64, int) {
+		t.Helper()
+		pidFile := filepath.Join(dir, filepath.Base(attempt)+".pid")
+		agent := exec.Command("sh", "-c", `printf '%s\n' "ORCHESTRATOR_ATTEMPT_DIR='$ORCHESTRATOR_ATTEMPT_DIR' sh -c 'echo \$\$ >$1.tmp && mv $1.tmp $1 && exec sleep 600'" >"$0"`, fifo, pidFile)
+		agent.Env = append(os.Environ(), "ORCHESTRATOR_ATTEMPT_DIR="+attempt)
 		agent.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		out, err := agent.StdoutPipe()
-		if err != nil {
-			return nil, 0, nil, err
-		}
 		if err := agent.Start(); err != nil {
-			return nil, 0, nil, err
+			t.Fatal(err)
 		}
 		start := mustStart(agent.Process.Pid)
-		r := bufio.NewReader(out)
-		var pids []int
-		for range 2 {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return nil, 0, nil, err
+		if err := agent.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(scaled(5 * time.Second)); ; time.Sleep(10 * time.Millisecond) {
+			if b, err := os.ReadFile(pidFile); err == nil {
+				job, err := strconv.Atoi(strings.TrimSpace(string(b)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The job runs sleep, with the attempt's folder, once its stat says so.
+				for !strings.Contains(readEnviron(job), "ORCHESTRATOR_ATTEMPT_DIR="+attempt) || !isSleep(job) {
+					if time.Now().After(deadline) {
+						t.Fatalf("the job %d never ran", job)
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				return agent.Process.Pid, start, job
 			}
-			pid, err := strconv.Atoi(strings.TrimSpace(line))
-			if err != nil {
-				return nil, 0, nil, err
+			if time.Now().After(deadline) {
+				t.Fatal("the server ran no job")
 			}
-			pids = append(pids, pid)
-		}
-		return agent, start, pids, agent.Wait()
-	}
-	mine, start, left, err := escape("/attempts/1")
-	if err != nil {
-		return err
-	}
-	starts := map[int]uint64{}
-	for _, p := range left {
-		starts[p] = mustStart(p)
-	}
-	twin, twinStart, other, err := escape("/attempts/2")
-	if err != nil {
-		return err
-	}
-	defer StopOwn(twin.Process.Pid, twinStart, "ORCHESTRATOR_ATTEMPT_DIR", "/attempts/2", time.Second)
-	pids, ok := ownDescendants()
-	if !ok {
-		return errors.New("the descendants of a subreaper are not known")
-	}
-	for _, p := range append(slices.Clone(left), other...) {
-		if !slices.Contains(pids, p) {
-			return fmt.Errorf("descendants %v lack %d", pids, p)
 		}
 	}
-	StopOwn(mine.Process.Pid, start, "ORCHESTRATOR_ATTEMPT_DIR", "/attempts/1", time.Second)
-	for _, p := range left {
-		if Alive(p, starts[p]) {
-			return fmt.Errorf("what the agent left, %d, still runs", p)
-		}
+	pid, start, job := submit("/attempts/1")
+	_, _, other := submit("/attempts/2")
+	jobStart, otherStart := mustStart(job), mustStart(other)
+	defer syscall.Kill(other, syscall.SIGKILL)
+	if !slices.Contains(children(os.Getpid()), server.Process.Pid) || slices.Contains(children(os.Getpid()), job) {
+		t.Fatalf("the job %d should be the server's child, not ours", job)
 	}
-	for _, p := range other {
-		if !Alive(p, mustStart(p)) {
-			return fmt.Errorf("another attempt's process %d was ended", p)
-		}
+	StopAdopted(pid, start, "ORCHESTRATOR_ATTEMPT_DIR", "/attempts/1", time.Second)
+	if Alive(job, jobStart) {
+		syscall.Kill(job, syscall.SIGKILL)
+		t.Error("the job the server ran for the agent, with its attempt's folder, still runs")
 	}
-	return nil
+	if !Alive(other, otherStart) {
+		t.Error("another attempt's job was ended")
+	}
+}
+
+// readEnviron returns the environment of process pid, or "".
+func readEnviron(pid int) string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	return string(b)
+}
+
+// isSleep reports whether process pid runs sleep now.
+func isSleep(pid int) bool {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	return strings.TrimSpace(string(b)) == "sleep"
 }

@@ -321,7 +321,7 @@ func (r *runner) runOnce(ctx context.Context, a *attempt, role, name, prompt str
 		err = ctx.Err()
 	}
 	p.Stop(r.o.Config.StopGrace.Duration)
-	agents.StopOwn(p.PID(), p.StartTime(), "ORCHESTRATOR_ATTEMPT_DIR", runDir, r.o.Config.StopGrace.Duration)
+	agents.StopAdopted(p.PID(), p.StartTime(), "ORCHESTRATOR_ATTEMPT_DIR", runDir, r.o.Config.StopGrace.Duration)
 	out := p.Stdout()
 	r.addUsage(a, role, name, argModel(argv), []byte(out))
 	after, serr := worktree.StateOf(ctx, dir)

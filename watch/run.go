@@ -24,8 +24,7 @@ const (
 
 // stop ends the attempt's whole process group: SIGTERM, then SIGKILL after grace. An
 // adopted agent (not our child) is signalled only as far as it is proved to be the
-// attempt's: see agents.StopAdopted; what our own agent left is looked for among our
-// descendants only (agents.StopOwn).
+// attempt's: see agents.StopAdopted.
 //
 // Either way, a descendant that left the agent's process group (setsid, a double fork) is
 // found by the attempt folder in its environment and ended too, so that nothing the agent
@@ -37,14 +36,10 @@ func (a *attempt) stop(grace time.Duration) {
 		a.remote.abandon()
 		return
 	}
+	start := a.start
 	if a.proc != nil {
 		a.proc.Stop(grace)
-		// Ours, and we are the child subreaper: what it left is among our descendants.
-		agents.StopOwn(a.pid, a.start, "ORCHESTRATOR_ATTEMPT_DIR", a.dir, grace)
-		return
-	}
-	start := a.start
-	if !a.adopted {
+	} else if !a.adopted {
 		start = 0 // gone before we knew it: whatever carries its attempt folder is its
 	}
 	agents.StopAdopted(a.pid, start, "ORCHESTRATOR_ATTEMPT_DIR", a.dir, grace)
