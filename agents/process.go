@@ -310,7 +310,7 @@ func groupAlive(pgid int) bool {
 		if err != nil {
 			continue // gone meanwhile
 		}
-		if st.pgrp == pgid && st.state != 'Z' && st.state != 'X' {
+		if st.pgrp == pgid && running(pid, st) {
 			return true
 		}
 	}
@@ -326,7 +326,7 @@ func Alive(pid int, startTime uint64) bool {
 	}
 	st, err := readStat(pid)
 	if err == nil {
-		return st.state != 'Z' && st.state != 'X' && st.start == startTime
+		return running(pid, st) && st.start == startTime
 	}
 	if _, procErr := os.Stat("/proc/self/stat"); procErr == nil {
 		return false // /proc works: the process is gone
@@ -359,6 +359,58 @@ type procStat struct {
 	ppid  int
 	pgrp  int
 	start uint64
+}
+
+// running reports whether process pid, whose stat line is st, still runs: it is not a
+// zombie, or it is one only because its main thread ended (pthread_exit) while another of
+// its threads runs on. Such a process is a zombie to its stat line, its environment
+// unreadable at its own path, and its parent's wait for it blocks until its last thread
+// ends: taken for dead, it would outlive the agent that left it, and the reaper's wait
+// for it would hold the loop.
+func running(pid int, st procStat) bool {
+	switch st.state {
+	case 'X':
+		return false
+	case 'Z':
+		return liveThread(pid) != ""
+	}
+	return true
+}
+
+// liveThread returns the path under /proc of a thread of process pid other than its main
+// one that is not a zombie, or "".
+func liveThread(pid int) string {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	for _, t := range tasks {
+		if t.Name() == strconv.Itoa(pid) {
+			continue
+		}
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X' {
+			return dir + "/" + t.Name()
+		}
+	}
+	return ""
+}
+
+// environ returns the environment of process pid: read through a thread that runs when
+// its main thread has ended (running).
+func environ(pid int) ([]byte, error) {
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err == nil && len(env) > 0 {
+		return env, nil
+	}
+	if t := liveThread(pid); t != "" {
+		return os.ReadFile(t + "/environ")
+	}
+	return env, err
 }
 
 // readStat reads the fields we need of /proc/<pid>/stat: state (field 3), parent (field 4),
@@ -466,10 +518,10 @@ func withEnvSince(name, value string, since uint64) []envProc {
 			continue
 		}
 		st, err := readStat(p)
-		if err != nil || st.state == 'Z' || st.state == 'X' || st.start < since {
+		if err != nil || !running(p, st) || st.start < since {
 			continue
 		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		env, err := environ(p)
 		if err != nil || !(bytes.HasPrefix(env, want[1:]) || bytes.Contains(env, want)) {
 			continue
 		}
@@ -548,7 +600,7 @@ func reapOrphans(known map[int]bool, own func(int) bool, name string, keep []str
 		if err != nil || st.ppid != self {
 			continue
 		}
-		if st.state != 'Z' {
+		if running(pid, st) {
 			unix.Kill(pid, unix.SIGKILL)
 			ended = append(ended, pid)
 		}
@@ -570,7 +622,7 @@ func hasEnv(pid int, name string, values []string) bool {
 	if len(values) == 0 {
 		return false
 	}
-	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	env, err := environ(pid)
 	if err != nil {
 		return false
 	}

@@ -221,3 +221,110 @@ func isSleep(pid int) bool {
 	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
 	return strings.TrimSpace(string(b)) == "sleep"
 }
+
+// leaderless is a program whose main thread ends (pthread_exit) while another thread runs
+// on: to its stat line the process is a zombie, its environment is unreadable at its own
+// path, and a wait for it blocks until the other thread ends. It writes its PID to the
+// file it is given.
+const leaderless = `#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+static void *run(void *a) { for (;;) pause(); return a; }
+int main(int argc, char **argv) {
+	pthread_t t;
+	pthread_create(&t, 0, run, 0);
+	FILE *f = fopen(argv[1], "w");
+	fprintf(f, "%d\n", getpid());
+	fclose(f);
+	pthread_exit(0);
+}
+`
+
+// TestStopEndsAProcessWhoseMainThreadEnded: the cheat, a process an agent leaves in a
+// session of its own whose main thread then ends while another thread runs on, looks dead
+// to its stat line. The end of the attempt ends it all the same; and the subreaper's
+// reaper, to which it falls once its parent is gone, ends it and does not wait on it for
+// ever. The honest twin, the same program left by another attempt, is left alone.
+func TestStopEndsAProcessWhoseMainThreadEnded(t *testing.T) {
+	bin := os.Getenv("AGENTS_TEST_LEADERLESS")
+	if bin == "" {
+		dir := t.TempDir()
+		src := filepath.Join(dir, "leaderless.c")
+		if err := os.WriteFile(src, []byte(leaderless), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		bin = filepath.Join(dir, "leaderless")
+		if out, err := exec.Command("gcc", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
+			t.Fatalf("gcc (the machine's C compiler, which the test needs): %v\n%s", err, out)
+		}
+		t.Setenv("AGENTS_TEST_LEADERLESS", bin)
+	}
+	// leave runs an agent for attempt that leaves the program in a session of its own,
+	// and returns the agent, its start and the program's PID once its main thread ended.
+	leave := func(attempt string) (int, uint64, int, error) {
+		pidFile := filepath.Join(os.TempDir(), fmt.Sprintf("leaderless-%d-%s", os.Getpid(), filepath.Base(attempt)))
+		defer os.Remove(pidFile)
+		agent := exec.Command("sh", "-c", `setsid "$0" "$1" </dev/null >/dev/null 2>&1 &`, bin, pidFile)
+		agent.Env = append(os.Environ(), "ORCHESTRATOR_ATTEMPT_DIR="+attempt)
+		agent.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := agent.Start(); err != nil {
+			return 0, 0, 0, err
+		}
+		start := mustStart(agent.Process.Pid)
+		if err := agent.Wait(); err != nil {
+			return 0, 0, 0, err
+		}
+		for deadline := time.Now().Add(scaled(5 * time.Second)); ; time.Sleep(10 * time.Millisecond) {
+			b, _ := os.ReadFile(pidFile)
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				if st, err := readStat(pid); err == nil && st.state == 'Z' && liveThread(pid) != "" {
+					return agent.Process.Pid, start, pid, nil
+				}
+			}
+			if time.Now().After(deadline) {
+				return 0, 0, 0, fmt.Errorf("the program never ran with its main thread ended (%q)", b)
+			}
+		}
+	}
+	inChild(t, func() error {
+		if err := BecomeSubreaper(); err != nil {
+			return err
+		}
+		agent, start, left, err := leave("/attempts/1")
+		if err != nil {
+			return err
+		}
+		_, _, other, err := leave("/attempts/2")
+		if err != nil {
+			return err
+		}
+		leftStart, otherStart := mustStart(left), mustStart(other)
+		if !Alive(left, leftStart) {
+			return fmt.Errorf("the program %d, whose other thread runs, is said not to be alive", left)
+		}
+		StopAdopted(agent, start, "ORCHESTRATOR_ATTEMPT_DIR", "/attempts/1", time.Second)
+		if liveThread(left) != "" {
+			return fmt.Errorf("the program %d the agent left still runs a thread", left)
+		}
+		if !Alive(other, otherStart) {
+			return fmt.Errorf("another attempt's program %d was ended", other)
+		}
+		// The reaper: the other program is our child now, unknown and of no running
+		// attempt; it is ended and reaped, not waited on for ever.
+		reaped := make(chan []int, 1)
+		go func() { reaped <- ReapOrphans(nil, "ORCHESTRATOR_ATTEMPT_DIR", nil) }()
+		select {
+		case ended := <-reaped:
+			if !slices.Contains(ended, other) {
+				return fmt.Errorf("the reaper ended %v, not the program %d", ended, other)
+			}
+		case <-time.After(scaled(10 * time.Second)):
+			syscall.Kill(other, syscall.SIGKILL)
+			return fmt.Errorf("the reaper waits on the program %d, whose main thread ended", other)
+		}
+		if _, err := readStat(other); err == nil {
+			return fmt.Errorf("the program %d is still there after the reaper", other)
+		}
+		return nil
+	})
+}
