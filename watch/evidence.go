@@ -132,16 +132,17 @@ func (r *runner) reportRecords(found []string) {
 	}
 }
 
-// The audit after each decision reads every record of the state: its cost grows with the
-// run's attempts (4 ms at 200 here, a third of the orchestrator's CPU in a run of 200
-// quick tasks), and it decides nothing. So it runs on a goroutine of its own, not on the
-// loop between one agent's marker and its task's status, and at most once a second
-// (auditPause): a decision asks for one (wantAudit), asks made meanwhile are one more, and
-// what it finds comes back to the loop (audited), which warns of it. The run's first and
-// last audits, and status's, are the loop's own.
 // auditPause is the least time between two audits of the auditor.
 var auditPause = time.Second
 
+// An auditor runs the audit of the records that decisions ask for. The audit reads every
+// record of the state: its cost grows with the run's attempts (4 ms at 200 here, a third
+// of the orchestrator's CPU in a run of 200 quick tasks), and it decides nothing. So it
+// runs on a goroutine of its own, not on the loop between one agent's marker and its
+// task's status, and at most once a pause (auditPause): a decision asks for one
+// (wantAudit), asks made meanwhile are one more, and what it finds comes back to the loop
+// (audited), which warns of it. The run's first and last audits, and status's, are the
+// loop's own.
 type auditor struct {
 	want  chan struct{} // an audit is asked for; one waiting is enough
 	found chan []string // what an audit found, for the loop to report
