@@ -606,15 +606,24 @@ func reapOrphans(known map[int]bool, own func(int) bool, name string, keep []str
 		}
 		// Ours to reap: it is our child. Wait for this PID only, never for any child, so
 		// that no exec.Cmd loses its own child's status.
-		var ws unix.WaitStatus
-		for {
-			wpid, err := unix.Wait4(pid, &ws, 0, nil)
-			if wpid == pid || err != unix.EINTR {
-				break
-			}
-		}
+		reap(pid, reapWait)
 	}
 	return ended
+}
+
+// reapWait is how long the reaper waits for one process it ended.
+var reapWait = 2 * time.Second
+
+// reap waits for our child pid to end and reaps it, for at most d; it reports whether it
+// did. A process that its kill does not end at once (asleep in the kernel, or one the
+// reaper took for dead and did not kill) is left to a later pass rather than waited on for
+// ever: the reaper runs on the loop, and every start of a process of ours waits for it.
+func reap(pid int, d time.Duration) bool {
+	var ws unix.WaitStatus
+	return pollUntil(func() bool {
+		wpid, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+		return wpid == pid || (err != nil && err != unix.EINTR)
+	}, time.Now().Add(d), nil)
 }
 
 // hasEnv reports whether process pid has name=v in its environment for a v in values.

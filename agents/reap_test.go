@@ -328,3 +328,35 @@ func TestStopEndsAProcessWhoseMainThreadEnded(t *testing.T) {
 		return nil
 	})
 }
+
+// TestReapWaitsNoLongerThanItsBound: the reaper's wait for a child is bounded, so that a
+// process that does not end (one the reaper did not kill, or asleep in the kernel) holds
+// neither the loop nor the starts of the orchestrator's processes; a child that has ended
+// is reaped at once.
+func TestReapWaitsNoLongerThanItsBound(t *testing.T) {
+	sleeper := exec.Command("sleep", "600")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := sleeper.Process.Pid
+	defer sleeper.Process.Kill()
+	done := make(chan bool, 1)
+	go func() { done <- reap(pid, 50*time.Millisecond) }()
+	select {
+	case reaped := <-done:
+		if reaped {
+			t.Fatalf("a running child %d is said to be reaped", pid)
+		}
+	case <-time.After(scaled(10 * time.Second)):
+		t.Fatalf("the wait for the running child %d did not end at its bound", pid)
+	}
+	if err := sleeper.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if !reap(pid, scaled(10*time.Second)) {
+		t.Fatalf("the killed child %d was not reaped", pid)
+	}
+	if _, err := readStat(pid); err == nil {
+		t.Fatalf("the child %d is still in the process table", pid)
+	}
+}
