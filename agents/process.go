@@ -389,11 +389,7 @@ func liveThread(pid int) string {
 		if t.Name() == strconv.Itoa(pid) {
 			continue
 		}
-		b, err := os.ReadFile(dir + "/" + t.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X' {
+		if st, err := readStatAt(dir + "/" + t.Name() + "/stat"); err == nil && st.state != 'Z' && st.state != 'X' {
 			return dir + "/" + t.Name()
 		}
 	}
@@ -401,10 +397,10 @@ func liveThread(pid int) string {
 }
 
 // environ returns the environment of process pid: read through a thread that runs when
-// its main thread has ended (running).
+// its main thread has ended (running), whose own path then answers ESRCH.
 func environ(pid int) ([]byte, error) {
 	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err == nil && len(env) > 0 {
+	if err == nil {
 		return env, nil
 	}
 	if t := liveThread(pid); t != "" {
@@ -416,11 +412,16 @@ func environ(pid int) ([]byte, error) {
 // readStat reads the fields we need of /proc/<pid>/stat: state (field 3), parent (field 4),
 // process group (field 5) and start time (field 22, clock ticks since boot).
 func readStat(pid int) (procStat, error) {
+	return readStatAt("/proc/" + strconv.Itoa(pid) + "/stat")
+}
+
+// readStatAt is readStat of the stat file at path: a process's, or one of its threads'
+// (/proc/<pid>/task/<tid>/stat).
+func readStatAt(path string) (procStat, error) {
 	// One open, one read and one close: the loop reads the stat of every process after
 	// each agent, and os.ReadFile's file (a stat, a second read, the poller) costs more
 	// than the reading. The line is short: 52 numbers and a command name of 15 bytes.
 	var buf [4096]byte
-	path := "/proc/" + strconv.Itoa(pid) + "/stat"
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return procStat{}, &os.PathError{Op: "open", Path: path, Err: err}
@@ -435,22 +436,22 @@ func readStat(pid int) (procStat, error) {
 	// itself; the fields after the last ")" are plain.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return procStat{}, fmt.Errorf("/proc/%d/stat: malformed", pid)
+		return procStat{}, fmt.Errorf("%s: malformed", path)
 	}
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 20 {
-		return procStat{}, fmt.Errorf("/proc/%d/stat: malformed", pid)
+		return procStat{}, fmt.Errorf("%s: malformed", path)
 	}
 	var st procStat
 	st.state = f[0][0]
 	if st.ppid, err = strconv.Atoi(f[1]); err != nil {
-		return procStat{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		return procStat{}, fmt.Errorf("%s: %w", path, err)
 	}
 	if st.pgrp, err = strconv.Atoi(f[2]); err != nil {
-		return procStat{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		return procStat{}, fmt.Errorf("%s: %w", path, err)
 	}
 	if st.start, err = strconv.ParseUint(f[19], 10, 64); err != nil {
-		return procStat{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		return procStat{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return st, nil
 }
@@ -518,7 +519,7 @@ func withEnvSince(name, value string, since uint64) []envProc {
 			continue
 		}
 		st, err := readStat(p)
-		if err != nil || !running(p, st) || st.start < since {
+		if err != nil || st.start < since || !running(p, st) {
 			continue
 		}
 		env, err := environ(p)

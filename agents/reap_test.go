@@ -159,39 +159,18 @@ func TestStopFindsWhatAServerStarted(t *testing.T) {
 	}
 	defer func() { syscall.Kill(-server.Process.Pid, syscall.SIGKILL); server.Wait() }()
 	// submit runs an agent for attempt that hands the server a job carrying its
-	// environment's attempt folder, and returns the agent, its start and the job.
+	// environment's attempt folder, and returns the agent, its start and the job once it
+	// runs sleep with that folder.
 	submit := func(attempt string) (int, uint64, int) {
 		t.Helper()
 		pidFile := filepath.Join(dir, filepath.Base(attempt)+".pid")
-		agent := exec.Command("sh", "-c", `printf '%s\n' "ORCHESTRATOR_ATTEMPT_DIR='$ORCHESTRATOR_ATTEMPT_DIR' sh -c 'echo \$\$ >$1.tmp && mv $1.tmp $1 && exec sleep 600'" >"$0"`, fifo, pidFile)
-		agent.Env = append(os.Environ(), "ORCHESTRATOR_ATTEMPT_DIR="+attempt)
-		agent.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := agent.Start(); err != nil {
+		agent, start, job, err := leaveBehind(attempt, pidFile, func(job int) bool {
+			return strings.Contains(readEnviron(job), "ORCHESTRATOR_ATTEMPT_DIR="+attempt) && isSleep(job)
+		}, `printf '%s\n' "ORCHESTRATOR_ATTEMPT_DIR='$ORCHESTRATOR_ATTEMPT_DIR' sh -c 'echo \$\$ >$1.tmp && mv $1.tmp $1 && exec sleep 600'" >"$0"`, fifo, pidFile)
+		if err != nil {
 			t.Fatal(err)
 		}
-		start := mustStart(agent.Process.Pid)
-		if err := agent.Wait(); err != nil {
-			t.Fatal(err)
-		}
-		for deadline := time.Now().Add(scaled(5 * time.Second)); ; time.Sleep(10 * time.Millisecond) {
-			if b, err := os.ReadFile(pidFile); err == nil {
-				job, err := strconv.Atoi(strings.TrimSpace(string(b)))
-				if err != nil {
-					t.Fatal(err)
-				}
-				// The job runs sleep, with the attempt's folder, once its stat says so.
-				for !strings.Contains(readEnviron(job), "ORCHESTRATOR_ATTEMPT_DIR="+attempt) || !isSleep(job) {
-					if time.Now().After(deadline) {
-						t.Fatalf("the job %d never ran", job)
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
-				return agent.Process.Pid, start, job
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the server ran no job")
-			}
-		}
+		return agent, start, job
 	}
 	pid, start, job := submit("/attempts/1")
 	_, _, other := submit("/attempts/2")
@@ -264,27 +243,10 @@ func TestStopEndsAProcessWhoseMainThreadEnded(t *testing.T) {
 	leave := func(attempt string) (int, uint64, int, error) {
 		pidFile := filepath.Join(os.TempDir(), fmt.Sprintf("leaderless-%d-%s", os.Getpid(), filepath.Base(attempt)))
 		defer os.Remove(pidFile)
-		agent := exec.Command("sh", "-c", `setsid "$0" "$1" </dev/null >/dev/null 2>&1 &`, bin, pidFile)
-		agent.Env = append(os.Environ(), "ORCHESTRATOR_ATTEMPT_DIR="+attempt)
-		agent.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := agent.Start(); err != nil {
-			return 0, 0, 0, err
-		}
-		start := mustStart(agent.Process.Pid)
-		if err := agent.Wait(); err != nil {
-			return 0, 0, 0, err
-		}
-		for deadline := time.Now().Add(scaled(5 * time.Second)); ; time.Sleep(10 * time.Millisecond) {
-			b, _ := os.ReadFile(pidFile)
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				if st, err := readStat(pid); err == nil && st.state == 'Z' && liveThread(pid) != "" {
-					return agent.Process.Pid, start, pid, nil
-				}
-			}
-			if time.Now().After(deadline) {
-				return 0, 0, 0, fmt.Errorf("the program never ran with its main thread ended (%q)", b)
-			}
-		}
+		return leaveBehind(attempt, pidFile, func(pid int) bool {
+			st, err := readStat(pid)
+			return err == nil && st.state == 'Z' && liveThread(pid) != ""
+		}, `setsid "$0" "$1" </dev/null >/dev/null 2>&1 &`, bin, pidFile)
 	}
 	inChild(t, func() error {
 		if err := BecomeSubreaper(); err != nil {
@@ -358,5 +320,31 @@ func TestReapWaitsNoLongerThanItsBound(t *testing.T) {
 	}
 	if _, err := readStat(pid); err == nil {
 		t.Fatalf("the child %d is still in the process table", pid)
+	}
+}
+
+// leaveBehind runs script (sh -c, with args) as an agent of attempt, in a process group
+// of its own, and waits for it; then it waits for the PID that what the agent left writes
+// to pidFile, until ready says that process is as the test needs it. It returns the
+// agent's PID and start, and the PID of what it left.
+func leaveBehind(attempt, pidFile string, ready func(pid int) bool, script string, args ...string) (int, uint64, int, error) {
+	agent := exec.Command("sh", append([]string{"-c", script}, args...)...)
+	agent.Env = append(os.Environ(), "ORCHESTRATOR_ATTEMPT_DIR="+attempt)
+	agent.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := agent.Start(); err != nil {
+		return 0, 0, 0, err
+	}
+	start := mustStart(agent.Process.Pid)
+	if err := agent.Wait(); err != nil {
+		return 0, 0, 0, err
+	}
+	for deadline := time.Now().Add(scaled(5 * time.Second)); ; time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(pidFile)
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && ready(pid) {
+			return agent.Process.Pid, start, pid, nil
+		}
+		if time.Now().After(deadline) {
+			return 0, 0, 0, fmt.Errorf("what the agent of %s left never ran as the test needs (%s holds %q)", attempt, pidFile, b)
+		}
 	}
 }

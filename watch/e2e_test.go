@@ -15,6 +15,7 @@ import (
 	"github.com/orchestrator/orchestrator/agents"
 	"github.com/orchestrator/orchestrator/internal/racebuild"
 	"github.com/orchestrator/orchestrator/queue"
+	"github.com/orchestrator/orchestrator/watch"
 )
 
 // The real binaries under test: the orchestrator and the scripted test agent.
@@ -574,16 +575,8 @@ func (r *repo) waitFor(failure string, cond func() bool) {
 	}
 }
 
-// scaled returns a test's deadline d times ORCHESTRATOR_TEST_TIMESCALE (6 when unset). The
-// tests wait on events; a deadline only bounds how long a test that fails waits, and on a
-// busy machine (two cores, other work) the events come late, never wrong.
-func scaled(d time.Duration) time.Duration {
-	f, err := strconv.ParseFloat(os.Getenv("ORCHESTRATOR_TEST_TIMESCALE"), 64)
-	if err != nil || f <= 0 {
-		f = 6
-	}
-	return time.Duration(float64(d) * f)
-}
+// scaled returns a test's deadline d times ORCHESTRATOR_TEST_TIMESCALE (watch.Scaled).
+func scaled(d time.Duration) time.Duration { return watch.Scaled(d) }
 
 func waitCmd(t *testing.T, c *exec.Cmd, limit time.Duration) error {
 	t.Helper()
