@@ -88,14 +88,18 @@ func Run(ctx context.Context, root, command string, timeout time.Duration, opts 
 // (reportpipe.go), then what came through the report stream; and how a report pipe was
 // written by more than the runner (nil when it was not).
 func run(ctx context.Context, root, command string, r Runner, timeout time.Duration, o options, out func(invocation) io.Writer) (inv invocation, code int, timedOut bool, reports [][]byte, forged *ForgedError, err error) {
-	tmp, err := os.MkdirTemp("", "testrun-")
-	if err != nil {
-		return inv, -1, false, nil, nil, fmt.Errorf("run tests: %w", err)
-	}
-	defer removeAll(tmp)
 	// The run's own folders: tmp, writable by the command (the JavaScript runners' report
 	// files, Python's bytecode folder that nothing writes), and ro, read-only in the sandbox
-	// (the orchestrator's pytest reporter).
+	// (the orchestrator's pytest reporter). Made only for a run that uses one: a folder
+	// costs about as much as a short command here, and a go, cargo or plain command out of
+	// the sandbox uses neither.
+	var tmp string
+	if usesRunFolder(r, o) {
+		if tmp, err = os.MkdirTemp("", "testrun-"); err != nil {
+			return inv, -1, false, nil, nil, fmt.Errorf("run tests: %w", err)
+		}
+		defer removeAll(tmp)
+	}
 	env := o.env
 	if o.sandbox != nil && o.sandbox.Env != nil {
 		env = o.sandbox.Env
@@ -150,6 +154,13 @@ func run(ctx context.Context, root, command string, r Runner, timeout time.Durat
 		reports = append(reports, stream.bytes())
 	}
 	return inv, code, timedOut, reports, forged, nil
+}
+
+// usesRunFolder reports whether a run of runner r with o needs its own folder: the sandbox
+// makes it writable (and the reporter's read-only folder lives in it), pytest's reporter is
+// written there, and the JavaScript runners write their reports to pipes made there.
+func usesRunFolder(r Runner, o options) bool {
+	return o.sandbox != nil || r == Pytest || r == Vitest || r == Jest
 }
 
 // Parse reads the recorded output of a run of runner r in root: its combined output, its

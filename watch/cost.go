@@ -316,6 +316,9 @@ func (r *runner) notify(ctx context.Context, event string, ev notifyEvent) {
 // notifyAfter is the hook of record: a task that completed, or halted, is told to the
 // notifiers.
 func (r *runner) notifyAfter(ctx context.Context, a *attempt, status string, res result, halted bool, why string) {
+	if len(r.o.Config.Notify.Done) == 0 && len(r.o.Config.Notify.Halt) == 0 {
+		return // nothing to tell: the task's spending is not read
+	}
 	ev := notifyEvent{Task: a.id, Attempt: a.n, Reason: res.Reason, Commit: res.Commit, spent: taskSpent(r.runs, a.id)}
 	switch {
 	case status == queue.StatusCompleted:

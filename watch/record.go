@@ -90,6 +90,9 @@ func (r *runner) putBack(a *attempt, why string) {
 // until the files parse again (flushDeferred), and the agents that run go on.
 func (r *runner) apply(ctx context.Context, d *decided) error {
 	err := r.record(ctx, d)
+	if err != nil {
+		d.a.copyOut() // record brings it up to date once the decision is told
+	}
 	if isParseError(err) {
 		r.deferred = append(r.deferred, d)
 		r.report.event(d.a.id, "warning", fmt.Sprintf("attempt %d is decided (%s), but %v; it is recorded once the file parses", d.a.n, d.res.Outcome, err))
@@ -217,15 +220,6 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 			r.report.block(a.id, "halted", reasonLine(a.n, ev.FailureType, d.HaltReason, "last: "+oneLine(res.Reason), ev.GateLog), text, ev)
 			haltSaid = d.Halt
 		}
-		r.notifyAfter(ctx, a, status, res, d.Halt, d.HaltReason)
-	} else if fin.applied {
-		r.notifyAfter(ctx, a, status, res, false, "")
-	}
-	if m, _ := markers.Find(l.Markers(), a.id); m != nil {
-		if err := m.Consume(a.dir); err != nil {
-			r.report.event(a.id, "warning", "marker: "+err.Error())
-		}
-		a.copyOut()
 	}
 	// A rejection, a halt or a block is one line that says why and where its gate.log is.
 	var then string
@@ -266,6 +260,20 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 	default:
 		r.report.eventWith(a.id, status, reasonLine(a.n, ev.FailureType, res.Reason, "", ev.GateLog), ev)
 	}
+	// What follows the line is not part of the decision, and no one waits on it: the
+	// notifiers (a process each), the marker put away and the readable copy brought up
+	// to date (files made, a tenth of a millisecond and more each).
+	if d := fin.decision; d != nil && fin.applied {
+		r.notifyAfter(ctx, a, status, res, d.Halt, d.HaltReason)
+	} else if fin.applied {
+		r.notifyAfter(ctx, a, status, res, false, "")
+	}
+	if m, _ := markers.Find(l.Markers(), a.id); m != nil {
+		if err := m.Consume(a.dir); err != nil {
+			r.report.event(a.id, "warning", "marker: "+err.Error())
+		}
+	}
+	a.copyOut()
 	if status == queue.StatusCompleted || status == queue.StatusSkipped {
 		if a.n > 1 {
 			// A retried task passed: its issue is resolved.
@@ -540,14 +548,16 @@ func (r *runner) conclude(ctx context.Context, a *attempt, res result, log strin
 	}
 	a.recordWithLog(res, log)
 	r.releaseSlot(a)
-	a.copyOut()
 	if res.Outcome == "stopped" {
 		// Not the loop's to record: whoever moved the status decided.
 		if m, _ := markers.Find(l.Markers(), a.id); m != nil {
 			_ = m.Consume(a.dir)
 		}
+		a.copyOut()
 		return r.schedule(ctx)
 	}
+	// The readable copy of what the agent left in the attempt folder is brought up to
+	// date once the decision is told (record), or here when it has to wait (apply).
 	return r.apply(ctx, &decided{a: a, res: res, log: log, mark: mark})
 }
 
