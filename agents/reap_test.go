@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/orchestrator/orchestrator/internal/ownproc"
+	"golang.org/x/sys/unix"
 )
 
 // TestReapOrphansFindsEscapee: a process an agent started that left its group and lost
@@ -48,6 +50,83 @@ func inChild(t *testing.T, fn func() error) {
 	if err != nil || !strings.Contains(string(out), "child: ok") {
 		t.Fatalf("%v\n%s", err, out)
 	}
+}
+
+// TestOrphansGoToTheMainThread: the reaper reads the list of children of the program's main
+// thread alone (adopted), because the kernel gives every orphan to the subreaper's first
+// live thread. Escapees whose agents other threads started, one of those threads ended
+// before its agent exited, are all on that list, and ReapOrphans ends every one.
+func TestOrphansGoToTheMainThread(t *testing.T) {
+	inChild(t, func() error {
+		if err := BecomeSubreaper(); err != nil {
+			return err
+		}
+		self := os.Getpid()
+		const agents = 6
+		type started struct {
+			escapee, tid int
+			err          error
+		}
+		results := make(chan started, agents)
+		for i := range agents {
+			go func() {
+				// A thread of its own (the main one for at most one of them), ended
+				// with this goroutine for every other agent (its lock is never
+				// released).
+				runtime.LockOSThread()
+				if i%2 == 1 {
+					defer runtime.UnlockOSThread()
+				}
+				tid := unix.Gettid()
+				agent := exec.Command("sh", "-c", `read _; setsid sleep 60 </dev/null >/dev/null 2>&1 & echo $!`)
+				in, _ := agent.StdinPipe()
+				out, _ := agent.StdoutPipe()
+				if err := agent.Start(); err != nil {
+					results <- started{err: err}
+					return
+				}
+				// The agent runs on after its thread ends: it is told to go on from
+				// another goroutine, and waited for there.
+				go func() {
+					fmt.Fprintln(in, "go")
+					line, err := bufio.NewReader(out).ReadString('\n')
+					escapee, _ := strconv.Atoi(strings.TrimSpace(line))
+					if werr := agent.Wait(); err == nil {
+						err = werr
+					}
+					results <- started{escapee: escapee, tid: tid, err: err}
+				}()
+			}()
+		}
+		var escapees []int
+		others := 0
+		for range agents {
+			r := <-results
+			if r.err != nil {
+				return r.err
+			}
+			escapees = append(escapees, r.escapee)
+			if r.tid != self {
+				others++
+			}
+		}
+		if others < agents/2 {
+			return fmt.Errorf("only %d of %d agents were started by a thread other than the main one", others, agents)
+		}
+		listed := adopted(self)
+		for _, e := range escapees {
+			if !slices.Contains(listed, e) {
+				return fmt.Errorf("the escapee %d is not among the main thread's children %v (all threads': %v)", e, listed, children(self))
+			}
+		}
+		ended := ReapOrphans(map[int]bool{}, "ORCHESTRATOR_ATTEMPT_DIR", nil)
+		slices.Sort(ended)
+		slices.Sort(escapees)
+		if !slices.Equal(ended, escapees) {
+			return fmt.Errorf("ended %v, want the escapees %v", ended, escapees)
+		}
+		return nil
+	})
 }
 
 // reaper is the subreaper's side of TestReapOrphansFindsEscapee.
