@@ -593,7 +593,7 @@ func ReapOrphans(known map[int]bool, name string, keep []string) []int {
 func reapOrphans(known map[int]bool, own func(int) bool, name string, keep []string) []int {
 	self := os.Getpid()
 	var ended []int
-	for _, pid := range adopted(self) {
+	for _, pid := range children(self) {
 		if known[pid] || own(pid) || hasEnv(pid, name, keep) {
 			continue
 		}
@@ -653,27 +653,6 @@ func children(ppid int) []int {
 		return pids
 	}
 	return scanChildren(ppid)
-}
-
-// adopted lists the children of the subreaper pid among which an orphan is found: those of
-// its main thread. The kernel gives an orphan to the first live thread of the subreaper,
-// in the order the threads started (find_new_reaper, find_alive_thread), so to the main
-// thread, which in a Go program never ends first. The other threads' lists hold only the
-// processes those threads started themselves, which the caller knows. It is one read where
-// children reads one for each thread of the program (a dozen). Where the kernel keeps no
-// such lists, every child is listed (children).
-func adopted(pid int) []int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children")
-	if err != nil {
-		return children(pid)
-	}
-	var pids []int
-	for _, f := range strings.Fields(string(b)) {
-		if p, err := strconv.Atoi(f); err == nil {
-			pids = append(pids, p)
-		}
-	}
-	return pids
 }
 
 // scanChildren lists the processes whose parent is ppid by reading every process's parent.

@@ -52,81 +52,176 @@ func inChild(t *testing.T, fn func() error) {
 	}
 }
 
-// TestOrphansGoToTheMainThread: the reaper reads the list of children of the program's main
-// thread alone (adopted), because the kernel gives every orphan to the subreaper's first
-// live thread. Escapees whose agents other threads started, one of those threads ended
-// before its agent exited, are all on that list, and ReapOrphans ends every one.
-func TestOrphansGoToTheMainThread(t *testing.T) {
+// sibling is a C program that makes a sibling of itself (clone with CLONE_PARENT: the new
+// process's parent is its own parent) running sleep with an empty environment, writes its
+// PID to argv[1] and exits.
+const sibling = `#define _GNU_SOURCE
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+	long pid = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0);
+	if (pid == 0) {
+		char *args[] = {"sleep", "60", 0}, *env[] = {0};
+		execve("/bin/sleep", args, env);
+		_exit(127);
+	}
+	FILE *f = fopen(argv[1], "w");
+	fprintf(f, "%ld\n", pid);
+	fclose(f);
+	return 0;
+}
+`
+
+// TestReaperReadsEveryThreadsChildren: the kernel gives an orphan to the subreaper's main
+// thread, but an agent can make a process the child of the very thread that started it,
+// without being an orphan: clone with CLONE_PARENT gives the new process the agent's own
+// parent. The cheat: an agent started by a thread other than the main one makes such a
+// sibling, without the attempt's folder in its environment, and exits. The reaper finds it
+// among that thread's children and ends it; a reaper that read the main thread's list alone,
+// where every orphan is (tried for a tenth of a millisecond an attempt, and taken back),
+// misses it. The honest twin: escapees of agents started by other threads, some of which
+// end before their agent does, are orphans, and are all found and ended too.
+func TestReaperReadsEveryThreadsChildren(t *testing.T) {
+	bin := os.Getenv("AGENTS_TEST_SIBLING")
+	if bin == "" {
+		dir := t.TempDir()
+		src := filepath.Join(dir, "sibling.c")
+		if err := os.WriteFile(src, []byte(sibling), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		bin = filepath.Join(dir, "sibling")
+		if out, err := exec.Command("gcc", "-o", bin, src).CombinedOutput(); err != nil {
+			t.Fatalf("gcc (the machine's C compiler, which the test needs): %v\n%s", err, out)
+		}
+		t.Setenv("AGENTS_TEST_SIBLING", bin)
+	}
 	inChild(t, func() error {
 		if err := BecomeSubreaper(); err != nil {
 			return err
 		}
 		self := os.Getpid()
-		const agents = 6
-		type started struct {
-			escapee, tid int
-			err          error
-		}
-		results := make(chan started, agents)
-		for i := range agents {
+		// onThread runs fn on a thread of its own other than the main one. With end,
+		// the thread ends with fn (its lock is never released); else it is held until
+		// the test ends, so that no other goroutine ends it (a thread that ends gives its
+		// children to the main thread, as it would orphans).
+		held := make(chan struct{})
+		defer close(held)
+		onThread := func(end bool, fn func()) error {
+			done := make(chan error, 1)
 			go func() {
-				// A thread of its own (the main one for at most one of them), ended
-				// with this goroutine for every other agent (its lock is never
-				// released).
 				runtime.LockOSThread()
-				if i%2 == 1 {
-					defer runtime.UnlockOSThread()
+				if unix.Gettid() == self {
+					done <- errMainThread
+					return
 				}
-				tid := unix.Gettid()
+				fn()
+				done <- nil
+				if !end {
+					<-held
+					runtime.UnlockOSThread()
+				}
+			}()
+			return <-done
+		}
+		retry := func(end bool, fn func()) error {
+			for {
+				if err := onThread(end, fn); err != errMainThread {
+					return err
+				}
+			}
+		}
+		// The cheat.
+		pidFile := filepath.Join(os.TempDir(), fmt.Sprintf("sibling-%d", self))
+		defer os.Remove(pidFile)
+		var agentErr error
+		if err := retry(false, func() {
+			agent := exec.Command(bin, pidFile)
+			agent.Env = append(os.Environ(), "ORCHESTRATOR_ATTEMPT_DIR=/attempts/1")
+			agentErr = agent.Run()
+		}); err != nil {
+			return err
+		}
+		if agentErr != nil {
+			return agentErr
+		}
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			return err
+		}
+		cheat, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			return err
+		}
+		defer syscall.Kill(cheat, syscall.SIGKILL)
+		if st, err := readStat(cheat); err != nil || st.ppid != self {
+			return fmt.Errorf("the sibling %d is not ours (%v, %+v)", cheat, err, st)
+		}
+		if slices.Contains(taskList(self, self), cheat) {
+			return fmt.Errorf("the sibling %d is a child of the main thread: the test proves nothing", cheat)
+		}
+		// The honest twin's part: orphans of agents that other threads started.
+		const agents = 4
+		escapees := make(chan int, agents)
+		for i := range agents {
+			if err := retry(i%2 == 0, func() {
 				agent := exec.Command("sh", "-c", `read _; setsid sleep 60 </dev/null >/dev/null 2>&1 & echo $!`)
 				in, _ := agent.StdinPipe()
 				out, _ := agent.StdoutPipe()
-				if err := agent.Start(); err != nil {
-					results <- started{err: err}
+				if agent.Start() != nil {
+					escapees <- 0
 					return
 				}
-				// The agent runs on after its thread ends: it is told to go on from
-				// another goroutine, and waited for there.
+				// The agent runs on after its thread ended: told to go on, and waited
+				// for, from another goroutine.
 				go func() {
 					fmt.Fprintln(in, "go")
-					line, err := bufio.NewReader(out).ReadString('\n')
+					line, _ := bufio.NewReader(out).ReadString('\n')
 					escapee, _ := strconv.Atoi(strings.TrimSpace(line))
-					if werr := agent.Wait(); err == nil {
-						err = werr
-					}
-					results <- started{escapee: escapee, tid: tid, err: err}
+					_ = agent.Wait()
+					escapees <- escapee
 				}()
-			}()
+			}); err != nil {
+				return err
+			}
 		}
-		var escapees []int
-		others := 0
+		want := []int{cheat}
 		for range agents {
-			r := <-results
-			if r.err != nil {
-				return r.err
+			e := <-escapees
+			if e == 0 {
+				return fmt.Errorf("an agent did not start")
 			}
-			escapees = append(escapees, r.escapee)
-			if r.tid != self {
-				others++
+			defer syscall.Kill(e, syscall.SIGKILL)
+			if !slices.Contains(taskList(self, self), e) {
+				return fmt.Errorf("the orphan %d is not a child of the main thread", e)
 			}
-		}
-		if others < agents/2 {
-			return fmt.Errorf("only %d of %d agents were started by a thread other than the main one", others, agents)
-		}
-		listed := adopted(self)
-		for _, e := range escapees {
-			if !slices.Contains(listed, e) {
-				return fmt.Errorf("the escapee %d is not among the main thread's children %v (all threads': %v)", e, listed, children(self))
-			}
+			want = append(want, e)
 		}
 		ended := ReapOrphans(map[int]bool{}, "ORCHESTRATOR_ATTEMPT_DIR", nil)
 		slices.Sort(ended)
-		slices.Sort(escapees)
-		if !slices.Equal(ended, escapees) {
-			return fmt.Errorf("ended %v, want the escapees %v", ended, escapees)
+		slices.Sort(want)
+		if !slices.Equal(ended, want) {
+			return fmt.Errorf("the reaper ended %v, want %v (the sibling %d and the orphans)", ended, want, cheat)
 		}
 		return nil
 	})
+}
+
+var errMainThread = errors.New("on the main thread")
+
+// taskList is the kernel's list of the children that thread tid of process pid started,
+// or that were given to it.
+func taskList(pid, tid int) []int {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, tid))
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		if p, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, p)
+		}
+	}
+	return pids
 }
 
 // reaper is the subreaper's side of TestReapOrphansFindsEscapee.
