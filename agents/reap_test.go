@@ -85,19 +85,7 @@ int main(int argc, char **argv) {
 // misses it. The honest twin: escapees of agents started by other threads, some of which
 // end before their agent does, are orphans, and are all found and ended too.
 func TestReaperReadsEveryThreadsChildren(t *testing.T) {
-	bin := os.Getenv("AGENTS_TEST_SIBLING")
-	if bin == "" {
-		dir := t.TempDir()
-		src := filepath.Join(dir, "sibling.c")
-		if err := os.WriteFile(src, []byte(sibling), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		bin = filepath.Join(dir, "sibling")
-		if out, err := exec.Command("gcc", "-o", bin, src).CombinedOutput(); err != nil {
-			t.Fatalf("gcc (the machine's C compiler, which the test needs): %v\n%s", err, out)
-		}
-		t.Setenv("AGENTS_TEST_SIBLING", bin)
-	}
+	bin := buildC(t, "sibling", sibling)
 	inChild(t, func() error {
 		if err := BecomeSubreaper(); err != nil {
 			return err
@@ -210,6 +198,28 @@ func TestReaperReadsEveryThreadsChildren(t *testing.T) {
 }
 
 var errMainThread = errors.New("on the main thread")
+
+// buildC compiles the C program src as name with gcc, which the test needs (it fails
+// without it), and returns the program's path. The test's copy of itself that runs in a
+// child (inChild) finds it by the variable AGENTS_TEST_<NAME>, not built again.
+func buildC(t *testing.T, name, src string, flags ...string) string {
+	t.Helper()
+	env := "AGENTS_TEST_" + strings.ToUpper(name)
+	if bin := os.Getenv(env); bin != "" {
+		return bin
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, name+".c")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, name)
+	if out, err := exec.Command("gcc", append(flags, "-o", bin, file)...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc (the machine's C compiler, which the test needs): %v\n%s", err, out)
+	}
+	t.Setenv(env, bin)
+	return bin
+}
 
 // taskList is the kernel's list of the children that thread tid of process pid started,
 // or that were given to it.
@@ -399,19 +409,7 @@ int main(int argc, char **argv) {
 // reaper, to which it falls once its parent is gone, ends it and does not wait on it for
 // ever. The honest twin, the same program left by another attempt, is left alone.
 func TestStopEndsAProcessWhoseMainThreadEnded(t *testing.T) {
-	bin := os.Getenv("AGENTS_TEST_LEADERLESS")
-	if bin == "" {
-		dir := t.TempDir()
-		src := filepath.Join(dir, "leaderless.c")
-		if err := os.WriteFile(src, []byte(leaderless), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		bin = filepath.Join(dir, "leaderless")
-		if out, err := exec.Command("gcc", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
-			t.Fatalf("gcc (the machine's C compiler, which the test needs): %v\n%s", err, out)
-		}
-		t.Setenv("AGENTS_TEST_LEADERLESS", bin)
-	}
+	bin := buildC(t, "leaderless", leaderless, "-pthread")
 	// leave runs an agent for attempt that leaves the program in a session of its own,
 	// and returns the agent, its start and the program's PID once its main thread ended.
 	leave := func(attempt string) (int, uint64, int, error) {
