@@ -91,7 +91,9 @@ func (r *runner) putBack(a *attempt, why string) {
 func (r *runner) apply(ctx context.Context, d *decided) error {
 	err := r.record(ctx, d)
 	if err != nil {
-		d.a.copyOut() // record brings it up to date once the decision is told
+		// Not recorded (yet): the readable copy, which record brings up to date after
+		// the decision's line, is brought up to date here.
+		d.a.copyOut()
 	}
 	if isParseError(err) {
 		r.deferred = append(r.deferred, d)
