@@ -3,6 +3,8 @@ package testrun
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -88,18 +90,6 @@ func Run(ctx context.Context, root, command string, timeout time.Duration, opts 
 // (reportpipe.go), then what came through the report stream; and how a report pipe was
 // written by more than the runner (nil when it was not).
 func run(ctx context.Context, root, command string, r Runner, timeout time.Duration, o options, out func(invocation) io.Writer) (inv invocation, code int, timedOut bool, reports [][]byte, forged *ForgedError, err error) {
-	// The run's own folders: tmp, writable by the command (the JavaScript runners' report
-	// files, Python's bytecode folder that nothing writes), and ro, read-only in the sandbox
-	// (the orchestrator's pytest reporter). Made only for a run that uses one: a folder
-	// costs about as much as a short command here, and a go, cargo or plain command out of
-	// the sandbox uses neither.
-	var tmp string
-	if usesRunFolder(r, o) {
-		if tmp, err = os.MkdirTemp("", "testrun-"); err != nil {
-			return inv, -1, false, nil, nil, fmt.Errorf("run tests: %w", err)
-		}
-		defer removeAll(tmp)
-	}
 	env := o.env
 	if o.sandbox != nil && o.sandbox.Env != nil {
 		env = o.sandbox.Env
@@ -108,11 +98,21 @@ func run(ctx context.Context, root, command string, r Runner, timeout time.Durat
 		env = os.Environ()
 	}
 	env = PythonEnv(env, r)
-	ro := filepath.Join(tmp, "ro")
 	ps := newPytestSetup(root, env)
-	inv = instrument(command, r, tmp, ps)
+	// The run's own folders: tmp, writable by the command (the JavaScript runners' report
+	// files, Python's bytecode folder that nothing writes), and ro, read-only in the sandbox
+	// (the orchestrator's pytest reporter). Each is made only where the run uses it: a
+	// folder costs about as much as a short command here, and a go, cargo or plain command
+	// out of the sandbox uses neither. So the command is instrumented for tmp's name first.
+	inv, tmp, made, err := instrumentIn(command, r, ps, o.sandbox != nil)
+	if err != nil {
+		return inv, -1, false, nil, nil, fmt.Errorf("run tests: %w", err)
+	}
+	if made {
+		defer removeAll(tmp)
+	}
+	ro := filepath.Join(tmp, "ro")
 	if inv.stream || o.sandbox != nil {
-		// Made only where something uses it: a folder costs as much as a short command.
 		if err := os.Mkdir(ro, 0o700); err != nil {
 			return inv, -1, false, nil, nil, fmt.Errorf("run tests: %w", err)
 		}
@@ -156,11 +156,26 @@ func run(ctx context.Context, root, command string, r Runner, timeout time.Durat
 	return inv, code, timedOut, reports, forged, nil
 }
 
-// usesRunFolder reports whether a run of runner r with o needs its own folder: the sandbox
-// makes it writable (and the reporter's read-only folder lives in it), pytest's reporter is
-// written there, and the JavaScript runners write their reports to pipes made there.
-func usesRunFolder(r Runner, o options) bool {
-	return o.sandbox != nil || r == Pytest || r == Vitest || r == Jest
+// instrumentIn instruments command for runner r (instrument) with the run's own folder
+// tmp, a new name in the system's temp folder, and makes the folder when the run uses it
+// (made): in the sandbox, which makes it writable, or when the runner reports there.
+func instrumentIn(command string, r Runner, ps *pytestSetup, jailed bool) (inv invocation, tmp string, made bool, err error) {
+	for {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return inv, "", false, err
+		}
+		tmp = filepath.Join(os.TempDir(), "testrun-"+hex.EncodeToString(b[:]))
+		inv = instrument(command, r, tmp, ps)
+		if !inv.stream && len(inv.reports) == 0 && !jailed {
+			return inv, tmp, false, nil
+		}
+		err = os.Mkdir(tmp, 0o700)
+		if !errors.Is(err, fs.ErrExist) {
+			return inv, tmp, err == nil, err
+		}
+		// The name was taken: another one.
+	}
 }
 
 // Parse reads the recorded output of a run of runner r in root: its combined output, its

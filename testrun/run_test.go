@@ -360,3 +360,36 @@ py_compile.compile("calc.py", doraise=True, invalidation_mode=py_compile.PycInva
 		t.Errorf("the run wrote bytecode: %v", m)
 	}
 }
+
+// TestRunFolderOnlyWhereUsed: a run has a folder of its own under the temp folder only
+// where something uses it (pytest's reporter here; the JavaScript runners' reports; the
+// sandbox, which makes it writable), and it is gone after the run. A plain command out of
+// the sandbox runs without one: the command lists the temp folder while it runs.
+func TestRunFolderOnlyWhereUsed(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "tests", "test_one.py"), []byte("def test_one():\n    assert 1 == 1\n"))
+	for _, tt := range []struct {
+		command string
+		runner  Runner
+		folder  bool
+	}{
+		{`ls -a "$TMPDIR"`, Exit, false},
+		{`ls -a "$TMPDIR"; /usr/bin/python3 -m pytest -q tests`, Pytest, true},
+	} {
+		res, err := Run(context.Background(), dir, tt.command, time.Minute, WithEnv(os.Environ()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Runner != tt.runner || res.ExitCode != 0 {
+			t.Fatalf("%s: runner %s, exit %d; want %s, 0\n%s", tt.command, res.Runner, res.ExitCode, tt.runner, res.Output)
+		}
+		if got := strings.Contains(res.Output, "testrun-"); got != tt.folder {
+			t.Errorf("%s: a run folder while it ran: %v, want %v\n%s", tt.command, got, tt.folder, res.Output)
+		}
+		if left, _ := os.ReadDir(tmp); len(left) != 0 {
+			t.Errorf("%s: left in the temp folder: %v", tt.command, left)
+		}
+	}
+}
