@@ -81,7 +81,7 @@ int main(int argc, char **argv) {
 // parent. The cheat: an agent started by a thread other than the main one makes such a
 // sibling, without the attempt's folder in its environment, and exits. The reaper finds it
 // among that thread's children and ends it; a reaper that read the main thread's list alone,
-// where every orphan is (tried for a tenth of a millisecond an attempt, and taken back),
+// where every orphan is (tried for 0.2 ms an attempt, and taken back),
 // misses it. The honest twin: escapees of agents started by other threads, some of which
 // end before their agent does, are orphans, and are all found and ended too.
 func TestReaperReadsEveryThreadsChildren(t *testing.T) {

@@ -3,8 +3,6 @@ package testrun
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -103,12 +101,12 @@ func run(ctx context.Context, root, command string, r Runner, timeout time.Durat
 	// files, Python's bytecode folder that nothing writes), and ro, read-only in the sandbox
 	// (the orchestrator's pytest reporter). Each is made only where the run uses it: a
 	// folder costs about as much as a short command here, and a go, cargo or plain command
-	// out of the sandbox uses neither. So the command is instrumented for tmp's name first.
-	inv, tmp, made, err := instrumentIn(command, r, ps, o.sandbox != nil)
+	// out of the sandbox uses neither.
+	inv, tmp, err := instrumentIn(command, r, ps, o.sandbox != nil)
 	if err != nil {
 		return inv, -1, false, nil, nil, fmt.Errorf("run tests: %w", err)
 	}
-	if made {
+	if tmp != "" {
 		defer removeAll(tmp)
 	}
 	ro := filepath.Join(tmp, "ro")
@@ -156,26 +154,23 @@ func run(ctx context.Context, root, command string, r Runner, timeout time.Durat
 	return inv, code, timedOut, reports, forged, nil
 }
 
-// instrumentIn instruments command for runner r (instrument) with the run's own folder
-// tmp, a new name in the system's temp folder, and makes the folder when the run uses it
-// (made): in the sandbox, which makes it writable, or when the runner reports there.
-func instrumentIn(command string, r Runner, ps *pytestSetup, jailed bool) (inv invocation, tmp string, made bool, err error) {
-	for {
-		var b [8]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return inv, "", false, err
-		}
-		tmp = filepath.Join(os.TempDir(), "testrun-"+hex.EncodeToString(b[:]))
-		inv = instrument(command, r, tmp, ps)
-		if !inv.stream && len(inv.reports) == 0 && !jailed {
-			return inv, tmp, false, nil
-		}
-		err = os.Mkdir(tmp, 0o700)
-		if !errors.Is(err, fs.ErrExist) {
-			return inv, tmp, err == nil, err
-		}
-		// The name was taken: another one.
+// instrumentIn instruments command for runner r (instrument) with the run's own folder,
+// made (os.MkdirTemp) only when the run uses it: in the sandbox, which makes it writable,
+// or when the instrumented command reports there. Without one, tmp is "".
+func instrumentIn(command string, r Runner, ps *pytestSetup, jailed bool) (inv invocation, tmp string, err error) {
+	inv = instrument(command, r, "", ps)
+	if !inv.stream && len(inv.reports) == 0 && !jailed {
+		return inv, "", nil
 	}
+	if tmp, err = os.MkdirTemp("", "testrun-"); err != nil {
+		return inv, "", err
+	}
+	if len(inv.reports) > 0 {
+		// The JavaScript runners' report paths are in the folder: again with its name
+		// (string work; pytest's reporter is not in the command line but on PYTHONPATH).
+		inv = instrument(command, r, tmp, ps)
+	}
+	return inv, tmp, nil
 }
 
 // Parse reads the recorded output of a run of runner r in root: its combined output, its

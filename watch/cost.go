@@ -197,7 +197,7 @@ func (r *runner) haltForBudget(ctx context.Context, tasks *queue.Doc, t queue.Ta
 		return err
 	}
 	r.report.block(t.ID, "halted", "no attempt used: "+oneLine(reason), text, eventFields{Outcome: queue.StatusHalted, FailureType: "budget"})
-	r.notify(ctx, "halt", notifyEvent{Task: t.ID, Status: queue.StatusHalted, Attempt: lastAttempt(r.runs, t.ID), Reason: reason, spent: s})
+	r.notify(ctx, "halt", notifyEvent{Task: t.ID, Status: queue.StatusHalted, Attempt: lastAttempt(r.runs, t.ID), Reason: reason})
 	return nil
 }
 
@@ -288,15 +288,15 @@ type notifyEvent struct {
 	Commit  string   `json:"commit,omitempty"`
 	CostUSD *float64 `json:"cost_usd"`
 	Tokens  *int64   `json:"tokens"`
-	spent   cost.Spent
 }
 
 // notifyTimeout bounds a notifier's run: a notifier that hangs does not hold up the loop.
 const notifyTimeout = 10 * time.Second
 
 // notify runs the config's notifier for event (halt or done), without a shell, with the
-// event as JSON on its standard input. A notifier that cannot start, fails or hangs is
-// reported as a warning; it never stops the loop.
+// event as JSON on its standard input, its cost and tokens what the task's attempts spent
+// (read from their records only when there is a notifier to tell). A notifier that cannot
+// start, fails or hangs is reported as a warning; it never stops the loop.
 func (r *runner) notify(ctx context.Context, event string, ev notifyEvent) {
 	argv := r.o.Config.Notify.Done
 	if event == "halt" {
@@ -306,7 +306,8 @@ func (r *runner) notify(ctx context.Context, event string, ev notifyEvent) {
 		return
 	}
 	ev.Event, ev.Time = event, time.Now().UTC().Format(time.RFC3339)
-	ev.CostUSD, ev.Tokens = ev.spent.Total.CostUSD, ev.spent.Total.Tokens()
+	spent := taskSpent(r.runs, ev.Task)
+	ev.CostUSD, ev.Tokens = spent.Total.CostUSD, spent.Total.Tokens()
 	b, _ := json.Marshal(ev)
 	if err := runNotifier(context.WithoutCancel(ctx), r.o.Layout.Root, argv, append(b, '\n')); err != nil {
 		r.report.event(ev.Task, "warning", fmt.Sprintf("notify %s: %s: %v", event, strings.Join(argv, " "), err))
@@ -316,10 +317,7 @@ func (r *runner) notify(ctx context.Context, event string, ev notifyEvent) {
 // notifyAfter is the hook of record: a task that completed, or halted, is told to the
 // notifiers.
 func (r *runner) notifyAfter(ctx context.Context, a *attempt, status string, res result, halted bool, why string) {
-	if len(r.o.Config.Notify.Done) == 0 && len(r.o.Config.Notify.Halt) == 0 {
-		return // nothing to tell: the task's spending is not read
-	}
-	ev := notifyEvent{Task: a.id, Attempt: a.n, Reason: res.Reason, Commit: res.Commit, spent: taskSpent(r.runs, a.id)}
+	ev := notifyEvent{Task: a.id, Attempt: a.n, Reason: res.Reason, Commit: res.Commit}
 	switch {
 	case status == queue.StatusCompleted:
 		ev.Status = status

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/orchestrator/orchestrator/markers"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/retry"
 	"github.com/orchestrator/orchestrator/worktree"
@@ -417,11 +416,8 @@ func (r *runner) dropMoved(d *queue.Doc) bool {
 		}
 		r.report.event(a.id, "stopped", fmt.Sprintf("status set to %q by hand; attempt %d leaves the merge queue, and nothing of it lands", status, a.n))
 		a.record(result{Outcome: "stopped", Reason: "a person changed the task's status while its gate ran"})
-		if m, _ := markers.Find(r.o.Layout.Markers(), a.id); m != nil {
-			_ = m.Consume(a.dir)
-		}
 		r.releaseSlot(a)
-		a.copyOut()
+		_ = r.fileAway(a)
 	}
 	return took
 }

@@ -55,10 +55,7 @@ func setupReason(err error) string {
 func (r *runner) stopForSetup(a *attempt, res result, log string) error {
 	a.recordWithLog(res, log)
 	r.releaseSlot(a)
-	if m, _ := markers.Find(r.o.Layout.Markers(), a.id); m != nil {
-		_ = m.Consume(a.dir)
-	}
-	a.copyOut()
+	_ = r.fileAway(a)
 	if _, err := r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusPending, r.costOps(a)...); err != nil {
 		r.report.event(a.id, "warning", err.Error())
 	}
@@ -270,12 +267,9 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 	} else if fin.applied {
 		r.notifyAfter(ctx, a, status, res, false, "")
 	}
-	if m, _ := markers.Find(l.Markers(), a.id); m != nil {
-		if err := m.Consume(a.dir); err != nil {
-			r.report.event(a.id, "warning", "marker: "+err.Error())
-		}
+	if err := r.fileAway(a); err != nil {
+		r.report.event(a.id, "warning", "marker: "+err.Error())
 	}
-	a.copyOut()
 	if status == queue.StatusCompleted || status == queue.StatusSkipped {
 		if a.n > 1 {
 			// A retried task passed: its issue is resolved.
@@ -289,6 +283,18 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 		}
 	}
 	return r.launchAll(ctx, doc, picks)
+}
+
+// fileAway puts the attempt's completion marker, if its agent left one, into the attempt
+// folder (the marker folder holds only what awaits a decision), then brings the readable
+// copy of the folder up to date. It returns the marker's error; the copy is done anyway.
+func (r *runner) fileAway(a *attempt) error {
+	var err error
+	if m, _ := markers.Find(r.o.Layout.Markers(), a.id); m != nil {
+		err = m.Consume(a.dir)
+	}
+	a.copyOut()
+	return err
 }
 
 // statusNow reads a task's Status from the queue as it is now; ok is false when the queue
@@ -519,7 +525,6 @@ func (r *runner) failure(a *attempt, res result, log, halt string) retry.Failure
 // something stops the run first (a configuration change under the gate, a problem of the
 // set-up) or the orchestrator was interrupted before a verdict.
 func (r *runner) conclude(ctx context.Context, a *attempt, res result, log string) error {
-	l := r.o.Layout
 	if a.fatal != nil {
 		// The configuration changed under the gate, or its checkout is not the commit.
 		return r.stopForConfig(a, a.fatal)
@@ -552,10 +557,7 @@ func (r *runner) conclude(ctx context.Context, a *attempt, res result, log strin
 	r.releaseSlot(a)
 	if res.Outcome == "stopped" {
 		// Not the loop's to record: whoever moved the status decided.
-		if m, _ := markers.Find(l.Markers(), a.id); m != nil {
-			_ = m.Consume(a.dir)
-		}
-		a.copyOut()
+		_ = r.fileAway(a)
 		return r.schedule(ctx)
 	}
 	// The readable copy of what the agent left in the attempt folder is brought up to

@@ -297,11 +297,8 @@ func (r *runner) endRun(ctx context.Context, a *attempt) (over bool, err error) 
 		return true, nil // interrupt puts the task back to pending
 	case reasonPerson:
 		a.record(result{Outcome: "stopped", Reason: "a person changed the task's status"})
-		if m, _ := markers.Find(l.Markers(), a.id); m != nil {
-			_ = m.Consume(a.dir)
-		}
 		r.releaseSlot(a)
-		a.copyOut()
+		_ = r.fileAway(a)
 		// The person's edit may have made other tasks ready (or left them so).
 		return true, r.schedule(ctx)
 	}
