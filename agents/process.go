@@ -297,24 +297,13 @@ func groupAlive(pgid int) bool {
 	if err := unix.Kill(-pgid, 0); err == unix.ESRCH {
 		return false
 	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
+	alive := false
+	if err := scanProcs(func(pid int, st procStat) {
+		alive = alive || st.pgrp == pgid && running(pid, st)
+	}); err != nil {
 		return true // no /proc: trust kill
 	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		st, err := readStat(pid)
-		if err != nil {
-			continue // gone meanwhile
-		}
-		if st.pgrp == pgid && running(pid, st) {
-			return true
-		}
-	}
-	return false
+	return alive
 }
 
 // Alive reports whether process pid is running and is the process that started at
@@ -431,29 +420,7 @@ func readStatAt(path string) (procStat, error) {
 	if err != nil {
 		return procStat{}, &os.PathError{Op: "read", Path: path, Err: err}
 	}
-	b := buf[:n]
-	// The command name (field 2) is in parentheses and may hold spaces and parentheses
-	// itself; the fields after the last ")" are plain.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return procStat{}, fmt.Errorf("%s: malformed", path)
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
-		return procStat{}, fmt.Errorf("%s: malformed", path)
-	}
-	var st procStat
-	st.state = f[0][0]
-	if st.ppid, err = strconv.Atoi(f[1]); err != nil {
-		return procStat{}, fmt.Errorf("%s: %w", path, err)
-	}
-	if st.pgrp, err = strconv.Atoi(f[2]); err != nil {
-		return procStat{}, fmt.Errorf("%s: %w", path, err)
-	}
-	if st.start, err = strconv.ParseUint(f[19], 10, 64); err != nil {
-		return procStat{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return st, nil
+	return parseStat(path, buf[:n])
 }
 
 func procStartTime(pid int) (uint64, error) {
@@ -508,26 +475,17 @@ func withEnvSince(name, value string, since uint64) []envProc {
 	// NUL on both sides, so that only a whole variable matches (the first one has no NUL
 	// before it).
 	want := []byte("\x00" + name + "=" + value + "\x00")
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
 	var out []envProc
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		st, err := readStat(p)
-		if err != nil || st.start < since || !running(p, st) {
-			continue
+	_ = scanProcs(func(p int, st procStat) {
+		if st.start < since || !running(p, st) {
+			return
 		}
 		env, err := environ(p)
 		if err != nil || !(bytes.HasPrefix(env, want[1:]) || bytes.Contains(env, want)) {
-			continue
+			return
 		}
 		out = append(out, envProc{p, st})
-	}
+	})
 	return out
 }
 
