@@ -615,20 +615,12 @@ func children(ppid int) []int {
 
 // scanChildren lists the processes whose parent is ppid by reading every process's parent.
 func scanChildren(ppid int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
 	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, err := readStat(pid); err == nil && st.ppid == ppid {
+	_ = scanProcs(func(pid int, st procStat) {
+		if st.ppid == ppid {
 			out = append(out, pid)
 		}
-	}
+	})
 	return out
 }
 
