@@ -22,6 +22,7 @@ type statFiles struct {
 	mu   sync.Mutex
 	open map[int]statFile
 	scan uint64 // the look under way, counted from 1
+	max  int    // how many files may be kept (keptStatFiles)
 }
 
 type statFile struct {
@@ -29,11 +30,19 @@ type statFile struct {
 	scan uint64 // the last look that met its PID under /proc
 }
 
-// maxStatFiles bounds the stat files kept open: a machine with more processes has the
-// rest read as readStat does.
-const maxStatFiles = 4096
+// keptStatFiles bounds the stat files kept open: 4,096, and no more than an eighth of the
+// files the orchestrator may have open, so that a machine of many processes (or an agent
+// that starts thousands) never leaves the loop short of files to write. The rest are read
+// as readStat does.
+func keptStatFiles() int {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		return 0
+	}
+	return int(min(4096, lim.Cur/8))
+}
 
-var procStats = statFiles{open: map[int]statFile{}}
+var procStats = statFiles{open: map[int]statFile{}, max: keptStatFiles()}
 
 // scanProcs calls f with the PID and stat of every process under /proc, in no particular
 // order. f runs while the kept stat files are locked: it must not call scanProcs.
@@ -95,7 +104,7 @@ func (c *statFiles) read(pid int) (procStat, error) {
 		return procStat{}, &os.PathError{Op: "read", Path: path, Err: err}
 	}
 	st, err := parseStat(path, buf[:n])
-	if err != nil || len(c.open) >= maxStatFiles {
+	if err != nil || len(c.open) >= c.max {
 		unix.Close(fd)
 		return st, err
 	}

@@ -157,6 +157,43 @@ func TestScanKnowsAReusedPID(t *testing.T) {
 	}
 }
 
+// TestScanKeepsFewFilesWhenFewMayBeOpen: no more stat files are kept than the bound set
+// from the limit of open files, and the processes past it are still looked at, read as
+// readStat does.
+func TestScanKeepsFewFilesWhenFewMayBeOpen(t *testing.T) {
+	if procStats.max < 1 || procStats.max > 4096 {
+		t.Fatalf("the bound is %d", procStats.max)
+	}
+	procStats.mu.Lock()
+	for pid, sf := range procStats.open {
+		unix.Close(sf.fd)
+		delete(procStats.open, pid)
+	}
+	was := procStats.max
+	procStats.max = 2
+	procStats.mu.Unlock()
+	defer func() {
+		procStats.mu.Lock()
+		procStats.max = was
+		procStats.mu.Unlock()
+	}()
+	for range 2 {
+		seen := map[int]bool{}
+		if err := scanProcs(func(pid int, st procStat) { seen[pid] = true }); err != nil {
+			t.Fatal(err)
+		}
+		if !seen[os.Getpid()] || !seen[1] || len(seen) < 3 {
+			t.Fatalf("the look met %d processes (itself: %v, PID 1: %v)", len(seen), seen[os.Getpid()], seen[1])
+		}
+		procStats.mu.Lock()
+		kept := len(procStats.open)
+		procStats.mu.Unlock()
+		if kept > 2 {
+			t.Fatalf("%d stat files kept, bound 2", kept)
+		}
+	}
+}
+
 // BenchmarkProcScan: a look through every process for an attempt's variable, as the loop
 // makes after each agent, with the stat files kept open between looks, against the same
 // look that opens each stat file (the anchor, as every look did before).
