@@ -15,6 +15,20 @@ import (
 var parsed struct {
 	sync.Mutex
 	docs []parsedDoc
+	// preloading holds a channel for each file a Preload parses now, closed when it is
+	// done.
+	preloading map[fileKind]chan struct{}
+	// parses counts the whole parses parseCached and Preload made, and waits the reads
+	// that waited for a Preload, for the tests.
+	parses, waits int
+}
+
+// Tests set this to hold a Preload before it reads the file.
+var preloadHold func()
+
+type fileKind struct {
+	path string
+	kind Kind
 }
 
 type parsedDoc struct {
@@ -34,14 +48,85 @@ func parseCached(path string, src []byte, kind Kind, ids []string) (*Doc, error)
 	if d := findParsed(path, kind); d != nil && bytes.Equal(d.Src, src) {
 		return d, nil
 	}
+	// A Preload of the file under way most likely parses these very bytes: wait for it
+	// rather than parse them a second time beside it.
+	if waitPreload(path, kind) {
+		if d := findParsed(path, kind); d != nil && bytes.Equal(d.Src, src) {
+			return d, nil
+		}
+	}
 	if ids != nil {
 		return ParseOnly(path, src, kind, ids...)
 	}
+	return parseAndKeep(path, src, kind)
+}
+
+// parseAndKeep parses src, read from path, and keeps the Doc if it parsed.
+func parseAndKeep(path string, src []byte, kind Kind) (*Doc, error) {
 	d, err := Parse(path, src, kind)
+	parsed.Lock()
+	parsed.parses++
+	parsed.Unlock()
 	if err == nil {
 		parsedDoc{path, kind, d}.keep()
 	}
 	return d, err
+}
+
+// Preload reads and parses the queue file at path beside the caller, and keeps its Doc for
+// the next read of the same bytes; a read that comes while it runs waits for it rather than
+// parse the file a second time. The loop preloads the task queue after each of its own
+// writes, so that the next attempt's first read of the queue, on the path from its agent's
+// marker to its status, finds it parsed. A file that does not parse is left to the read
+// that meets it.
+func Preload(path string) {
+	key := fileKind{path, KindOf(path)}
+	parsed.Lock()
+	if _, busy := parsed.preloading[key]; busy {
+		parsed.Unlock()
+		return
+	}
+	if parsed.preloading == nil {
+		parsed.preloading = map[fileKind]chan struct{}{}
+	}
+	done := make(chan struct{})
+	parsed.preloading[key] = done
+	parsed.Unlock()
+	hold := preloadHold
+	go func() {
+		defer func() {
+			parsed.Lock()
+			delete(parsed.preloading, key)
+			parsed.Unlock()
+			close(done)
+		}()
+		if hold != nil {
+			hold()
+		}
+		src, err := ReadFile(path)
+		if err != nil {
+			return
+		}
+		if d := findParsed(path, key.kind); d != nil && bytes.Equal(d.Src, src) {
+			return
+		}
+		_, _ = parseAndKeep(path, src, key.kind)
+	}()
+}
+
+// waitPreload waits for the Preload of the file under way, if there is one, and reports
+// whether there was.
+func waitPreload(path string, kind Kind) bool {
+	parsed.Lock()
+	done, ok := parsed.preloading[fileKind{path, kind}]
+	if ok {
+		parsed.waits++
+	}
+	parsed.Unlock()
+	if ok {
+		<-done
+	}
+	return ok
 }
 
 // findParsed returns the Doc kept for path and kind, and makes it the most recently used.

@@ -652,7 +652,7 @@ func (r *runner) advance(ctx context.Context, fin *transition) (*queue.Doc, []qu
 	var doc *queue.Doc
 	var picks []queue.Task
 	var blocked [][2]string
-	_, err = queue.Update(ctx, r.o.Layout.Tasks(), queue.Tasks, func(d *queue.Doc) ([]queue.Op, error) {
+	wrote, err := queue.Update(ctx, r.o.Layout.Tasks(), queue.Tasks, func(d *queue.Doc) ([]queue.Op, error) {
 		doc, picks, blocked = d, nil, nil
 		var ops []queue.Op
 		changed := map[string]string{}
@@ -704,6 +704,9 @@ func (r *runner) advance(ctx context.Context, fin *transition) (*queue.Doc, []qu
 	})
 	if err != nil {
 		return nil, nil, err
+	}
+	if wrote {
+		r.preloadQueue()
 	}
 	if fin != nil && !fin.applied {
 		r.report.event(fin.id, "warning", fmt.Sprintf("not set to %s: a person changed its status meanwhile, and that wins", fin.to))
@@ -964,12 +967,21 @@ func (r *runner) summary(ctx context.Context) (Summary, error) {
 // setStatus moves a task's Status from one value to another with compare-and-set, so that
 // a person's edit made meanwhile wins. It reports false when the person's edit won.
 func (r *runner) setStatus(ctx context.Context, id, from, to string, more ...queue.Op) (bool, error) {
-	_, err := queue.UpdateRecords(ctx, r.o.Layout.Tasks(), queue.Tasks, []string{id}, func(d *queue.Doc) ([]queue.Op, error) {
+	wrote, err := queue.UpdateRecords(ctx, r.o.Layout.Tasks(), queue.Tasks, []string{id}, func(d *queue.Doc) ([]queue.Op, error) {
 		return append([]queue.Op{queue.CompareAndSet{ID: id, Field: "Status", Expect: from, Value: to}}, more...), nil
 	})
 	if errors.Is(err, queue.ErrConflict) {
 		r.report.event(id, "warning", fmt.Sprintf("not set to %s: %v (a person's edit wins)", to, err))
 		return false, nil
 	}
+	if wrote {
+		r.preloadQueue()
+	}
 	return err == nil, err
 }
+
+// preloadQueue has the task queue the loop just wrote parsed beside it (queue.Preload):
+// the next attempt's first read of it, on the path from its agent's marker to its
+// status, then finds it parsed. A parse takes 0.4 ms for 200 tasks here, and grows with the
+// queue.
+func (r *runner) preloadQueue() { queue.Preload(r.o.Layout.Tasks()) }
