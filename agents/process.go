@@ -407,20 +407,11 @@ func readStat(pid int) (procStat, error) {
 // readStatAt is readStat of the stat file at path: a process's, or one of its threads'
 // (/proc/<pid>/task/<tid>/stat).
 func readStatAt(path string) (procStat, error) {
-	// One open, one read and one close: the loop reads the stat of every process after
-	// each agent, and os.ReadFile's file (a stat, a second read, the poller) costs more
-	// than the reading. The line is short: 52 numbers and a command name of 15 bytes.
-	var buf [4096]byte
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return procStat{}, &os.PathError{Op: "open", Path: path, Err: err}
+	fd, st, err := openStat(path)
+	if err == nil {
+		unix.Close(fd)
 	}
-	n, err := unix.Read(fd, buf[:])
-	unix.Close(fd)
-	if err != nil {
-		return procStat{}, &os.PathError{Op: "read", Path: path, Err: err}
-	}
-	return parseStat(path, buf[:n])
+	return st, err
 }
 
 func procStartTime(pid int) (uint64, error) {

@@ -82,9 +82,9 @@ func scanProcs(f func(pid int, st procStat)) error {
 // read returns the stat of process pid through its kept file, opening and keeping one if
 // there is none, or none that still reads (its process is gone).
 func (c *statFiles) read(pid int) (procStat, error) {
-	var buf [4096]byte
 	path := "/proc/" + strconv.Itoa(pid) + "/stat"
 	if sf, ok := c.open[pid]; ok {
+		var buf [4096]byte
 		n, err := unix.Pread(sf.fd, buf[:], 0)
 		if err == nil && n > 0 {
 			sf.scan = c.scan
@@ -94,22 +94,38 @@ func (c *statFiles) read(pid int) (procStat, error) {
 		unix.Close(sf.fd)
 		delete(c.open, pid)
 	}
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	fd, st, err := openStat(path)
 	if err != nil {
-		return procStat{}, &os.PathError{Op: "open", Path: path, Err: err}
+		return st, err
+	}
+	if len(c.open) >= c.max {
+		unix.Close(fd)
+		return st, nil
+	}
+	c.open[pid] = statFile{fd: fd, scan: c.scan}
+	return st, nil
+}
+
+// openStat opens the stat file at path and reads it (parseStat), and returns it open; on an
+// error it is closed.
+func openStat(path string) (fd int, st procStat, err error) {
+	var buf [4096]byte
+	// One open and one read: os.ReadFile's file (a stat, a second read, the poller) costs
+	// more than the reading. The line is short: 52 numbers and a command name of 15 bytes.
+	fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, procStat{}, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	n, err := unix.Read(fd, buf[:])
 	if err != nil {
 		unix.Close(fd)
-		return procStat{}, &os.PathError{Op: "read", Path: path, Err: err}
+		return -1, procStat{}, &os.PathError{Op: "read", Path: path, Err: err}
 	}
-	st, err := parseStat(path, buf[:n])
-	if err != nil || len(c.open) >= c.max {
+	if st, err = parseStat(path, buf[:n]); err != nil {
 		unix.Close(fd)
-		return st, err
+		return -1, procStat{}, err
 	}
-	c.open[pid] = statFile{fd: fd, scan: c.scan}
-	return st, nil
+	return fd, st, nil
 }
 
 // parseStat reads the fields we need of a stat line b, read from path: state (field 3),
