@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -63,12 +64,26 @@ func Update(ctx context.Context, path string, kind Kind, edit EditFunc) (bool, e
 // UpdateRecords is Update for edits that touch only the records named by ids: the file is
 // still checked whole, but only those records keep their fields in the Doc (see ParseOnly).
 func UpdateRecords(ctx context.Context, path string, kind Kind, ids []string, edit EditFunc) (bool, error) {
+	return updateUnder(ctx, path, kind, ids, nil, edit)
+}
+
+// UpdateAfter is Update whose new version takes the file's place only once ready has
+// returned: what must be written before the file says so (an attempt's record, before its
+// task's status) is written beside the lock, the read, the parse and the temp file's write
+// and sync. ready is called once, just before the first swap, and not at all when the edits
+// change nothing or fail; an error from it is returned, and the file is left as it was.
+func UpdateAfter(ctx context.Context, path string, kind Kind, ready func() error, edit EditFunc) (bool, error) {
+	return updateUnder(ctx, path, kind, nil, ready, edit)
+}
+
+// updateUnder takes the folder's lock and updates path under it.
+func updateUnder(ctx context.Context, path string, kind Kind, ids []string, ready func() error, edit EditFunc) (bool, error) {
 	l, err := Lock(ctx, filepath.Dir(path))
 	if err != nil {
 		return false, err
 	}
 	defer l.Unlock()
-	return updateLocked(path, kind, ids, edit)
+	return updateLocked(path, kind, ids, ready, edit)
 }
 
 // Tests set these to act in the moment just before and just after the swap.
@@ -77,7 +92,7 @@ var beforeSwap, afterSwap func()
 // maxRounds bounds how often Update starts again because the file changed under it.
 const maxRounds = 50
 
-func updateLocked(path string, kind Kind, ids []string, edit EditFunc) (bool, error) {
+func updateLocked(path string, kind Kind, ids []string, ready func() error, edit EditFunc) (bool, error) {
 	dir := filepath.Dir(path)
 	var (
 		base *basis    // the file our version is computed from
@@ -85,7 +100,7 @@ func updateLocked(path string, kind Kind, ids []string, edit EditFunc) (bool, er
 	)
 	defer func() {
 		if ours != nil {
-			os.Remove(ours.name) // our version, or the one we displaced
+			keepSpare(path, ours.name) // our version, or the one we displaced
 		}
 	}()
 	for round := 0; ; round++ {
@@ -112,8 +127,15 @@ func updateLocked(path string, kind Kind, ids []string, edit EditFunc) (bool, er
 			}
 		}
 		base = b
-		// Writing and syncing the temp file took a while: look again before the swap, so
-		// that a save made meanwhile is found without ever being displaced.
+		if ready != nil {
+			if err := ready(); err != nil {
+				return false, err
+			}
+			ready = nil
+		}
+		// Writing and syncing the temp file took a while (and so may ready): look again
+		// before the swap, so that a save made meanwhile is found without ever being
+		// displaced.
 		if still, err := base.still(path); err != nil || !still {
 			if err != nil {
 				return false, err
@@ -286,11 +308,86 @@ type tempFile struct {
 	id   fileID
 }
 
-// writeTemp writes p to a temp file beside path with the given mode and fsyncs it.
-func writeTemp(path string, p *patched, mode os.FileMode) (*tempFile, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+// spares maps a queue folder to the folder its writes keep their spare temp files in
+// (KeepSpares).
+var spares sync.Map // folder -> folder
+
+// KeepSpares makes each write of a file of folder dir keep the temp file it is done with
+// (the version it displaced) in folder keep, as the next write's temp file: making a file
+// is finding a free inode, which costs up to a millisecond on a file system that many files
+// were removed from, and writing into one that is there costs none. keep is a folder that
+// git never lists (the orchestrator's state), so that no stray file shows in the person's
+// repository; on another file system than dir, where a file cannot be swapped across, it is
+// not used. The loop asks for this for its own writes; a command that writes once does not.
+func KeepSpares(dir, keep string) error {
+	if err := os.MkdirAll(keep, 0o700); err != nil {
+		return err
+	}
+	var a, b unix.Stat_t
+	if err := unix.Stat(dir, &a); err != nil {
+		return err
+	}
+	if err := unix.Stat(keep, &b); err != nil {
+		return err
+	}
+	if a.Dev != b.Dev {
+		spares.Delete(filepath.Clean(dir))
+		return nil
+	}
+	spares.Store(filepath.Clean(dir), keep)
+	return nil
+}
+
+// spareName is the temp file the writes of path keep between them (KeepSpares), or "".
+func spareName(path string) string {
+	keep, ok := spares.Load(filepath.Dir(path))
+	if !ok {
+		return ""
+	}
+	return filepath.Join(keep.(string), "."+filepath.Base(path)+".tmp-spare")
+}
+
+// keepSpare keeps the temp file name, which a write of path is done with, as the next
+// write's (spareName), or removes it when path keeps none. The folder's lock is held.
+func keepSpare(path, name string) {
+	spare := spareName(path)
+	if name == spare {
+		return
+	}
+	if spare == "" || os.Rename(name, spare) != nil {
+		os.Remove(name)
+	}
+}
+
+// openSpare opens the spare temp file of path (keepSpare) for writing, emptied; nil when
+// there is none, or when what is there is not a plain file of its own (a link to another
+// file is never written through).
+func openSpare(path string) *os.File {
+	spare := spareName(path)
+	if spare == "" {
+		return nil
+	}
+	f, err := os.OpenFile(spare, os.O_WRONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil, err
+		return nil
+	}
+	var st unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 || f.Truncate(0) != nil {
+		f.Close()
+		return nil
+	}
+	return f
+}
+
+// writeTemp writes p to a temp file beside path (or to its spare, KeepSpares) with the
+// given mode and fsyncs it.
+func writeTemp(path string, p *patched, mode os.FileMode) (*tempFile, error) {
+	f := openSpare(path)
+	var err error
+	if f == nil {
+		if f, err = os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*"); err != nil {
+			return nil, err
+		}
 	}
 	var st unix.Stat_t
 	err = writeAll(f, p, mode)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -271,4 +272,132 @@ func TestUpdateSerializes(t *testing.T) {
 	if !bytes.HasPrefix(d.Src, []byte(saveQueue[:40])) {
 		t.Errorf("file damaged:\n%s", d.Src)
 	}
+}
+
+// TestUpdateAfterWaitsForReady: UpdateAfter's new version takes the file's place only once
+// ready returns, and ready runs once, after the version is written and synced beside the
+// file: the caller's own write (an attempt's record) runs beside everything else. A person
+// who saves meanwhile keeps their edit, and ready is not asked again; an error from ready
+// leaves the file as it was; an edit that changes nothing asks nothing.
+func TestUpdateAfterWaitsForReady(t *testing.T) {
+	ctx := context.Background()
+	path := writeQueue(t, saveQueue, 0o644)
+	dir := filepath.Dir(path)
+	calls := 0
+	changed, err := UpdateAfter(ctx, path, Tasks, func() error {
+		calls++
+		if s := readString(t, path); s != saveQueue {
+			t.Errorf("the file changed before ready returned:\n%s", s)
+		}
+		temps, _ := filepath.Glob(filepath.Join(dir, ".task_queue.md.tmp-*"))
+		if len(temps) != 1 || !strings.Contains(readString(t, temps[0]), "| Status | in_progress |") {
+			t.Errorf("ready was asked before the new version was written beside the file: %v", temps)
+		}
+		return nil
+	}, set("TASK-1", "Status", "in_progress"))
+	if err != nil || !changed || calls != 1 {
+		t.Fatalf("UpdateAfter = %v, %v after %d calls of ready; want true, nil after 1", changed, err, calls)
+	}
+	if s := readString(t, path); !strings.Contains(s, "| Status | in_progress |") {
+		t.Errorf("the edit is not in the file:\n%s", s)
+	}
+	noTempFiles(t, dir)
+
+	// A person saves while ready runs: their edit stays, and ours is made on top of it.
+	path = writeQueue(t, saveQueue, 0o644)
+	calls = 0
+	changed, err = UpdateAfter(ctx, path, Tasks, func() error {
+		calls++
+		return os.WriteFile(path, []byte(strings.Replace(saveQueue, "| Notes | - |", "| Notes | theirs |", 1)), 0o644)
+	}, set("TASK-2", "Status", "in_progress"))
+	if err != nil || !changed || calls != 1 {
+		t.Fatalf("UpdateAfter = %v, %v after %d calls of ready; want true, nil after 1", changed, err, calls)
+	}
+	if s := readString(t, path); !strings.Contains(s, "| Notes | theirs |") || !strings.Contains(s, "| Status | in_progress |") {
+		t.Errorf("the person's save or the edit is lost:\n%s", s)
+	}
+
+	// ready fails: nothing changes.
+	path = writeQueue(t, saveQueue, 0o644)
+	refused := errors.New("the record could not be written")
+	changed, err = UpdateAfter(ctx, path, Tasks, func() error { return refused }, set("TASK-1", "Status", "in_progress"))
+	if !errors.Is(err, refused) || changed {
+		t.Fatalf("UpdateAfter = %v, %v; want false, %v", changed, err, refused)
+	}
+	if s := readString(t, path); s != saveQueue {
+		t.Errorf("the file changed though ready failed:\n%s", s)
+	}
+	noTempFiles(t, filepath.Dir(path))
+
+	// Nothing to change: ready is not asked.
+	changed, err = UpdateAfter(ctx, path, Tasks, func() error {
+		t.Error("ready was asked for an edit that changes nothing")
+		return nil
+	}, set("TASK-1", "Status", "pending"))
+	if err != nil || changed {
+		t.Fatalf("UpdateAfter = %v, %v; want false, nil", changed, err)
+	}
+}
+
+// TestUpdateWritesIntoItsSpare: where the loop asks for it (KeepSpares), the temp file a
+// write is done with (the version it displaced) stays, in a folder of its own, for the
+// next write, which writes into it and makes no file: the queue's new version is that file.
+// A spare that is a link to another file, hard or symbolic, is never written through: that
+// file keeps what it holds. The queue's folder holds nothing else than it did.
+func TestUpdateWritesIntoItsSpare(t *testing.T) {
+	ctx := context.Background()
+	path := writeQueue(t, saveQueue, 0o644)
+	if err := KeepSpares(filepath.Dir(path), filepath.Join(t.TempDir(), "spares")); err != nil {
+		t.Fatal(err)
+	}
+	defer spares.Delete(filepath.Dir(path))
+	inode := func(p string) uint64 {
+		t.Helper()
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Sys().(*syscall.Stat_t).Ino
+	}
+	if _, err := Update(ctx, path, Tasks, set("TASK-1", "Status", "in_progress")); err != nil {
+		t.Fatal(err)
+	}
+	spare := spareName(path)
+	if got := readString(t, spare); got != saveQueue {
+		t.Fatalf("the spare holds %q, want the version the write displaced", got)
+	}
+	was := inode(spare)
+	if _, err := Update(ctx, path, Tasks, set("TASK-2", "Status", "in_progress")); err != nil {
+		t.Fatal(err)
+	}
+	if inode(path) != was {
+		t.Errorf("the second write made a file: the queue is inode %d, the spare was %d", inode(path), was)
+	}
+
+	other := filepath.Join(t.TempDir(), "other")
+	for i, link := range []func() error{
+		func() error { return os.Link(other, spare) },
+		func() error { return os.Symlink(other, spare) },
+	} {
+		if err := os.WriteFile(other, []byte("keep me\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(spare); err != nil {
+			t.Fatal(err)
+		}
+		if err := link(); err != nil {
+			t.Fatal(err)
+		}
+		value := fmt.Sprintf("note %d", i)
+		if _, err := Update(ctx, path, Tasks, set("TASK-1", "Notes", value)); err != nil {
+			t.Fatal(err)
+		}
+		if got := readString(t, other); got != "keep me\n" {
+			t.Errorf("link %d: the write went through the spare into another file: %q", i, got)
+		}
+		if got := readString(t, path); !strings.Contains(got, "| Notes | "+value+" |") {
+			t.Errorf("link %d: the edit is not in the queue:\n%s", i, got)
+		}
+	}
+	noTempFiles(t, filepath.Dir(path))
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/orchestrator/orchestrator/tdd"
 	"github.com/orchestrator/orchestrator/testrun"
 	"github.com/orchestrator/orchestrator/worktree"
+	"golang.org/x/sys/unix"
 )
 
 // An attempt is one run of one task's agent, and the value that carries it along its path:
@@ -104,6 +105,9 @@ type attempt struct {
 	usage     []cost.Run
 	usageRead bool
 	limit     *agents.RateLimit
+
+	// ahead is closed once makeAhead has made the files the attempt's decision writes.
+	ahead chan struct{}
 
 	// stages are how long each stage after its agent's run took (timed), for its record;
 	// a gate the merge queue runs beside the loop adds its own (addStage).
@@ -208,7 +212,21 @@ type result struct {
 	Stages []StageTime `json:"stages,omitempty"`
 }
 
+// record writes the attempt's record, result.json: sealed in the orchestrator's state, and
+// its readable copy.
 func (a *attempt) record(res result) {
+	res = a.filled(res)
+	b, _ := json.MarshalIndent(res, "", "  ")
+	// The record the gate and recovery read is sealed; its readable copy is not.
+	sealed, err := sealKey().SealJSON(seal.KindResult, b)
+	if err != nil {
+		sealed = b // no key: not evidence, but people still read it
+	}
+	a.writeEach("result.json", append(sealed, '\n'), append(b, '\n'))
+}
+
+// filled is res with what the attempt knows of itself, as its record holds it.
+func (a *attempt) filled(res result) result {
 	res.Task, res.Attempt, res.Agent = a.id, a.n, a.agent
 	res.Command, res.PID, res.StartTime, res.Started = a.argv, a.pid, a.start, a.started
 	res.Base, res.Candidate = a.base, a.candidate
@@ -229,13 +247,7 @@ func (a *attempt) record(res result) {
 	if !a.started.IsZero() && res.Outcome != "running" {
 		res.Elapsed = time.Since(a.started).Round(time.Millisecond).String()
 	}
-	b, _ := json.MarshalIndent(res, "", "  ")
-	// The record the gate and recovery read is sealed; its readable copy is not.
-	sealed, err := sealKey().SealJSON(seal.KindResult, b)
-	if err != nil {
-		sealed = b // no key: not evidence, but people still read it
-	}
-	a.writeEach("result.json", append(sealed, '\n'), append(b, '\n'))
+	return res
 }
 
 // recordWithLog writes the attempt's record and its gate.log side by side: each is two
@@ -251,6 +263,38 @@ func (a *attempt) recordWithLog(res result, log string) {
 	<-logged
 }
 
+// recording holds the attempt folders (in the orchestrator's state) whose record is being
+// written beside the loop (recordBeside): a read of one waits for its write (readResult).
+var recording sync.Map // folder -> chan struct{}, closed once written
+
+// recordHold, when a test sets it, holds each write recordBeside begins until it returns.
+var recordHold func()
+
+// recordBeside writes the attempt's record and its gate.log (recordWithLog) beside what the
+// caller does next, and returns a function that waits for the write; it may be called
+// again. Until the write is done, a read of the record waits for it.
+func (a *attempt) recordBeside(res result, log string) (written func()) {
+	done := make(chan struct{})
+	recording.Store(a.dir, done)
+	hold := recordHold
+	go func() {
+		if hold != nil {
+			hold()
+		}
+		a.recordWithLog(res, log)
+		recording.CompareAndDelete(a.dir, done)
+		close(done)
+	}()
+	return func() { <-done }
+}
+
+// awaitRecord waits for the record of the attempt folder dir, when it is being written.
+func awaitRecord(dir string) {
+	if done, ok := recording.Load(dir); ok {
+		<-done.(chan struct{})
+	}
+}
+
 // write writes a file of the attempt folder, and its readable copy. The record is
 // replaced whole (a temp file renamed over it): a crash never leaves half of one.
 func (a *attempt) write(name string, b []byte) { a.writeEach(name, b, b) }
@@ -259,8 +303,8 @@ func (a *attempt) write(name string, b []byte) { a.writeEach(name, b, b) }
 // readable copy with mirror.
 func (a *attempt) writeEach(name string, state, mirror []byte) {
 	replace := func(dir string, b []byte) bool {
-		tmp := filepath.Join(dir, "."+name+".tmp")
-		return os.WriteFile(tmp, b, 0o644) == nil && os.Rename(tmp, filepath.Join(dir, name)) == nil
+		tmp := filepath.Join(dir, tempName(name))
+		return os.WriteFile(tmp, b, 0o644) == nil && swapIn(tmp, filepath.Join(dir, name)) == nil
 	}
 	switch {
 	case a.dir == "" && a.mirror == "":
@@ -277,6 +321,76 @@ func (a *attempt) writeEach(name string, state, mirror []byte) {
 			if fi, err := os.Lstat(filepath.Join(a.dir, name)); err == nil {
 				a.stampCopied(name, stampOf(fi))
 			}
+		}
+	}
+}
+
+// tempName is the name of the temp file that a file of an attempt folder is written to
+// before it takes the file's place (as gate.Manifest.Write names its own).
+func tempName(name string) string { return "." + name + ".tmp" }
+
+// isTemp reports whether a file of an attempt folder is a temp file (tempName).
+func isTemp(name string) bool { return strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp") }
+
+// swapIn puts the file at tmp in the place of path. A file that was there is exchanged
+// with it rather than removed: it is the next write's temp file, so that writing a file
+// of the attempt folder again makes no file and frees none.
+func swapIn(tmp, path string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, path, unix.RENAME_EXCHANGE)
+	if err != nil {
+		// Nothing there yet (ENOENT), or no exchange on this file system.
+		return os.Rename(tmp, path)
+	}
+	return nil
+}
+
+// aheadFiles are the files of an attempt folder that the attempt's decision writes (in the
+// orchestrator's state, and in the readable copy), on the path from its agent's marker to
+// its task's status.
+func (a *attempt) aheadFiles() (state, mirror []string) {
+	mirror = []string{"result.json", "gate.log", "changes.diff"}
+	handoff := "handoff-green.json" // the gate's (gate.Manifest.Write)
+	if a.task.Kind == queue.KindTest {
+		handoff = "handoff-red.json"
+	}
+	return append(slices.Clone(mirror), handoff), mirror
+}
+
+// makeAhead makes the temp files of aheadFiles while the attempt's agent runs. Making a
+// file is finding a free inode for it, which costs up to a millisecond on a file system
+// that many files were removed from (as on the disk of a machine that runs test suites);
+// the decision then writes into files that are there, and makes none. A temp file that is
+// there already is left as it is: one that holds a write under way is never touched.
+func (a *attempt) makeAhead() {
+	state, mirror := a.aheadFiles()
+	for _, d := range []struct {
+		dir   string
+		names []string
+	}{{a.dir, state}, {a.mirror, mirror}} {
+		if d.dir == "" {
+			continue
+		}
+		for _, name := range d.names {
+			if f, err := os.OpenFile(filepath.Join(d.dir, tempName(name)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+				f.Close()
+			}
+		}
+	}
+}
+
+// dropAhead removes what is left of the temp files of aheadFiles once the attempt is
+// decided: those its decision did not use, and the earlier versions its writes displaced.
+func (a *attempt) dropAhead() {
+	if a.ahead != nil {
+		<-a.ahead
+	}
+	state, mirror := a.aheadFiles()
+	for _, name := range state {
+		os.Remove(filepath.Join(a.dir, tempName(name)))
+	}
+	for _, name := range mirror {
+		if a.mirror != "" {
+			os.Remove(filepath.Join(a.mirror, tempName(name)))
 		}
 	}
 }
@@ -323,7 +437,7 @@ func (a *attempt) copyOut() {
 	}
 	entries, _ := os.ReadDir(a.dir)
 	for _, e := range entries {
-		if !e.Type().IsRegular() {
+		if !e.Type().IsRegular() || isTemp(e.Name()) {
 			continue
 		}
 		fi, err := e.Info()

@@ -22,17 +22,8 @@ import (
 // records left alone, gives no warning.
 func TestAuditorOffTheLoop(t *testing.T) {
 	defer func(p time.Duration) { auditPause = p }(auditPause)
-	dir := t.TempDir()
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "start"}} {
-		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
 	ctx := context.Background()
-	repo, err := worktree.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, repo := newGitRepo(t)
 	var out bytes.Buffer
 	r := &runner{repo: repo, report: newReporter(&out, JSON, false)}
 	edit := func(task string) string {
@@ -112,4 +103,20 @@ func awaitAudit(t *testing.T, r *runner) []string {
 		t.Fatal("the auditor made no audit")
 	}
 	return nil
+}
+
+// newGitRepo makes a git repository with one empty commit on main, and opens it.
+func newGitRepo(t *testing.T) (string, *worktree.Repo) {
+	t.Helper()
+	dir := t.TempDir()
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "start"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	repo, err := worktree.Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, repo
 }

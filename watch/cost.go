@@ -111,11 +111,19 @@ func runsOf(res result, ok bool) []cost.Run {
 
 // taskSpent reads what the finished attempts of task id spent, from the attempt folders
 // under runs.
-func taskSpent(runs, id string) cost.Spent {
+func taskSpent(runs, id string) cost.Spent { return taskSpentWith(runs, id, 0, nil) }
+
+// taskSpentWith is taskSpent with the record of attempt n given as own, rather than read.
+func taskSpentWith(runs, id string, n int, own *result) cost.Spent {
 	var s cost.Spent
-	for n := 1; n <= lastAttempt(runs, id); n++ {
-		res, ok := readResult(filepath.Join(runs, id, strconv.Itoa(n)))
-		if rs := runsOf(res, ok); len(rs) > 0 {
+	for i := 1; i <= max(lastAttempt(runs, id), n); i++ {
+		var rs []cost.Run
+		if own != nil && i == n {
+			rs = runsOf(*own, true)
+		} else {
+			rs = runsOf(readResult(filepath.Join(runs, id, strconv.Itoa(i))))
+		}
+		if len(rs) > 0 {
 			s.Add(rs)
 		}
 	}
@@ -123,10 +131,21 @@ func taskSpent(runs, id string) cost.Spent {
 }
 
 // costOps returns the task's Cost and Tokens fields after attempt a, written in the same
-// write of the queue as its status.
-func (r *runner) costOps(a *attempt) []queue.Op {
+// write of the queue as its status. own, when given, is the outcome a's record is being
+// written with (recordBeside): its runs are counted from it, without waiting for the write.
+func (r *runner) costOps(a *attempt, own *result) []queue.Op {
+	var s cost.Spent
+	if own != nil {
+		rec := a.filled(*own)
+		s = taskSpentWith(r.runs, a.id, a.n, &rec)
+	} else {
+		s = taskSpent(r.runs, a.id)
+	}
+	// The sum is the task's as of now: the scheduler's budget check reads it (cachedSpent).
 	r.forgetSpent(a.id)
-	s := taskSpent(r.runs, a.id)
+	if r.spentCache != nil {
+		r.spentCache[a.id] = s
+	}
 	if s.Attempts == 0 {
 		return nil
 	}

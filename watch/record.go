@@ -56,7 +56,7 @@ func (r *runner) stopForSetup(a *attempt, res result, log string) error {
 	a.recordWithLog(res, log)
 	r.releaseSlot(a)
 	_ = r.fileAway(a)
-	if _, err := r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusPending, r.costOps(a)...); err != nil {
+	if _, err := r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusPending, r.costOps(a, nil)...); err != nil {
 		r.report.event(a.id, "warning", err.Error())
 	}
 	ev := r.fieldsOf(a, res)
@@ -69,15 +69,24 @@ type decided struct {
 	a   *attempt
 	res result
 	log string
-	// mark waits for the verified mark begun beside the records (nil: none begun).
-	mark func() error
+	// mark waits for the verified mark begun beside the records (nil: none begun), written
+	// for the records written beside the decision (recordBeside; nil: written already).
+	mark    func() error
+	written func()
+}
+
+// wait waits for the attempt's records, when they are being written beside the decision.
+func (d *decided) wait() {
+	if d.written != nil {
+		d.written()
+	}
 }
 
 // putBack records an attempt that was interrupted and puts its task back to pending
 // without using a retry.
 func (r *runner) putBack(a *attempt, why string) {
 	a.record(result{Outcome: "interrupted", Reason: why})
-	if _, err := r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusPending, r.costOps(a)...); err != nil {
+	if _, err := r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusPending, r.costOps(a, nil)...); err != nil {
 		r.report.event(a.id, "warning", err.Error())
 	}
 }
@@ -90,6 +99,7 @@ func (r *runner) apply(ctx context.Context, d *decided) error {
 	if err != nil {
 		// Not recorded (yet): the readable copy, which record brings up to date after
 		// the decision's line, is brought up to date here.
+		d.wait()
 		d.a.copyOut()
 	}
 	if isParseError(err) {
@@ -126,7 +136,7 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 	a, res, log := d.a, d.res, d.log
 	l := r.o.Layout
 	status, more, halt := r.statusAfter(a, res)
-	more = append(more, r.costOps(a)...) // Cost and Tokens, in the same write as the status
+	more = append(more, r.costOps(a, &res)...) // Cost and Tokens, in the same write as the status
 	if res.Type == review.TypeRewriteTests {
 		// The judge says the tests are wrong: a person rewrites them, not the implementer.
 		id, err := retry.Ask(ctx, l, a.id, a.task.Category, res.Reason, time.Now())
@@ -143,7 +153,8 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 		}
 		more = append(more, queue.SetField{ID: a.id, Field: "Remediation", Value: id})
 	}
-	fin := &transition{id: a.id, to: status, ops: more}
+	// The task's status is written once the records say the same (recordBeside).
+	fin := &transition{id: a.id, to: status, ops: more, ready: func() error { d.wait(); return nil }}
 	var f retry.Failure
 	if status == queue.StatusFailed {
 		// A failure: the retry rules decide (SPEC §8) and record the task's issue; their
@@ -165,18 +176,20 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 		}
 	}
 	if fin.to == queue.StatusCompleted {
-		// The loop's own record that the task was verified at its commit, first: the
-		// queue's Commit field alone proves nothing.
+		// The loop's own record that the task was verified at its commit, before the
+		// status too: the queue's Commit field alone proves nothing.
 		mark := d.mark
 		if mark == nil {
 			mark = func() error { return r.repo.MarkVerified(a.id, res.Commit) }
 		}
-		if err := mark(); err != nil {
-			return err
+		fin.ready = func() error {
+			d.wait()
+			return mark()
 		}
 	}
 	// Record the outcome and start what it made ready in one write of the queue.
 	doc, picks, err := r.advance(ctx, fin)
+	d.wait() // a write of the queue that changed nothing did not wait
 	if err != nil {
 		if fin.decision != nil {
 			err = errors.Join(err, fin.decision.GiveBack(ctx, l))
@@ -293,6 +306,7 @@ func (r *runner) fileAway(a *attempt) error {
 	if m, _ := markers.Find(r.o.Layout.Markers(), a.id); m != nil {
 		err = m.Consume(a.dir)
 	}
+	a.dropAhead()
 	a.copyOut()
 	return err
 }
@@ -322,6 +336,7 @@ func readResult(dir string) (result, bool) {
 // checks its seal with k, and that it is that attempt's (not one copied from another):
 // else an *seal.EditedError naming it.
 func openResult(k *seal.Key, dir string) (result, error) {
+	awaitRecord(dir)
 	var res result
 	path := filepath.Join(dir, "result.json")
 	doc, err := k.ReadJSON(seal.KindResult, path)
@@ -553,16 +568,19 @@ func (r *runner) conclude(ctx context.Context, a *attempt, res result, log strin
 		// the candidate has landed, so it holds whatever the queue's write decides.
 		mark = r.markVerified(a.id, res.Commit)
 	}
-	a.recordWithLog(res, log)
+	// The records are written beside the decision's first steps, and are on disk before
+	// the task's status says what they say (the queue's write waits for them).
+	written := a.recordBeside(res, log)
 	r.releaseSlot(a)
 	if res.Outcome == "stopped" {
 		// Not the loop's to record: whoever moved the status decided.
+		written()
 		_ = r.fileAway(a)
 		return r.schedule(ctx)
 	}
 	// The readable copy of what the agent left in the attempt folder is brought up to
 	// date once the decision is told (record), or here when it has to wait (apply).
-	return r.apply(ctx, &decided{a: a, res: res, log: log, mark: mark})
+	return r.apply(ctx, &decided{a: a, res: res, log: log, mark: mark, written: written})
 }
 
 // markVerified writes the loop's mark that task was verified at commit, beside what the

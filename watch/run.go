@@ -216,6 +216,16 @@ func (r *runner) launch(ctx context.Context, tasks *queue.Doc, t queue.Task) err
 // track makes the loop hear of the attempt's end and of its timeout.
 func (r *runner) track(a *attempt, done <-chan struct{}) {
 	r.running[a.id] = a
+	// While the agent runs, the files its decision writes are made (makeAhead), and the
+	// one its landing does.
+	a.ahead = make(chan struct{})
+	go func() {
+		defer close(a.ahead)
+		a.makeAhead()
+		if r.repo != nil {
+			r.repo.MarkAhead(a.id)
+		}
+	}()
 	left := r.o.Config.TaskTimeout.Duration - time.Since(a.started)
 	a.timeout = time.AfterFunc(max(left, 0), func() { r.timeouts <- a })
 	go func() {

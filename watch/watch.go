@@ -171,6 +171,10 @@ func (r *runner) openRepo(ctx context.Context) error {
 	if _, err := repo.Key(); err != nil {
 		return err
 	}
+	// The loop's writes of the queues reuse the versions they displaced as their temp
+	// files, kept in its state where git never lists them (queue.KeepSpares). Without
+	// them, each write makes its temp file, as before.
+	_ = queue.KeepSpares(r.o.Layout.Dir(), filepath.Join(repo.State(), "spares"))
 	return os.MkdirAll(r.runs, 0o755)
 }
 
@@ -633,6 +637,9 @@ type transition struct {
 	ops      []queue.Op
 	decision *retry.Decision
 	applied  bool
+	// ready, when set, returns once what must be written before the status is (the
+	// attempt's records, the verified mark); the queue's write waits for it.
+	ready func() error
 }
 
 // advance makes one write of the task queue: it moves a finished task's Status (when fin is
@@ -652,7 +659,11 @@ func (r *runner) advance(ctx context.Context, fin *transition) (*queue.Doc, []qu
 	var doc *queue.Doc
 	var picks []queue.Task
 	var blocked [][2]string
-	wrote, err := queue.Update(ctx, r.o.Layout.Tasks(), queue.Tasks, func(d *queue.Doc) ([]queue.Op, error) {
+	var ready func() error
+	if fin != nil {
+		ready = fin.ready
+	}
+	wrote, err := queue.UpdateAfter(ctx, r.o.Layout.Tasks(), queue.Tasks, ready, func(d *queue.Doc) ([]queue.Op, error) {
 		doc, picks, blocked = d, nil, nil
 		var ops []queue.Op
 		changed := map[string]string{}
@@ -856,7 +867,7 @@ func (r *runner) interrupt() (Summary, error) {
 	for _, a := range r.running {
 		r.readAgentUsage(a) // what it spent until it was stopped counts too
 		a.record(result{Outcome: "interrupted", Reason: "orchestrator interrupted"})
-		if _, err := r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusPending, r.costOps(a)...); err != nil {
+		if _, err := r.setStatus(context.Background(), a.id, queue.StatusInProgress, queue.StatusPending, r.costOps(a, nil)...); err != nil {
 			r.report.event(a.id, "warning", err.Error())
 		}
 	}

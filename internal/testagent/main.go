@@ -313,13 +313,21 @@ func marker() error {
 	case "none":
 		return nil
 	}
+	var stamp *os.File
+	if os.Getenv("TESTAGENT_STAMP") != "" {
+		// For latency benchmarks: when the marker was written, by the wall clock. The file
+		// is made first, so that what is timed holds no file made but the marker's.
+		var err error
+		if stamp, err = os.Create(filepath.Join(os.Getenv("ORCHESTRATOR_ATTEMPT_DIR"), "marker-time")); err != nil {
+			return err
+		}
+		defer stamp.Close()
+	}
 	if d, err := time.ParseDuration(os.Getenv("TESTAGENT_DELAY")); err == nil {
 		time.Sleep(d)
 	}
-	if os.Getenv("TESTAGENT_STAMP") != "" {
-		// For latency benchmarks: when the marker was written, by the wall clock.
-		stamp := filepath.Join(os.Getenv("ORCHESTRATOR_ATTEMPT_DIR"), "marker-time")
-		if err := os.WriteFile(stamp, []byte(strconv.FormatInt(time.Now().UnixNano(), 10)), 0o644); err != nil {
+	if stamp != nil {
+		if _, err := stamp.WriteString(strconv.FormatInt(time.Now().UnixNano(), 10)); err != nil {
 			return err
 		}
 	}
