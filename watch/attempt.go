@@ -3,7 +3,9 @@ package watch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -304,7 +306,7 @@ func (a *attempt) write(name string, b []byte) { a.writeEach(name, b, b) }
 func (a *attempt) writeEach(name string, state, mirror []byte) {
 	replace := func(dir string, b []byte) bool {
 		tmp := filepath.Join(dir, tempName(name))
-		return os.WriteFile(tmp, b, 0o644) == nil && swapIn(tmp, filepath.Join(dir, name)) == nil
+		return writeTemp(tmp, b) == nil && swapIn(tmp, filepath.Join(dir, name)) == nil
 	}
 	switch {
 	case a.dir == "" && a.mirror == "":
@@ -331,6 +333,36 @@ func tempName(name string) string { return "." + name + ".tmp" }
 
 // isTemp reports whether a file of an attempt folder is a temp file (tempName).
 func isTemp(name string) bool { return strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp") }
+
+// writeTemp writes b into the temp file tmp, made if need be. What is there that is not a
+// plain file of its own (a link to another file) is removed rather than written through.
+func writeTemp(tmp string, b []byte) error {
+	for try := 0; ; try++ {
+		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|unix.O_NOFOLLOW, 0o644)
+		if err == nil {
+			var st unix.Stat_t
+			if unix.Fstat(int(f.Fd()), &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 {
+				err = f.Truncate(0)
+				if err == nil {
+					_, err = f.Write(b)
+				}
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+				return err
+			}
+			f.Close()
+			err = fmt.Errorf("%s: not a plain file of its own", tmp)
+		}
+		if try == 1 {
+			return err
+		}
+		// A link, or what cannot be opened for writing: it goes, and the file is made anew.
+		if rerr := os.Remove(tmp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			return rerr
+		}
+	}
+}
 
 // swapIn puts the file at tmp in the place of path. A file that was there is exchanged
 // with it rather than removed: it is the next write's temp file, so that writing a file

@@ -134,6 +134,18 @@ func TestDecisionMakesNoFile(t *testing.T) {
 		return out
 	}
 	before := map[string]map[string]uint64{a.dir: inodes(a.dir), a.mirror: inodes(a.mirror)}
+	// The cheat: a temp file that is a link to a file elsewhere, which a write through it
+	// would overwrite. It is removed and made anew, the one file this decision makes.
+	outside := filepath.Join(root, "outside")
+	if err := os.WriteFile(outside, []byte("keep me\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(a.dir, ".changes.diff.tmp")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(a.dir, ".changes.diff.tmp")); err != nil {
+		t.Fatal(err)
+	}
 
 	a.write("changes.diff", []byte("diff\n"))
 	m := &gate.Manifest{Phase: "green", Task: a.id, Attempt: a.n}
@@ -147,10 +159,17 @@ func TestDecisionMakesNoFile(t *testing.T) {
 			made[ino] = true
 		}
 		for name, ino := range inodes(dir) {
-			if !made[ino] {
+			if !made[ino] && !(dir == a.dir && name == "changes.diff") {
 				t.Errorf("%s: the decision made a file: %s", filepath.Base(filepath.Dir(filepath.Dir(dir))), name)
 			}
 		}
+	}
+
+	if b, err := os.ReadFile(outside); err != nil || string(b) != "keep me\n" {
+		t.Errorf("the write went through a link into another file: %q, %v", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(a.dir, "changes.diff")); err != nil || string(b) != "diff\n" {
+		t.Errorf("changes.diff holds %q, %v", b, err)
 	}
 
 	// A temp file in the state is not copied; none is left once decided.
