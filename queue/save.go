@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -100,7 +101,7 @@ func updateLocked(path string, kind Kind, ids []string, ready func() error, edit
 	)
 	defer func() {
 		if ours != nil {
-			keepSpare(path, ours.name) // our version, or the one we displaced
+			keepSpare(path, ours) // our version, or the one we displaced
 		}
 	}()
 	for round := 0; ; round++ {
@@ -145,6 +146,7 @@ func updateLocked(path string, kind Kind, ids []string, ready func() error, edit
 		if beforeSwap != nil {
 			beforeSwap()
 		}
+		ours.swapped = true // from here on, ours.name may hold a version that stood at path
 		err = unix.Renameat2(unix.AT_FDCWD, ours.name, unix.AT_FDCWD, path, unix.RENAME_EXCHANGE)
 		if afterSwap != nil && err == nil {
 			afterSwap()
@@ -176,7 +178,9 @@ func updateLocked(path string, kind Kind, ids []string, ready func() error, edit
 			// Ours was replaced while it was at path: what came back is an older save.
 			os.Remove(ours.name)
 			ours = nil
+			continue
 		}
+		ours.swapped = false // ours.name holds our version again
 	}
 }
 
@@ -306,17 +310,21 @@ func granularity(mtime unix.Timespec) time.Duration {
 type tempFile struct {
 	name string
 	id   fileID
+	// swapped: it may hold a version that stood at the file's path (what a swap displaced).
+	swapped bool
 }
 
 // spares maps a queue folder to the folder its writes keep their spare temp files in
 // (KeepSpares).
 var spares sync.Map // folder -> folder
 
-// KeepSpares makes each write of a file of folder dir keep the temp file it is done with
-// (the version it displaced) in folder keep, as the next write's temp file: making a file
-// is finding a free inode, which costs up to a millisecond on a file system that many files
-// were removed from, and writing into one that is there costs none. keep is a folder that
-// git never lists (the orchestrator's state), so that no stray file shows in the person's
+// KeepSpares makes the writes of the files of folder dir use a temp file made ahead of
+// them, in folder keep, where each write makes the next one's once it is done, beside its
+// caller: making a file is finding a free inode, which costs up to a millisecond on a file
+// system that many files were removed from, and writing into one that is there costs none.
+// A spare is always a new file, never one that stood at the file's path: a reader that
+// still holds an older version open never sees it rewritten. keep is a folder that git
+// never lists (the orchestrator's state), so that no stray file shows in the person's
 // repository; on another file system than dir, where a file cannot be swapped across, it is
 // not used. The loop asks for this for its own writes; a command that writes once does not.
 func KeepSpares(dir, keep string) error {
@@ -347,33 +355,49 @@ func spareName(path string) string {
 	return filepath.Join(keep.(string), "."+filepath.Base(path)+".tmp-spare")
 }
 
-// keepSpare keeps the temp file name, which a write of path is done with, as the next
-// write's (spareName), or removes it when path keeps none. The folder's lock is held.
-func keepSpare(path, name string) {
+// sparing counts the spares being made beside their callers (tests wait for them).
+var sparing sync.WaitGroup
+
+// keepSpare is called, under the folder's lock, with the temp file that a write of path is
+// done with: the version it displaced, which is removed, or its own when it did not swap (a
+// spare it used stays one). A new spare is made beside the caller when path keeps one.
+func keepSpare(path string, t *tempFile) {
 	spare := spareName(path)
-	if name == spare {
+	if t.name == spare && !t.swapped {
 		return
 	}
-	if spare == "" || os.Rename(name, spare) != nil {
-		os.Remove(name)
+	os.Remove(t.name)
+	if spare == "" {
+		return
 	}
+	sparing.Add(1)
+	go func() {
+		defer sparing.Done()
+		// O_EXCL: a spare that is there, which the next write may be using, is left alone.
+		if f, err := os.OpenFile(spare, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+			f.Close()
+		}
+	}()
 }
 
 // openSpare opens the spare temp file of path (keepSpare) for writing, emptied; nil when
-// there is none, or when what is there is not a plain file of its own (a link to another
-// file is never written through).
+// there is none, or when what is there is not a plain file of its own that the orchestrator
+// owns (a link to another file is never written through).
 func openSpare(path string) *os.File {
 	spare := spareName(path)
 	if spare == "" {
 		return nil
 	}
 	f, err := os.OpenFile(spare, os.O_WRONLY|unix.O_NOFOLLOW, 0)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	var st unix.Stat_t
-	if unix.Fstat(int(f.Fd()), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 || f.Truncate(0) != nil {
-		f.Close()
+	if err != nil || unix.Fstat(int(f.Fd()), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 || int(st.Uid) != os.Geteuid() || f.Truncate(0) != nil {
+		if f != nil {
+			f.Close()
+		}
+		os.Remove(spare) // not one to write into: the next write makes a new one
 		return nil
 	}
 	return f

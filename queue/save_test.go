@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -339,11 +340,13 @@ func TestUpdateAfterWaitsForReady(t *testing.T) {
 	}
 }
 
-// TestUpdateWritesIntoItsSpare: where the loop asks for it (KeepSpares), the temp file a
-// write is done with (the version it displaced) stays, in a folder of its own, for the
-// next write, which writes into it and makes no file: the queue's new version is that file.
-// A spare that is a link to another file, hard or symbolic, is never written through: that
-// file keeps what it holds. The queue's folder holds nothing else than it did.
+// TestUpdateWritesIntoItsSpare: where the loop asks for it (KeepSpares), each write makes
+// the next one's temp file once it is done, in a folder of its own, and the next write
+// writes into it and makes no file: the queue's new version is that file. A spare is always
+// a new file: never a version that stood at the queue's path, which a reader may still hold.
+// A spare that is a link to another file, hard or symbolic, or that another user owns, is
+// never written through: that file keeps what it holds. The queue's folder holds nothing
+// else than it did.
 func TestUpdateWritesIntoItsSpare(t *testing.T) {
 	ctx := context.Background()
 	path := writeQueue(t, saveQueue, 0o644)
@@ -362,9 +365,10 @@ func TestUpdateWritesIntoItsSpare(t *testing.T) {
 	if _, err := Update(ctx, path, Tasks, set("TASK-1", "Status", "in_progress")); err != nil {
 		t.Fatal(err)
 	}
+	sparing.Wait()
 	spare := spareName(path)
-	if got := readString(t, spare); got != saveQueue {
-		t.Fatalf("the spare holds %q, want the version the write displaced", got)
+	if got := readString(t, spare); got != "" {
+		t.Fatalf("the spare holds %q, want a new, empty file", got)
 	}
 	was := inode(spare)
 	if _, err := Update(ctx, path, Tasks, set("TASK-2", "Status", "in_progress")); err != nil {
@@ -373,12 +377,24 @@ func TestUpdateWritesIntoItsSpare(t *testing.T) {
 	if inode(path) != was {
 		t.Errorf("the second write made a file: the queue is inode %d, the spare was %d", inode(path), was)
 	}
+	sparing.Wait()
+	// (A version that stood at the path holds a queue; a new spare holds nothing.)
+	if now := inode(spare); now == was || readString(t, spare) != "" {
+		t.Errorf("the next spare holds %q: a version that stood at the path is kept", readString(t, spare))
+	}
 
 	other := filepath.Join(t.TempDir(), "other")
 	for i, link := range []func() error{
 		func() error { return os.Link(other, spare) },
 		func() error { return os.Symlink(other, spare) },
+		func() error {
+			if err := os.WriteFile(spare, nil, 0o666); err != nil {
+				return err
+			}
+			return os.Chown(spare, 4242, 4242) // another user's (the tests run as root)
+		},
 	} {
+		sparing.Wait()
 		if err := os.WriteFile(other, []byte("keep me\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -386,6 +402,16 @@ func TestUpdateWritesIntoItsSpare(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := link(); err != nil {
+			t.Fatal(err)
+		}
+		// What was at the spare's name, as it is: written through, it would change.
+		held, err := os.Open(spare)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer held.Close()
+		before, err := io.ReadAll(held)
+		if err != nil {
 			t.Fatal(err)
 		}
 		value := fmt.Sprintf("note %d", i)
@@ -398,6 +424,10 @@ func TestUpdateWritesIntoItsSpare(t *testing.T) {
 		if got := readString(t, path); !strings.Contains(got, "| Notes | "+value+" |") {
 			t.Errorf("link %d: the edit is not in the queue:\n%s", i, got)
 		}
+		if after, err := io.ReadAll(io.NewSectionReader(held, 0, 1<<20)); err != nil || !bytes.Equal(after, before) {
+			t.Errorf("link %d: the queue was written into a spare it must not use: %q, %v", i, after, err)
+		}
 	}
+	sparing.Wait()
 	noTempFiles(t, filepath.Dir(path))
 }

@@ -306,7 +306,7 @@ func (a *attempt) write(name string, b []byte) { a.writeEach(name, b, b) }
 func (a *attempt) writeEach(name string, state, mirror []byte) {
 	replace := func(dir string, b []byte) bool {
 		tmp := filepath.Join(dir, tempName(name))
-		return writeTemp(tmp, b) == nil && swapIn(tmp, filepath.Join(dir, name)) == nil
+		return writeTemp(tmp, b) == nil && os.Rename(tmp, filepath.Join(dir, name)) == nil
 	}
 	switch {
 	case a.dir == "" && a.mirror == "":
@@ -364,18 +364,6 @@ func writeTemp(tmp string, b []byte) error {
 	}
 }
 
-// swapIn puts the file at tmp in the place of path. A file that was there is exchanged
-// with it rather than removed: it is the next write's temp file, so that writing a file
-// of the attempt folder again makes no file and frees none.
-func swapIn(tmp, path string) error {
-	err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, path, unix.RENAME_EXCHANGE)
-	if err != nil {
-		// Nothing there yet (ENOENT), or no exchange on this file system.
-		return os.Rename(tmp, path)
-	}
-	return nil
-}
-
 // aheadFiles are the files of an attempt folder that the attempt's decision writes (in the
 // orchestrator's state, and in the readable copy), on the path from its agent's marker to
 // its task's status.
@@ -411,10 +399,13 @@ func (a *attempt) makeAhead() {
 }
 
 // dropAhead removes what is left of the temp files of aheadFiles once the attempt is
-// decided: those its decision did not use, and the earlier versions its writes displaced.
+// decided: those its decision did not use.
 func (a *attempt) dropAhead() {
 	if a.ahead != nil {
 		<-a.ahead
+	}
+	if a.patched != nil {
+		<-a.patched // changes.diff is written into its temp file beside the decision
 	}
 	state, mirror := a.aheadFiles()
 	for _, name := range state {

@@ -175,12 +175,13 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 				a.id, joinInts(forgot), r.repo.Branch))
 		}
 	}
+	var mark func() error
 	if fin.to == queue.StatusCompleted {
 		// The loop's own record that the task was verified at its commit, before the
-		// status too: the queue's Commit field alone proves nothing.
-		mark := d.mark
-		if mark == nil {
-			mark = func() error { return r.repo.MarkVerified(a.id, res.Commit) }
+		// status too: the queue's Commit field alone proves nothing. The candidate has
+		// landed, so the mark holds whatever the queue's write decides.
+		if mark = d.mark; mark == nil {
+			mark = r.markVerified(a.id, res.Commit)
 		}
 		fin.ready = func() error {
 			d.wait()
@@ -190,6 +191,11 @@ func (r *runner) record(ctx context.Context, d *decided) error {
 	// Record the outcome and start what it made ready in one write of the queue.
 	doc, picks, err := r.advance(ctx, fin)
 	d.wait() // a write of the queue that changed nothing did not wait
+	if mark != nil {
+		if merr := mark(); err == nil {
+			err = merr
+		}
+	}
 	if err != nil {
 		if fin.decision != nil {
 			err = errors.Join(err, fin.decision.GiveBack(ctx, l))
