@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+	"github.com/orchestrator/orchestrator/internal/ownfile"
 	"golang.org/x/sys/unix"
 )
 
@@ -373,31 +373,20 @@ func keepSpare(path string, t *tempFile) {
 	sparing.Add(1)
 	go func() {
 		defer sparing.Done()
-		// O_EXCL: a spare that is there, which the next write may be using, is left alone.
-		if f, err := os.OpenFile(spare, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
-			f.Close()
-		}
+		ownfile.Make(spare, 0o600) // one that is there, which the next write may be using, stays
 	}()
 }
 
 // openSpare opens the spare temp file of path (keepSpare) for writing, emptied; nil when
-// there is none, or when what is there is not a plain file of its own that the orchestrator
-// owns (a link to another file is never written through).
+// there is none, or when what is there is not a plain file of its own (ownfile.Open, which
+// removes it: the next write makes a new one).
 func openSpare(path string) *os.File {
 	spare := spareName(path)
 	if spare == "" {
 		return nil
 	}
-	f, err := os.OpenFile(spare, os.O_WRONLY|unix.O_NOFOLLOW, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	var st unix.Stat_t
-	if err != nil || unix.Fstat(int(f.Fd()), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 || int(st.Uid) != os.Geteuid() || f.Truncate(0) != nil {
-		if f != nil {
-			f.Close()
-		}
-		os.Remove(spare) // not one to write into: the next write makes a new one
+	f, err := ownfile.Open(spare, false, 0)
+	if err != nil {
 		return nil
 	}
 	return f

@@ -3,9 +3,7 @@ package watch
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,12 +17,12 @@ import (
 	"github.com/orchestrator/orchestrator/config"
 	"github.com/orchestrator/orchestrator/cost"
 	"github.com/orchestrator/orchestrator/gate"
+	"github.com/orchestrator/orchestrator/internal/ownfile"
 	"github.com/orchestrator/orchestrator/queue"
 	"github.com/orchestrator/orchestrator/seal"
 	"github.com/orchestrator/orchestrator/tdd"
 	"github.com/orchestrator/orchestrator/testrun"
 	"github.com/orchestrator/orchestrator/worktree"
-	"golang.org/x/sys/unix"
 )
 
 // An attempt is one run of one task's agent, and the value that carries it along its path:
@@ -334,34 +332,18 @@ func tempName(name string) string { return "." + name + ".tmp" }
 // isTemp reports whether a file of an attempt folder is a temp file (tempName).
 func isTemp(name string) bool { return strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp") }
 
-// writeTemp writes b into the temp file tmp, made if need be. What is there that is not a
-// plain file of its own (a link to another file) is removed rather than written through.
+// writeTemp writes b into the temp file tmp, made if need be (ownfile.Open: what is there
+// that is not a plain file of its own is removed rather than written through).
 func writeTemp(tmp string, b []byte) error {
-	for try := 0; ; try++ {
-		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|unix.O_NOFOLLOW, 0o644)
-		if err == nil {
-			var st unix.Stat_t
-			if unix.Fstat(int(f.Fd()), &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 {
-				err = f.Truncate(0)
-				if err == nil {
-					_, err = f.Write(b)
-				}
-				if cerr := f.Close(); err == nil {
-					err = cerr
-				}
-				return err
-			}
-			f.Close()
-			err = fmt.Errorf("%s: not a plain file of its own", tmp)
-		}
-		if try == 1 {
-			return err
-		}
-		// A link, or what cannot be opened for writing: it goes, and the file is made anew.
-		if rerr := os.Remove(tmp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			return rerr
-		}
+	f, err := ownfile.Open(tmp, true, 0o644)
+	if err != nil {
+		return err
 	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // aheadFiles are the files of an attempt folder that the attempt's decision writes (in the
@@ -391,9 +373,7 @@ func (a *attempt) makeAhead() {
 			continue
 		}
 		for _, name := range d.names {
-			if f, err := os.OpenFile(filepath.Join(d.dir, tempName(name)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
-				f.Close()
-			}
+			ownfile.Make(filepath.Join(d.dir, tempName(name)), 0o644)
 		}
 	}
 }

@@ -142,7 +142,6 @@ func (r *runner) costOps(a *attempt, own *result) []queue.Op {
 		s = taskSpent(r.runs, a.id)
 	}
 	// The sum is the task's as of now: the scheduler's budget check reads it (cachedSpent).
-	r.forgetSpent(a.id)
 	if r.spentCache != nil {
 		r.spentCache[a.id] = s
 	}

@@ -171,9 +171,9 @@ func (r *runner) openRepo(ctx context.Context) error {
 	if _, err := repo.Key(); err != nil {
 		return err
 	}
-	// The loop's writes of the queues reuse the versions they displaced as their temp
-	// files, kept in its state where git never lists them (queue.KeepSpares). Without
-	// them, each write makes its temp file, as before.
+	// Each of the loop's writes of a queue makes the next one's temp file once it is done,
+	// in its state where git never lists it (queue.KeepSpares). Without, each write makes
+	// its own.
 	_ = queue.KeepSpares(r.o.Layout.Dir(), filepath.Join(repo.State(), "spares"))
 	return os.MkdirAll(r.runs, 0o755)
 }

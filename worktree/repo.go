@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/orchestrator/orchestrator/internal/ownfile"
 	"github.com/orchestrator/orchestrator/internal/ownproc"
 
 	"github.com/orchestrator/orchestrator/seal"
@@ -310,9 +311,7 @@ func (r *Repo) MarkAhead(task string) {
 	if os.MkdirAll(dir, 0o755) != nil {
 		return
 	}
-	if f, err := os.OpenFile(filepath.Join(dir, "."+task+".tmp"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
-		f.Close()
-	}
+	ownfile.Make(filepath.Join(dir, "."+task+".tmp"), 0o644)
 }
 
 // verifiedContent is what a verified mark's seal covers: the task and the commit.
